@@ -1,0 +1,112 @@
+"""``NumpyBackend``: the backend contract on numpy arrays (CPU).
+
+Primitives are ``numpy.ndarray`` (rank-0 results may be numpy scalars, which behave the same).
+Every op is a vectorized numpy call; ops never write into their inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember import DType
+from ember._errors import BackendError
+from ember.backend import Backend, Device
+
+from ._float import NumpyFloatOps
+from ._intbool import NumpyIntBoolOps
+from ._numeric import NumpyNumericOps
+from ._shape import NumpyShapeOps
+
+_NP = {d: d.to_numpy() for d in DType if d is not DType.BFLOAT16}
+_FROM_NP = {v: k for k, v in _NP.items()}
+
+
+class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, Backend):
+    """The numpy backend: one device, ``cpu``; float32 (default), float64, float16; int64
+    (default), int32.
+
+    Random numbers come from a ``numpy.random.Generator`` (PCG64) owned by the backend instance;
+    :meth:`seed` resets it.
+    """
+
+    name = "numpy"
+    supported_dtypes = frozenset(
+        {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.INT64, DType.INT32, DType.INT16,
+         DType.INT8, DType.UINT8, DType.BOOL}
+    )
+    supports_dlpack = True
+
+    def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64) -> None:
+        super().__init__(float_dtype, int_dtype)
+        self._rng = np.random.default_rng()
+        self._fdt = _NP[self.float_dtype]
+        self._idt = _NP[self.int_dtype]
+
+    # ---- devices and seeding
+    def _make_device(self, name: str) -> Device:
+        if name != "cpu":
+            raise BackendError(f"numpy backend has one device, 'cpu'; got {name!r}.")
+        return Device(self, "cpu", "cpu")
+
+    def seed(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    # ---- data and info
+    def dtype(self, p: Any) -> DType:
+        return _FROM_NP[p.dtype]
+
+    def device_handle(self, p: Any) -> Any:
+        return "cpu"
+
+    def from_numpy(self, array: np.ndarray, dtype: DType, handle: Any) -> Any:
+        self.check_dtype(dtype)
+        return np.array(array, dtype=_NP[dtype], copy=True, order="C")
+
+    def to_numpy(self, p: Any) -> np.ndarray:
+        return np.asarray(p)
+
+    def from_dlpack(self, obj: Any) -> Any:
+        return np.from_dlpack(obj)
+
+    # ---- creation
+    def full(self, shape: tuple[int, ...], value: Any, dtype: DType, handle: Any) -> Any:
+        return np.full(shape, value, dtype=_NP[dtype])
+
+    def zeros(self, shape: tuple[int, ...], dtype: DType, handle: Any) -> Any:
+        return np.zeros(shape, dtype=_NP[dtype])
+
+    def ones(self, shape: tuple[int, ...], dtype: DType, handle: Any) -> Any:
+        return np.ones(shape, dtype=_NP[dtype])
+
+    def arange(self, start: Any, end: Any, step: Any, dtype: DType, handle: Any) -> Any:
+        return np.arange(start, end, step, dtype=_NP[dtype])
+
+    def random_uniform(self, shape: tuple[int, ...], low: float, high: float, dtype: DType, handle: Any) -> Any:
+        nd = _NP[dtype]
+        if dtype.is_int:
+            return self._rng.integers(int(low), int(high), size=shape, dtype=nd)
+        if nd in (np.float32, np.float64):
+            u = self._rng.random(shape, dtype=nd)
+        else:
+            u = self._rng.random(shape, dtype=np.float32)
+        if low != 0.0 or high != 1.0:
+            u = u * (high - low) + low
+        return u.astype(nd, copy=False)
+
+    def random_normal(self, shape: tuple[int, ...], mean: float, std: float, dtype: DType, handle: Any) -> Any:
+        nd = _NP[dtype]
+        z = self._rng.standard_normal(shape, dtype=nd if nd in (np.float32, np.float64) else np.float32)
+        if std != 1.0 or mean != 0.0:
+            z = z * std + mean
+        return z.astype(nd, copy=False)
+
+    # ---- casts
+    def cast(self, p: Any, dtype: DType) -> Any:
+        nd = _NP[dtype]
+        if p.dtype == nd:
+            return p
+        if dtype.is_int and p.dtype.kind == "f":
+            return np.trunc(p).astype(nd)
+        return np.asarray(p).astype(nd)

@@ -1,0 +1,7 @@
+"""Int bitwise and Bool logical primitives of the numpy backend."""
+
+from __future__ import annotations
+
+
+class NumpyIntBoolOps:
+    pass

@@ -1,0 +1,61 @@
+"""Ember: a deep-learning framework for Python on the design of Burn.
+
+One tensor API over interchangeable backends (numpy, PyTorch, JAX), autodiff as a backend
+decorator, modules as immutable parameter trees, configs, records and a training loop.
+
+>>> import ember
+>>> from ember import Tensor
+>>> device = ember.backend("numpy").device()
+>>> Tensor.from_data([[1.0, 2.0]], device).sum().into_scalar()
+3.0
+"""
+
+from __future__ import annotations
+
+from . import backend
+from ._data import TensorData, Tolerance
+from ._distribution import Distribution
+from ._dtype import DType
+from ._errors import (
+    BackendError,
+    ConfigError,
+    DeviceError,
+    DTypeError,
+    EmberError,
+    IndexError_ as IndexError,  # noqa: A004 - exported under the natural name
+    KindError,
+    RecordError,
+    ShapeError,
+)
+from ._kind import Bool, Float, Int, Kind
+from .backend import Backend, Device, backends, device
+from .tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend",
+    "BackendError",
+    "Bool",
+    "ConfigError",
+    "DType",
+    "DTypeError",
+    "Device",
+    "DeviceError",
+    "Distribution",
+    "EmberError",
+    "Float",
+    "IndexError",
+    "Int",
+    "Kind",
+    "KindError",
+    "RecordError",
+    "ShapeError",
+    "Tensor",
+    "TensorData",
+    "Tolerance",
+    "backend",
+    "backends",
+    "device",
+    "__version__",
+]

@@ -1,0 +1,33 @@
+"""The backend contract, devices and the plugin registry (DESIGN.md §3)."""
+
+from ._base import Backend
+from ._device import Device
+from ._hookspec import BackendSpec, hookimpl, hookspec
+from ._registry import BackendInfo, backend, backends, device, register
+
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "BackendSpec",
+    "Device",
+    "backend",
+    "backends",
+    "device",
+    "hookimpl",
+    "hookspec",
+    "register",
+]
+
+import sys as _sys
+import types as _types
+
+
+class _CallableModule(_types.ModuleType):
+    """Lets ``ember.backend("numpy")`` call :func:`backend` while ``ember.backend.Backend`` stays
+    the contract's namespace."""
+
+    def __call__(self, name: str | None = None, **options: object) -> Backend:
+        return backend(name, **options)
+
+
+_sys.modules[__name__].__class__ = _CallableModule

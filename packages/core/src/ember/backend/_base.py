@@ -1,0 +1,252 @@
+"""The backend contract: ``Backend``, the base every backend (and ``Autodiff``) derives from.
+
+A backend maps Ember's primitive ops onto an array library. Conventions for every op method:
+
+- A *primitive* (``p``) is the array library's own array (``numpy.ndarray``, ``torch.Tensor``,
+  ``jax.Array``) or, for ``Autodiff``, its wrapper. Backends never see ``ember.Tensor``.
+- The core validates and normalizes arguments before calling: dims are non-negative ints in
+  range, shapes are tuples of ints, slices are ``slice`` objects with non-negative bounds and a
+  positive step. A backend does not re-check them.
+- Binary element-wise ops take a primitive or a Python scalar as second operand and broadcast as
+  numpy does; the result keeps the first operand's element type.
+- Ops never mutate their inputs (JAX arrays are immutable): ``slice_assign`` and friends return a
+  new primitive.
+- Reductions over the whole tensor return shape ``(1,)`` (Burn's convention); ``*_dim``
+  reductions keep the reduced dim with size 1.
+- Int results (``argmax``, ``argsort`` ...) have the backend's ``int_dtype``; comparisons give
+  ``bool``.
+
+Required ops raise ``NotImplementedError`` here; the others have defaults written with the
+required ones, which a backend overrides where the library has a faster kernel. The op groups
+follow Burn: core (this file: data, creation, casts), :mod:`._ops_numeric`,
+:mod:`._ops_shape`, :mod:`._ops_float`, :mod:`._ops_intbool`, :mod:`._ops_activation`,
+:mod:`._ops_module`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._distribution import Distribution
+from .._dtype import DType
+from .._errors import BackendError, DTypeError
+from ._device import Device
+from ._ops_activation import ActivationOps
+from ._ops_float import FloatOps
+from ._ops_intbool import IntBoolOps
+from ._ops_module import ModuleOps
+from ._ops_numeric import NumericOps
+from ._ops_shape import ShapeOps
+
+__all__ = ["Backend", "required"]
+
+
+def required(name: str) -> Any:
+    raise NotImplementedError(
+        f"this backend does not implement the required primitive {name!r}; see "
+        "ember.backend.Backend for the contract"
+    )
+
+
+class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps):
+    """Base class of every backend.
+
+    Subclasses set ``name`` and the capability flags, implement the required primitives and
+    ``_make_devices``. Users get instances from :func:`ember.backend`, never by constructing.
+
+    Args:
+        float_dtype: element type of Float tensors (``"float32"`` default; ``"float64"``,
+            ``"float16"``, ``"bfloat16"`` where ``supported_dtypes`` has it).
+        int_dtype: element type of Int tensors (``"int64"`` default, or ``"int32"``).
+
+    Raises:
+        DTypeError: a dtype the backend does not support, or of the wrong kind.
+    """
+
+    name: ClassVar[str] = "abstract"
+    #: element types this backend can hold
+    supported_dtypes: ClassVar[frozenset[DType]] = frozenset(
+        {DType.FLOAT32, DType.FLOAT64, DType.INT64, DType.INT32, DType.BOOL}
+    )
+    #: the backend has its own autodiff (torch.autograd, jax.grad) usable behind ``Autodiff``
+    supports_native_autodiff: ClassVar[bool] = False
+    #: primitives can be exchanged without a copy through DLPack
+    supports_dlpack: ClassVar[bool] = False
+    #: ``True`` only for ``ember.autodiff.Autodiff``
+    is_autodiff: ClassVar[bool] = False
+
+    bool_dtype = DType.BOOL
+
+    def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64) -> None:
+        fd, idt = DType.parse(float_dtype), DType.parse(int_dtype)
+        if not fd.is_float:
+            raise DTypeError(f"{self.name} backend: float_dtype must be a float type, got {fd}.")
+        if idt.kind != "int":
+            raise DTypeError(f"{self.name} backend: int_dtype must be a signed int type, got {idt}.")
+        for d in (fd, idt):
+            if d not in self.supported_dtypes:
+                raise DTypeError(
+                    f"{self.name} backend does not support {d}; supported: "
+                    f"{', '.join(sorted(x.value for x in self.supported_dtypes))}."
+                )
+        self.float_dtype: DType = fd
+        self.int_dtype: DType = idt
+        self.options: dict[str, Any] = {"float_dtype": fd.value, "int_dtype": idt.value}
+        self._devices: dict[str, Device] = {}
+
+    # ------------------------------------------------------------------ devices
+    def _make_device(self, name: str) -> Device:
+        """Create the Device called ``name`` (e.g. ``"cpu"``, ``"cuda:0"``).
+
+        Raises:
+            BackendError: no such device here.
+        """
+        raise NotImplementedError
+
+    def _device_names(self) -> list[str]:
+        """Names of the devices available on this machine, default first."""
+        return ["cpu"]
+
+    def device(self, name: str | None = None) -> Device:
+        """The device called ``name`` (default: the backend's default device).
+
+        Raises:
+            BackendError: the device does not exist on this machine; the message lists those that do.
+        """
+        key = name if name is not None else self._device_names()[0]
+        dev = self._devices.get(key)
+        if dev is None:
+            dev = self._make_device(key)
+            self._devices[key] = dev
+            self._devices[dev.name] = dev
+        return dev
+
+    def devices(self) -> list[Device]:
+        """Every device of this backend on this machine."""
+        return [self.device(n) for n in self._device_names()]
+
+    def seed(self, seed: int) -> None:
+        """Seed the backend's random generator: every random op after it is reproducible."""
+        required("seed")
+
+    def dtype_for(self, kind_index: int) -> DType:
+        """Element type of the kind with index ``kind_index`` (0 Float, 1 Int, 2 Bool)."""
+        return (self.float_dtype, self.int_dtype, DType.BOOL)[kind_index]
+
+    def check_dtype(self, dtype: DType) -> None:
+        if dtype not in self.supported_dtypes:
+            raise DTypeError(
+                f"{self.name} backend does not support {dtype}; supported: "
+                f"{', '.join(sorted(x.value for x in self.supported_dtypes))}."
+            )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(float_dtype={self.float_dtype}, int_dtype={self.int_dtype})"
+
+    # ------------------------------------------------------------------ data and info
+    def shape(self, p: Any) -> tuple[int, ...]:
+        """Shape of a primitive as a tuple of ints."""
+        return tuple(p.shape)
+
+    def dtype(self, p: Any) -> DType:
+        """Element type of a primitive."""
+        return required("dtype")
+
+    def device_handle(self, p: Any) -> Any:
+        """The device handle a primitive lives on (compare with ``Device.handle``)."""
+        return required("device_handle")
+
+    def from_numpy(self, array: np.ndarray, dtype: DType, handle: Any) -> Any:
+        """A primitive holding ``array``'s values as ``dtype`` on device ``handle``.
+
+        ``array`` is any numpy array (float64 from Python lists, or the user's array); for
+        ``BFLOAT16`` it holds float32 values. The backend may share memory with ``array`` only if
+        ``array`` is not written afterwards (the core passes fresh or read-only arrays).
+        """
+        return required("from_numpy")
+
+    def to_numpy(self, p: Any) -> np.ndarray:
+        """The values of ``p`` as a numpy array on the host (bfloat16 widened to float32)."""
+        return required("to_numpy")
+
+    def to_device(self, p: Any, handle: Any) -> Any:
+        """``p`` moved to another device of the same backend."""
+        return p
+
+    def from_dlpack(self, obj: Any) -> Any:
+        """A primitive sharing memory with a DLPack-capable object (only if ``supports_dlpack``)."""
+        raise BackendError(f"{self.name} backend does not support DLPack")
+
+    # ------------------------------------------------------------------ creation
+    def full(self, shape: tuple[int, ...], value: float | int | bool, dtype: DType, handle: Any) -> Any:
+        """A primitive of ``shape`` filled with ``value``."""
+        return required("full")
+
+    def zeros(self, shape: tuple[int, ...], dtype: DType, handle: Any) -> Any:
+        return self.full(shape, 0, dtype, handle)
+
+    def ones(self, shape: tuple[int, ...], dtype: DType, handle: Any) -> Any:
+        return self.full(shape, 1, dtype, handle)
+
+    def empty(self, shape: tuple[int, ...], dtype: DType, handle: Any) -> Any:
+        """Uninitialized values are never exposed: the default is zeros."""
+        return self.zeros(shape, dtype, handle)
+
+    def arange(self, start: int | float, end: int | float, step: int | float, dtype: DType, handle: Any) -> Any:
+        """``[start, start+step, ...)`` up to ``end`` excluded, 1-D (numpy.arange semantics)."""
+        return required("arange")
+
+    def random(self, shape: tuple[int, ...], distribution: Distribution, dtype: DType, handle: Any) -> Any:
+        """Samples of ``distribution`` with ``shape``.
+
+        Default: ``default``/``uniform`` via :meth:`random_uniform`, ``normal`` via
+        :meth:`random_normal`, ``bernoulli`` as ``uniform < prob``.
+        """
+        k = distribution.kind
+        if k in ("default", "uniform"):
+            return self.random_uniform(shape, distribution.a, distribution.b, dtype, handle)
+        if k == "normal":
+            return self.random_normal(shape, distribution.a, distribution.b, dtype, handle)
+        if k == "bernoulli":
+            u = self.random_uniform(shape, 0.0, 1.0, self.float_dtype, handle)
+            return self.cast(self.lower(u, distribution.a), dtype)
+        raise BackendError(f"unknown distribution kind {k!r}")
+
+    def random_uniform(self, shape: tuple[int, ...], low: float, high: float, dtype: DType, handle: Any) -> Any:
+        """Uniform samples on ``[low, high)`` (ints: integers in ``[low, high)``)."""
+        return required("random_uniform")
+
+    def random_normal(self, shape: tuple[int, ...], mean: float, std: float, dtype: DType, handle: Any) -> Any:
+        """Normal samples with ``mean`` and standard deviation ``std``."""
+        return required("random_normal")
+
+    # ------------------------------------------------------------------ casts between kinds
+    def cast(self, p: Any, dtype: DType) -> Any:
+        """``p`` converted to ``dtype`` (floats to ints truncate toward zero; bools become 0/1)."""
+        return required("cast")
+
+    def int_into_float(self, p: Any) -> Any:
+        """An Int primitive as a Float primitive of the backend's float dtype (on Float ops)."""
+        return self.cast(p, self.float_dtype)
+
+    def bool_into_float(self, p: Any) -> Any:
+        """A Bool primitive as Float 0/1 (called on Float ops)."""
+        return self.cast(p, self.float_dtype)
+
+    def bool_into_int(self, p: Any) -> Any:
+        """A Bool primitive as Int 0/1."""
+        return self.cast(p, self.int_dtype)
+
+    def float_into_int(self, p: Any) -> Any:
+        """A Float primitive truncated toward zero into Int (called on Float ops)."""
+        return self.cast(p, self.int_dtype)
+
+    def detach(self, p: Any) -> Any:
+        """``p`` cut from any autodiff graph (identity on plain backends)."""
+        return p
+
+    def cast_list(self, ps: Sequence[Any], dtype: DType) -> list[Any]:
+        return [self.cast(p, dtype) for p in ps]

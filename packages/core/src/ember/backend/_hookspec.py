@@ -1,0 +1,51 @@
+"""The pluggy hook specification backends implement.
+
+A backend distribution declares, in its ``pyproject.toml``::
+
+    [project.entry-points.ember]
+    numpy = "ember_numpy.plugin"
+
+and the module ``ember_numpy.plugin`` implements :func:`ember_backends` with ``@hookimpl``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from ._base import Backend
+
+__all__ = ["hookspec", "hookimpl", "BackendSpec", "EmberSpec"]
+
+hookspec = pluggy.HookspecMarker("ember")
+hookimpl = pluggy.HookimplMarker("ember")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a plugin declares about one backend.
+
+    Attributes:
+        name: the name users pass to ``ember.backend(name)``.
+        load: a callable returning the ``Backend`` subclass; it imports the array library, so it
+            runs only when the backend is first used (``import ember`` stays light).
+        description: one line for ``ember backends``.
+    """
+
+    name: str
+    load: Callable[[], type[Backend]]
+    description: str = ""
+    distribution: str = field(default="", compare=False)
+    version: str = field(default="", compare=False)
+
+
+class EmberSpec:
+    """Hook specifications of the ``ember`` plugin group."""
+
+    @hookspec
+    def ember_backends(self) -> list[BackendSpec]:  # type: ignore[empty-body]
+        """Return the backends this plugin provides."""

@@ -1,0 +1,100 @@
+"""Shape and indexing primitives: reshape, permute, slicing, gather/scatter, cat, ...
+
+Indices are Int primitives; masks are Bool primitives. Every op returns a new primitive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _req(name: str) -> Any:
+    raise NotImplementedError(
+        f"this backend does not implement the required primitive {name!r}; see ember.backend.Backend"
+    )
+
+
+class ShapeOps:
+    """Shape, slicing, indexing and joining primitives."""
+
+    def reshape(self, a: Any, shape: tuple[int, ...]) -> Any:
+        """Same elements in C order with ``shape`` (already resolved: no -1 or 0 entries)."""
+        return _req("reshape")
+
+    def permute(self, a: Any, axes: tuple[int, ...]) -> Any:
+        return _req("permute")
+
+    def expand(self, a: Any, shape: tuple[int, ...]) -> Any:
+        """Broadcast to ``shape`` (numpy.broadcast_to; rank may grow on the left)."""
+        return _req("expand")
+
+    def flip(self, a: Any, axes: tuple[int, ...]) -> Any:
+        return _req("flip")
+
+    def slice(self, a: Any, slices: tuple[slice, ...]) -> Any:
+        """``a[slices]``: one ``slice(start, stop, step)`` per leading dim; start <= stop, step >= 1,
+        bounds clipped to the dim."""
+        return _req("slice")
+
+    def slice_assign(self, a: Any, slices: tuple[slice, ...], value: Any) -> Any:
+        """A copy of ``a`` with ``a[slices]`` replaced by ``value`` (shaped as the slice)."""
+        return _req("slice_assign")
+
+    def cat(self, ps: list[Any], dim: int) -> Any:
+        """Concatenation along ``dim``; other dims equal."""
+        return _req("cat")
+
+    def stack(self, ps: list[Any], dim: int) -> Any:
+        """Stack along a new ``dim``."""
+        return self.cat([self.reshape(p, _unsq(self.shape(p), dim)) for p in ps], dim)  # type: ignore[attr-defined]
+
+    def gather(self, a: Any, dim: int, indices: Any) -> Any:
+        """``out[i][j] = a[i][indices[i][j]]`` along ``dim`` (torch.gather); indices has a's rank."""
+        return _req("gather")
+
+    def scatter_add(self, a: Any, dim: int, indices: Any, values: Any) -> Any:
+        """A copy of ``a`` with ``values`` added at ``indices`` along ``dim`` (torch.scatter_add)."""
+        return _req("scatter_add")
+
+    def select(self, a: Any, dim: int, indices: Any) -> Any:
+        """Entries of ``a`` at 1-D ``indices`` along ``dim`` (torch.index_select)."""
+        return _req("select")
+
+    def select_add(self, a: Any, dim: int, indices: Any, values: Any) -> Any:
+        """A copy of ``a`` with ``values`` added at 1-D ``indices`` along ``dim`` (torch.index_add);
+        Burn's ``select_assign``. Repeated indices accumulate."""
+        return _req("select_add")
+
+    def mask_where(self, a: Any, mask: Any, value: Any) -> Any:
+        """``value`` where ``mask`` is true, else ``a`` (all three broadcast to ``a``'s shape)."""
+        return _req("mask_where")
+
+    def mask_fill(self, a: Any, mask: Any, value: float | int | bool) -> Any:
+        """Scalar ``value`` where ``mask`` is true, else ``a``."""
+        return _req("mask_fill")
+
+    def repeat_dim(self, a: Any, dim: int, times: int) -> Any:
+        """``a`` tiled ``times`` along ``dim`` (size becomes size * times)."""
+        return self.cat([a] * times, dim)
+
+    def unfold(self, a: Any, dim: int, size: int, step: int) -> Any:
+        """Windows of ``size`` every ``step`` along ``dim``; ``dim`` becomes the window count and a
+        trailing dim of ``size`` is added (torch.Tensor.unfold)."""
+        return _req("unfold")
+
+    def pad(self, a: Any, pads: tuple[tuple[int, int], ...], value: float | int | bool) -> Any:
+        """Constant padding: ``pads[i] = (before, after)`` for each dim (non-negative)."""
+        return _req("pad")
+
+    def nonzero(self, a: Any) -> list[Any]:
+        """Coordinates of non-zero/true elements: one 1-D Int primitive per dim (data-dependent)."""
+        return _req("nonzero")
+
+    def argwhere(self, a: Any) -> Any:
+        """``[count, rank]`` Int coordinates of true elements (data-dependent)."""
+        cols = self.nonzero(a)
+        return self.stack(cols, 1)
+
+
+def _unsq(shape: tuple[int, ...], dim: int) -> tuple[int, ...]:
+    return shape[:dim] + (1,) + shape[dim:]

@@ -1,0 +1,189 @@
+"""The backend registry: discovers plugins through entry points, loads backends lazily.
+
+One broken plugin is recorded with its error and never stops the others; two plugins declaring
+the same backend name is an error naming both distributions.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pluggy
+
+from .._errors import BackendError
+from ._base import Backend
+from ._device import Device
+from ._hookspec import BackendSpec, EmberSpec
+
+__all__ = ["backend", "device", "backends", "register", "BackendInfo", "ENTRY_POINT_GROUP"]
+
+ENTRY_POINT_GROUP = "ember"
+DEFAULT_BACKEND = "numpy"
+
+
+@dataclass
+class BackendInfo:
+    """A row of ``ember backends``: what is installed and whether it works."""
+
+    name: str
+    distribution: str
+    version: str
+    description: str = ""
+    status: str = "ok"
+    error: str = ""
+    devices: list[str] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._specs: dict[str, BackendSpec] | None = None
+        self._broken: list[BackendInfo] = []
+        self._duplicates: dict[str, list[str]] = {}
+        self._instances: dict[tuple[str, tuple[tuple[str, Any], ...]], Backend] = {}
+        self._extra: dict[str, BackendSpec] = {}
+
+    def _discover(self) -> dict[str, BackendSpec]:
+        with self._lock:
+            if self._specs is not None:
+                return self._specs
+            pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+            pm.add_hookspecs(EmberSpec)
+            specs: dict[str, BackendSpec] = {}
+            broken: list[BackendInfo] = []
+            dups: dict[str, list[str]] = {}
+            for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+                dist = ep.dist.name if ep.dist is not None else "?"
+                ver = ep.dist.version if ep.dist is not None else "?"
+                try:
+                    module = ep.load()
+                    impl = getattr(module, "ember_backends", None)
+                    if impl is None:
+                        raise BackendError(f"plugin module {ep.value!r} has no ember_backends() hook")
+                    pm.register(module, name=f"{dist}:{ep.name}")
+                    declared = list(impl())
+                except Exception as exc:  # isolate every plugin failure
+                    broken.append(BackendInfo(ep.name, dist, ver, status="broken", error=f"{type(exc).__name__}: {exc}"))
+                    continue
+                for spec in declared:
+                    spec = replace(spec, distribution=dist, version=ver)
+                    if spec.name in specs and specs[spec.name].distribution != dist:
+                        dups.setdefault(spec.name, [specs[spec.name].distribution]).append(dist)
+                        continue
+                    specs[spec.name] = spec
+            specs.update(self._extra)
+            self._specs, self._broken, self._duplicates = specs, broken, dups
+            return specs
+
+    def register(self, spec: BackendSpec) -> None:
+        with self._lock:
+            existing = self._discover().get(spec.name)
+            if existing is not None and existing.load is not spec.load:
+                raise BackendError(
+                    f"backend name {spec.name!r} is already provided by "
+                    f"{existing.distribution or 'a registered spec'}; choose another name."
+                )
+            self._extra[spec.name] = spec
+            self._specs[spec.name] = spec  # type: ignore[index]
+
+    def get(self, name: str | None, options: dict[str, Any]) -> Backend:
+        name = name or os.environ.get("EMBER_BACKEND") or DEFAULT_BACKEND
+        key = (name, tuple(sorted((k, str(v)) for k, v in options.items())))
+        inst = self._instances.get(key)
+        if inst is not None:
+            return inst
+        with self._lock:
+            inst = self._instances.get(key)
+            if inst is not None:
+                return inst
+            specs = self._discover()
+            if name in self._duplicates:
+                raise BackendError(
+                    f"backend {name!r} is provided by several distributions: "
+                    f"{', '.join(self._duplicates[name])}. Uninstall all but one."
+                )
+            spec = specs.get(name)
+            if spec is None:
+                broken = [b for b in self._broken if b.name == name]
+                if broken:
+                    raise BackendError(
+                        f"backend {name!r} ({broken[0].distribution}) failed to load: {broken[0].error}"
+                    )
+                known = ", ".join(sorted(specs)) or "none"
+                raise BackendError(
+                    f"no backend named {name!r}; installed: {known}. Install one, e.g. "
+                    f"`pip install ember-backend-{name}`."
+                )
+            try:
+                cls = spec.load()
+            except Exception as exc:
+                raise BackendError(
+                    f"backend {name!r} ({spec.distribution}) failed to load: {type(exc).__name__}: {exc}"
+                ) from exc
+            inst = cls(**options)
+            self._instances[key] = inst
+            return inst
+
+    def infos(self) -> list[BackendInfo]:
+        specs = self._discover()
+        rows: list[BackendInfo] = []
+        for name, spec in sorted(specs.items()):
+            info = BackendInfo(name, spec.distribution, spec.version, spec.description)
+            if name in self._duplicates:
+                info.status, info.error = "error", "provided by " + ", ".join(self._duplicates[name])
+            else:
+                try:
+                    b = self.get(name, {})
+                    info.devices = [str(d.name) for d in b.devices()]
+                    info.dtypes = sorted(d.value for d in b.supported_dtypes)
+                except Exception as exc:
+                    info.status, info.error = "broken", f"{type(exc).__name__}: {exc}"
+            rows.append(info)
+        rows.extend(self._broken)
+        return rows
+
+    def reset(self) -> None:
+        with self._lock:
+            self._specs = None
+            self._instances.clear()
+
+
+_REGISTRY = _Registry()
+
+
+def backend(name: str | None = None, **options: Any) -> Backend:
+    """The backend called ``name`` with ``options`` (e.g. ``float_dtype="float64"``).
+
+    Instances are cached: the same name and options give the same object. ``name`` defaults to
+    the ``EMBER_BACKEND`` environment variable, else ``"numpy"``.
+
+    Raises:
+        BackendError: no such backend installed (lists the installed ones), its plugin failed to
+            load (with the error), or two distributions declare it.
+        DTypeError: an unsupported dtype option.
+    """
+    return _REGISTRY.get(name, options)
+
+
+def device(name: str | None = None, device: str | None = None, **options: Any) -> Device:
+    """Shortcut for ``ember.backend(name, **options).device(device)``."""
+    return backend(name, **options).device(device)
+
+
+def backends() -> list[BackendInfo]:
+    """Every installed backend with distribution, version, devices, dtypes and status."""
+    return _REGISTRY.infos()
+
+
+def register(spec: BackendSpec) -> None:
+    """Register a backend without an entry point (tests, notebooks).
+
+    Raises:
+        BackendError: the name is already taken by another backend.
+    """
+    _REGISTRY.register(spec)

@@ -1,0 +1,160 @@
+"""The fast paths every tensor op shares: construction, binary and unary dispatch, error mapping.
+
+``Tensor`` is set here by :mod:`._tensor` once the class exists, so the op mixins can build
+tensors without importing the class (which imports them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._errors import EmberError, KindError
+from .._kind import Bool, Float, Int, Kind
+from ._util import broadcast_shapes, check_same
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor as _T
+
+Tensor: Any = None  # set by ._tensor
+_new_obj = object.__new__
+
+
+def new(p: Any, device: Any, kind: Kind, ops: Any) -> _T:
+    """Build a tensor without re-deriving ``ops`` (hot path)."""
+    t = _new_obj(Tensor)
+    t.primitive = p
+    t.device = device
+    t.kind = kind
+    t.ops = ops
+    return t  # type: ignore[no-any-return]
+
+
+def wrap(p: Any, like: _T, kind: Kind) -> _T:
+    """A tensor of ``kind`` on ``like``'s device."""
+    return new(p, like.device, kind, like.device.ops[kind.index])
+
+
+def op_error(op: str, exc: Exception, *tensors: Any) -> EmberError:
+    """Turn a backend exception into an EmberError naming the op and the operands.
+
+    Broadcast mismatches become a ShapeError with the shapes; anything else keeps the backend's
+    message (so nothing leaks unexplained).
+    """
+    if isinstance(exc, EmberError):
+        return exc
+    shapes = [t.shape for t in tensors if hasattr(t, "primitive")]
+    if len(shapes) == 2:
+        try:
+            broadcast_shapes(op, shapes[0], shapes[1])
+        except EmberError as shape_exc:
+            return shape_exc
+    desc = ", ".join(
+        f"{t.kind} {list(t.shape)} {t.dtype}" if hasattr(t, "primitive") else repr(t) for t in tensors
+    )
+    return EmberError(f"{op} failed on ({desc}): {type(exc).__name__}: {exc}")
+
+
+def scalar_for(op: str, t: _T, value: Any) -> Any:
+    """Check a Python scalar operand against the tensor's kind and return it as the kind's type.
+
+    Raises:
+        KindError: a non-integral float with an Int tensor, or a number with a Bool tensor.
+    """
+    k = t.kind
+    if k is Float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, bool):
+            return float(value)
+    elif k is Int:
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, float):
+            raise KindError(
+                f"{op}: an Int tensor cannot take the float scalar {value}; convert the tensor with "
+                ".float() first."
+            )
+    elif k is Bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+    if hasattr(value, "primitive"):
+        return value
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return scalar_for(op, t, value.item())
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"{op}: expected a tensor or a {k} scalar, got {type(value).__name__} {value!r}")
+
+
+def binary(op: str, prim: str, kinds: tuple[Kind, ...], out_kind: Kind | None = None) -> Any:
+    """Build a binary tensor method calling ``ops.<prim>(a, b)``.
+
+    ``b`` may be a tensor (same device and kind; shapes broadcast) or a Python scalar.
+    ``out_kind`` None keeps the input kind (comparisons pass ``Bool``).
+    """
+
+    def method(self: _T, other: Any) -> _T:
+        k = self.kind
+        if k not in kinds:
+            raise KindError(
+                f"{op} is not defined for {k} tensors (it takes {' or '.join(x.name for x in kinds)}); "
+                "convert with .float() or .int() first."
+            )
+        if type(other) is Tensor:
+            if other.device is not self.device or other.kind is not k:
+                check_same(op, self, other)
+            b = other.primitive
+        else:
+            b = scalar_for(op, self, other)
+            if type(b) is Tensor:
+                return method(self, b)  # pragma: no cover - subclass path
+        ops = self.ops
+        try:
+            p = getattr(ops, prim)(self.primitive, b)
+        except Exception as exc:
+            raise op_error(op, exc, self, other) from exc
+        ok = k if out_kind is None else out_kind
+        return new(p, self.device, ok, ops if ok is k else self.device.ops[ok.index])
+
+    method.__name__ = op
+    method.__qualname__ = f"Tensor.{op}"
+    return method
+
+
+def unary(op: str, prim: str, kinds: tuple[Kind, ...], out_kind: Kind | None = None) -> Any:
+    """Build a unary tensor method calling ``ops.<prim>(a)``."""
+
+    def method(self: _T) -> _T:
+        k = self.kind
+        if k not in kinds:
+            raise KindError(
+                f"{op} is not defined for {k} tensors (it takes {' or '.join(x.name for x in kinds)}); "
+                "convert with .float() first."
+            )
+        ops = self.ops
+        try:
+            p = getattr(ops, prim)(self.primitive)
+        except Exception as exc:
+            raise op_error(op, exc, self) from exc
+        ok = k if out_kind is None else out_kind
+        return new(p, self.device, ok, ops if ok is k else self.device.ops[ok.index])
+
+    method.__name__ = op
+    method.__qualname__ = f"Tensor.{op}"
+    return method
+
+
+NUM = (Float, Int)
+FLOAT = (Float,)
+INT = (Int,)
+BOOL = (Bool,)
+ANY = (Float, Int, Bool)

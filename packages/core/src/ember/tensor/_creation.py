@@ -1,0 +1,252 @@
+"""Tensor creation (Burn's ``from_data``, ``zeros``, ``random``, ``arange`` ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._data import TensorData
+from .._distribution import Distribution
+from .._dtype import DType
+from .._errors import DTypeError, EmberError, KindError, ShapeError
+from .._kind import Bool, Float, Int, Kind
+from ..backend._device import Device
+from . import _core
+from ._util import as_shape, numel
+
+_BY_NUMPY_KIND = {"b": Bool, "i": Int, "u": Int, "f": Float}
+
+
+def _check_device(op: str, device: Any) -> Device:
+    if not isinstance(device, Device):
+        raise TypeError(
+            f"{op}: expected an ember Device (e.g. ember.backend('numpy').device()), got "
+            f"{type(device).__name__} {device!r}."
+        )
+    return device
+
+
+def _kind_of_array(op: str, arr: np.ndarray) -> Kind:
+    k = _BY_NUMPY_KIND.get(arr.dtype.kind)
+    if k is None:
+        raise DTypeError(
+            f"{op}: elements of numpy dtype {arr.dtype} are not numbers or bools; expected floats, "
+            "integers or bools."
+        )
+    return k
+
+
+def _to_array(op: str, data: Any) -> np.ndarray:
+    if isinstance(data, TensorData):
+        return data.to_numpy()
+    if isinstance(data, np.ndarray):
+        return data
+    if hasattr(data, "primitive"):
+        return np.asarray(data.to_numpy())
+    try:
+        arr = np.asarray(data)
+    except ValueError as exc:
+        raise ShapeError(f"{op}: nested sequences have inconsistent lengths ({exc}).") from None
+    if arr.dtype == object:
+        raise ShapeError(
+            f"{op}: expected a rectangular nesting of numbers or bools; the rows have different "
+            "lengths or hold other objects."
+        )
+    if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(data, np.ndarray):
+        return arr  # empty lists are Float unless a kind is given
+    return arr
+
+
+class CreationOps:
+    __slots__ = ()
+
+    @classmethod
+    def from_data(cls, data: Any, device: Device, kind: Kind | None = None) -> Any:
+        """A tensor holding ``data`` on ``device``.
+
+        Args:
+            data: nested lists/tuples, a Python scalar (rank 0), a numpy array or a ``TensorData``.
+            device: where the tensor lives.
+            kind: ``Float``, ``Int`` or ``Bool``; inferred from the elements when omitted (bools →
+                Bool, integers → Int, floats → Float).
+
+        The element type is the backend's setting for the kind (values are converted; floats to
+        Int truncate toward zero).
+
+        Raises:
+            ShapeError: ragged nested lists. DTypeError: non-numeric elements.
+        """
+        dev = _check_device("from_data", device)
+        arr = _to_array("from_data", data)
+        k = _kind_of_array("from_data", arr) if kind is None else kind
+        ops = dev.ops[k.index]
+        dtype = dev.backend.dtype_for(k.index)
+        if k is Bool and arr.dtype.kind != "b":
+            arr = arr != 0
+        try:
+            p = ops.from_numpy(arr, dtype, dev.handle)
+        except EmberError:
+            raise
+        except Exception as exc:
+            raise EmberError(f"from_data: the backend could not take the data: {exc}") from exc
+        return _core.new(p, dev, k, ops)
+
+    @classmethod
+    def from_floats(cls, data: Any, device: Device) -> Any:
+        """A Float tensor from nested lists of numbers."""
+        return cls.from_data(data, device, Float)
+
+    @classmethod
+    def from_ints(cls, data: Any, device: Device) -> Any:
+        """An Int tensor from nested lists of ints."""
+        arr = _to_array("from_ints", data)
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr) & (arr == np.trunc(arr))):
+            raise DTypeError("from_ints: the data holds non-integral floats; round them or use from_floats.")
+        return cls.from_data(arr, device, Int)
+
+    @classmethod
+    def from_bool(cls, data: Any, device: Device) -> Any:
+        """A Bool tensor from nested lists of bools (or 0/1)."""
+        return cls.from_data(data, device, Bool)
+
+    @classmethod
+    def full(cls, shape: Sequence[int] | int, fill_value: float | int | bool, device: Device, kind: Kind | None = None) -> Any:
+        """A tensor of ``shape`` filled with ``fill_value``; the kind follows the value unless given."""
+        dev = _check_device("full", device)
+        shp = as_shape("full", shape)
+        if kind is None:
+            kind = Bool if isinstance(fill_value, bool) else Int if isinstance(fill_value, int) else Float
+        ops = dev.ops[kind.index]
+        return _core.new(ops.full(shp, fill_value, dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+
+    @classmethod
+    def zeros(cls, shape: Sequence[int] | int, device: Device, kind: Kind = Float) -> Any:
+        """A tensor of zeros (``False`` for Bool)."""
+        dev = _check_device("zeros", device)
+        ops = dev.ops[kind.index]
+        return _core.new(ops.zeros(as_shape("zeros", shape), dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+
+    @classmethod
+    def ones(cls, shape: Sequence[int] | int, device: Device, kind: Kind = Float) -> Any:
+        dev = _check_device("ones", device)
+        ops = dev.ops[kind.index]
+        return _core.new(ops.ones(as_shape("ones", shape), dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+
+    @classmethod
+    def empty(cls, shape: Sequence[int] | int, device: Device, kind: Kind = Float) -> Any:
+        """A tensor whose values must not be relied on (Ember fills zeros)."""
+        dev = _check_device("empty", device)
+        ops = dev.ops[kind.index]
+        return _core.new(ops.empty(as_shape("empty", shape), dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+
+    def zeros_like(self) -> Any:
+        return type(self).zeros(self.shape, self.device, self.kind)  # type: ignore[attr-defined]
+
+    def ones_like(self) -> Any:
+        return type(self).ones(self.shape, self.device, self.kind)  # type: ignore[attr-defined]
+
+    def full_like(self, fill_value: float | int | bool) -> Any:
+        """Same shape, device and kind, filled with ``fill_value``."""
+        v = _core.scalar_for("full_like", self, fill_value)  # type: ignore[arg-type]
+        return type(self).full(self.shape, v, self.device, self.kind)  # type: ignore[attr-defined]
+
+    @classmethod
+    def eye(cls, size: int, device: Device, kind: Kind = Float) -> Any:
+        """The ``[size, size]`` identity matrix."""
+        r = cls.arange(0, size, device)
+        return r.unsqueeze_dim(1).equal(r.unsqueeze_dim(0))._as_kind(kind)  # type: ignore[attr-defined]
+
+    def _as_kind(self, kind: Kind) -> Any:
+        return {Float: self.float, Int: self.int, Bool: self.bool}[kind]()  # type: ignore[attr-defined]
+
+    @classmethod
+    def arange(cls, start: int, end: int, device: Device) -> Any:
+        """Int ``[start, end)`` with step 1 (Burn's ``arange``)."""
+        return cls.arange_step(start, end, 1, device)
+
+    @classmethod
+    def arange_step(cls, start: int, end: int, step: int, device: Device) -> Any:
+        """Int ``[start, start+step, ...)`` stopping before ``end``.
+
+        Raises:
+            ValueError: ``step`` is zero. TypeError: non-int arguments.
+        """
+        dev = _check_device("arange_step", device)
+        for name, v in (("start", start), ("end", end), ("step", step)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"arange: {name} must be an int, got {v!r}; for floats use arange(...).float() * step")
+        if step == 0:
+            raise ValueError("arange_step: step must not be zero.")
+        ops = dev.ops[1]
+        return _core.new(ops.arange(start, end, step, dev.backend.int_dtype, dev.handle), dev, Int, ops)
+
+    @classmethod
+    def random(cls, shape: Sequence[int] | int, distribution: Distribution, device: Device, kind: Kind = Float) -> Any:
+        """Samples of ``distribution`` (Default: uniform [0, 1)). Int tensors draw integers
+        uniformly in ``[low, high)``; Bool tensors take Bernoulli(``prob``) or uniform < 0.5.
+        Reproducible after ``backend.seed(n)``."""
+        dev = _check_device("random", device)
+        if not isinstance(distribution, Distribution):
+            raise TypeError(f"random: expected a Distribution, got {distribution!r}")
+        shp = as_shape("random", shape)
+        if kind is Bool:
+            dist = distribution if distribution.kind == "bernoulli" else Distribution.bernoulli(0.5)
+            f = cls.random(shp, dist, dev, Float)
+            return f.bool()
+        ops = dev.ops[kind.index]
+        return _core.new(ops.random(shp, distribution, dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+
+    def random_like(self, distribution: Distribution) -> Any:
+        return type(self).random(self.shape, distribution, self.device, self.kind)  # type: ignore[attr-defined]
+
+    def one_hot(self, num_classes: int) -> Any:
+        """One-hot encoding: a new last dim of ``num_classes``, 1 at each value, same kind.
+
+        Raises:
+            ValueError: a value outside ``[0, num_classes)``.
+        """
+        return self.one_hot_fill(num_classes, 1, 0, -1)
+
+    def one_hot_fill(self, num_classes: int, on_value: float, off_value: float, axis: int = -1) -> Any:
+        """One-hot with ``on_value``/``off_value`` placed on a new dim ``axis`` (Burn's ``one_hot_fill``);
+        output kind Float for Float input, else Int.
+
+        Raises:
+            KindError: a Bool tensor. ValueError: values outside ``[0, num_classes)``.
+        """
+        if self.kind is Bool:  # type: ignore[attr-defined]
+            raise KindError("one_hot needs an Int (or Float with integral values) tensor, got Bool.")
+        idx = self.int()  # type: ignore[attr-defined]
+        if idx.num_elements():
+            lo, hi = int(idx.min().into_scalar()), int(idx.max().into_scalar())
+            if lo < 0 or hi >= num_classes:
+                raise ValueError(
+                    f"one_hot: values must lie in [0, {num_classes}), found range [{lo}, {hi}]."
+                )
+        classes = type(self).arange(0, num_classes, self.device)  # type: ignore[attr-defined]
+        hot = idx.unsqueeze_dim(idx.rank).equal(classes.reshape([1] * idx.rank + [num_classes]))
+        out_kind = Float if self.kind is Float else Int  # type: ignore[attr-defined]
+        base = type(self).full(hot.shape, off_value, self.device, out_kind)  # type: ignore[attr-defined]
+        out = base.mask_fill(hot, on_value)
+        r = out.rank
+        ax = axis + r if axis < 0 else axis
+        if ax != r - 1:
+            out = out.movedim(r - 1, ax)
+        return out
+
+    @classmethod
+    def cartesian_grid(cls, shape: Sequence[int], device: Device) -> Any:
+        """Int ``[*shape, len(shape)]`` of the coordinates of every position (Burn's ``cartesian_grid``)."""
+        shp = as_shape("cartesian_grid", shape)
+        n = len(shp)
+        cols = []
+        for i, s in enumerate(shp):
+            r = cls.arange(0, s, device).reshape([s if j == i else 1 for j in range(n)])
+            cols.append(r.expand(shp))
+        return cls.stack(cols, n)  # type: ignore[attr-defined]
+
+
+def numel_of(shape: Sequence[int]) -> int:
+    return numel(shape)
