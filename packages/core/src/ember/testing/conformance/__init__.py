@@ -1,0 +1,1 @@
+"""The conformance test modules (collected by pytest with ``-p ember.testing.plugin``)."""
