@@ -14,8 +14,10 @@ from ember import DType
 from ember._errors import BackendError
 from ember.backend import Backend, Device
 
+from ._activation import NumpyActivationOps
 from ._float import NumpyFloatOps
 from ._intbool import NumpyIntBoolOps
+from ._module import NumpyModuleOps
 from ._numeric import NumpyNumericOps
 from ._shape import NumpyShapeOps
 
@@ -23,7 +25,8 @@ _NP = {d: d.to_numpy() for d in DType if d is not DType.BFLOAT16}
 _FROM_NP = {v: k for k, v in _NP.items()}
 
 
-class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, Backend):
+class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
+                   Backend):
     """The numpy backend: one device, ``cpu``; float32 (default), float64, float16; int64
     (default), int32.
 
@@ -61,8 +64,14 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
         return "cpu"
 
     def from_numpy(self, array: np.ndarray, dtype: DType, handle: Any) -> Any:
+        """Zero-copy for read-only arrays of the right dtype (records, other tensors' data):
+        nobody can write them, so sharing is safe. Writable arrays (the user's) are copied, so
+        later writes to them never change the tensor."""
         self.check_dtype(dtype)
-        return np.array(array, dtype=_NP[dtype], copy=True, order="C")
+        nd = _NP[dtype]
+        if not array.flags.writeable and array.dtype == nd and array.flags.c_contiguous:
+            return array
+        return np.array(array, dtype=nd, copy=True, order="C")
 
     def to_numpy(self, p: Any) -> np.ndarray:
         return np.asarray(p)

@@ -29,6 +29,8 @@ from ._errors import (
 )
 from ._kind import Bool, Float, Int, Kind
 from .backend import Backend, Device, backends, device
+from .config import config
+from .module import Module, Param, ParamId, RunningState
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -58,4 +60,9 @@ __all__ = [
     "backends",
     "device",
     "__version__",
+    "Module",
+    "Param",
+    "ParamId",
+    "RunningState",
+    "config",
 ]

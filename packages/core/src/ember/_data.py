@@ -25,7 +25,7 @@ def f32_to_bf16(array: np.ndarray) -> np.ndarray:
     Source: the rounding of ``torch.Tensor.to(torch.bfloat16)`` / Google's bfloat16 definition.
     NaN stays NaN (quiet).
     """
-    f = np.ascontiguousarray(array, dtype=np.float32)
+    f = np.asarray(array, dtype=np.float32, order="C")  # ascontiguousarray would make rank 0 rank 1
     bits = f.view(np.uint32)
     rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
     out = ((bits + rounding) >> 16).astype(np.uint16)
@@ -37,7 +37,7 @@ def f32_to_bf16(array: np.ndarray) -> np.ndarray:
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
     """Widen bfloat16 bit patterns (``uint16``) to exact ``float32`` values."""
-    return (np.ascontiguousarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 class Tolerance:
@@ -85,6 +85,8 @@ class TensorData:
     """
 
     __slots__ = ("_array", "_dtype")
+    _array: np.ndarray
+    _dtype: DType
 
     def __init__(self, value: Any, dtype: DType | str | None = None) -> None:
         if isinstance(value, TensorData):
@@ -109,7 +111,7 @@ class TensorData:
     def from_bits(cls, array: np.ndarray, dtype: DType) -> TensorData:
         """Wrap an array already in storage form (``uint16`` bits for bfloat16); no copy."""
         out = cls.__new__(cls)
-        out._array = np.ascontiguousarray(array)
+        out._array = np.asarray(array, order="C")
         out._dtype = dtype
         return out
 
@@ -200,10 +202,12 @@ class TensorData:
         if not ok.all():
             bad = np.argwhere(~ok)
             idx = tuple(int(i) for i in bad[0])
-            err = np.abs(a - b)
+            with np.errstate(invalid="ignore"):  # inf - inf
+                err = np.abs(a - b)
+            worst = np.fmax.reduce(np.where(ok, 0.0, err), axis=None)  # NaN only if every error is NaN
             raise AssertionError(
                 f"{len(bad)} of {a.size} elements differ beyond {tol}; first at {list(idx)}: "
-                f"{a[idx]!r} vs {b[idx]!r} (max abs error {np.nanmax(np.where(ok, 0, err)):g})"
+                f"{a[idx]!r} vs {b[idx]!r} (max abs error {worst:g})"
             )
 
     def assert_eq(self, other: TensorData | Any, strict_dtype: bool = False) -> None:
@@ -279,6 +283,7 @@ def _store(arr: np.ndarray, dtype: DType) -> np.ndarray:
     if dtype is DType.BFLOAT16:
         return f32_to_bf16(arr)
     try:
-        return np.ascontiguousarray(arr, dtype=dtype.to_numpy())
+        with np.errstate(over="ignore"):  # out-of-range floats become inf, as IEEE rounding says
+            return np.asarray(arr, dtype=dtype.to_numpy(), order="C")
     except (TypeError, ValueError) as exc:  # pragma: no cover - numpy message kept
         raise EmberError(f"TensorData: cannot store values as {dtype}: {exc}") from None

@@ -96,10 +96,11 @@ class DType(enum.Enum):
             key = value.lower()
             if key in _BY_NAME:
                 return _BY_NAME[key]
-        try:
-            return DType.from_numpy(value)
-        except Exception:
-            pass
+        if value is not None:  # np.dtype(None) would be float64
+            try:
+                return DType.from_numpy(value)
+            except Exception:
+                pass
         from ._errors import DTypeError
 
         raise DTypeError(
@@ -123,7 +124,7 @@ _SHORT = {
     DType.INT64: "i64", DType.INT32: "i32", DType.INT16: "i16", DType.INT8: "i8", DType.UINT8: "u8",
     DType.BOOL: "bool",
 }
-_NUMPY = {
+_NUMPY: dict[DType, np.dtype] = {
     DType.FLOAT64: np.dtype(np.float64), DType.FLOAT32: np.dtype(np.float32),
     DType.FLOAT16: np.dtype(np.float16), DType.BFLOAT16: np.dtype(np.uint16),
     DType.INT64: np.dtype(np.int64), DType.INT32: np.dtype(np.int32), DType.INT16: np.dtype(np.int16),

@@ -1,4 +1,8 @@
-"""Int bitwise and Bool logical primitives."""
+"""Int bitwise and Bool logical primitives (Burn's ``int_bitwise_*`` and ``bool_*`` ops).
+
+``b`` is a primitive of the same kind (broadcasting as numpy) or a Python int / bool. Results keep
+the element type of ``a``. Shifts take counts in ``[0, bits)``; other counts are backend-defined.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ def _req(name: str) -> Any:
 
 
 class IntBoolOps:
-    """Bitwise (Int) and logical (Bool) primitives; ``b`` may be a Python int/bool."""
+    """Bitwise (Int, two's complement) and logical (Bool) primitives."""
 
     def bitwise_and(self, a: Any, b: Any) -> Any:
         return _req("bitwise_and")
@@ -24,13 +28,15 @@ class IntBoolOps:
         return _req("bitwise_xor")
 
     def bitwise_not(self, a: Any) -> Any:
+        """``~a = -a - 1`` (two's complement)."""
         return _req("bitwise_not")
 
     def bitwise_left_shift(self, a: Any, b: Any) -> Any:
+        """``a << b``; bits shifted out are lost (wraps like C on the element type)."""
         return _req("bitwise_left_shift")
 
     def bitwise_right_shift(self, a: Any, b: Any) -> Any:
-        """Arithmetic right shift (sign-extending)."""
+        """Arithmetic right shift (sign-extending): ``-8 >> 1 = -4``."""
         return _req("bitwise_right_shift")
 
     def logical_and(self, a: Any, b: Any) -> Any:

@@ -1,17 +1,64 @@
 """Numeric primitives: arithmetic, comparisons, reductions, scans, sorting, matmul.
 
-Second operands ``b`` are primitives or Python scalars (see :mod:`._base` for conventions).
+Conventions (see :mod:`._base` for the general ones):
+
+- Second operands ``b`` are primitives or Python scalars (already checked against the kind by the
+  core: an Int primitive only ever meets Python ``int`` scalars). Results keep ``a``'s dtype.
+- Float ops follow IEEE 754 silently: overflow gives ``inf``, ``0/0`` and ``inf - inf`` give
+  ``NaN``. A backend must not emit warnings (numpy's ``RuntimeWarning``) for them.
+- Int ops wrap on overflow (two's complement), as in Burn, numpy and torch. Int division and
+  remainder by zero give ``0`` (numpy's result; torch raises instead, but a data-dependent error
+  would force a device synchronisation on every division).
+- Whole-tensor reductions return shape ``(1,)``; ``*_dim`` reductions keep the reduced dim with
+  size 1 (Burn). The core rejects reductions with no identity (max, min, argmax, median) over an
+  empty dim before calling, so backends never see them.
+- Int reductions keep the input dtype (an int32 sum is int32 and wraps); Int means are computed
+  from a 64-bit sum so that an int32 mean never overflows when the mean itself fits.
+- float16 (and bfloat16) sums, means, products, cumulative sums/products and matmuls accumulate
+  in float32 and round once at the end (as torch does on CPU).
+- Index results (``argmax``, ``argsort``, ``topk`` indices ...) have the backend's ``int_dtype``.
+- NaN: ``maximum``/``minimum``/``max``/``min``/``cummax``/``cummin`` propagate NaN (torch);
+  ``argmax``/``argmin`` point at the first NaN; sorting puts NaN last ascending and first
+  descending; ``median`` of a slice holding a NaN is NaN.
+
+Required ops raise ``NotImplementedError``; the others have defaults written with required ops
+(of this group and of :mod:`._ops_shape`), which a backend overrides where it has a faster kernel.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .._dtype import DType
+
 
 def _req(name: str) -> Any:
     raise NotImplementedError(
         f"this backend does not implement the required primitive {name!r}; see ember.backend.Backend"
     )
+
+
+#: accumulation types of the default mean
+_WIDE = {
+    DType.FLOAT16: DType.FLOAT32,
+    DType.BFLOAT16: DType.FLOAT32,
+    DType.INT32: DType.INT64,
+    DType.INT16: DType.INT64,
+    DType.INT8: DType.INT64,
+    DType.UINT8: DType.INT64,
+}
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _at(rank: int, dim: int, sl: slice) -> tuple[slice, ...]:
+    """One slice per dim: ``sl`` at ``dim``, everything elsewhere."""
+    return tuple(sl if i == dim else slice(None) for i in range(rank))
 
 
 class NumericOps:
@@ -28,15 +75,18 @@ class NumericOps:
         return _req("mul")
 
     def div(self, a: Any, b: Any) -> Any:
-        """True division (Float)."""
+        """True division (Float only): ``x / 0`` is ``±inf``, ``0 / 0`` is NaN."""
         return _req("div")
 
     def int_div(self, a: Any, b: Any) -> Any:
-        """Integer division rounding toward negative infinity (Python's ``//``), Int only."""
+        """Int division rounding toward negative infinity (Python's ``//``); ``x // 0`` is 0."""
         return _req("int_div")
 
     def remainder(self, a: Any, b: Any) -> Any:
-        """``a - floor(a / b) * b``: the sign of the divisor (Python's ``%``, torch.remainder)."""
+        """``a - floor(a / b) * b``: the sign of the divisor (Python's ``%``, torch.remainder).
+
+        Int: ``x % 0`` is 0. Float: ``x % 0`` is NaN.
+        """
         return _req("remainder")
 
     def fmod(self, a: Any, b: Any) -> Any:
@@ -48,15 +98,19 @@ class NumericOps:
         return _req("powf")
 
     def powi(self, a: Any, b: Any) -> Any:
-        """``a ** b`` with an Int exponent (primitive or int); Int or Float base."""
+        """``a ** b`` with an Int exponent (Int primitive or Python int); Int or Float base.
+
+        Int base with a negative exponent: ``1`` for base 1, ``±1`` for base -1, else ``0``
+        (truncation of the real result; ``0 ** -n`` is 0, like Int division by zero).
+        """
         return self.powf(a, b)
 
     def maximum(self, a: Any, b: Any) -> Any:
-        """Element-wise max (Burn's ``max_pair``); NaN propagates."""
+        """Element-wise max (Burn's ``max_pair``); NaN propagates (torch.maximum)."""
         return _req("maximum")
 
     def minimum(self, a: Any, b: Any) -> Any:
-        """Element-wise min (Burn's ``min_pair``); NaN propagates."""
+        """Element-wise min (Burn's ``min_pair``); NaN propagates (torch.minimum)."""
         return _req("minimum")
 
     def neg(self, a: Any) -> Any:
@@ -70,7 +124,8 @@ class NumericOps:
         return _req("sign")
 
     def clamp(self, a: Any, lo: Any, hi: Any) -> Any:
-        """Clamp to ``[lo, hi]``; ``lo`` or ``hi`` may be ``None``."""
+        """``min(max(a, lo), hi)``; ``lo`` or ``hi`` may be ``None``. NaN stays NaN; when
+        ``lo > hi`` every element becomes ``hi`` (torch.clamp)."""
         if lo is not None:
             a = self.maximum(a, lo)
         if hi is not None:
@@ -98,7 +153,7 @@ class NumericOps:
 
     # ---- reductions --------------------------------------------------------
     def sum(self, a: Any) -> Any:
-        """Sum of every element, shape ``(1,)``."""
+        """Sum of every element, shape ``(1,)``, dtype of ``a`` (0 when empty)."""
         return _req("sum")
 
     def sum_dim(self, a: Any, dim: int) -> Any:
@@ -106,12 +161,35 @@ class NumericOps:
         return _req("sum_dim")
 
     def mean(self, a: Any) -> Any:
-        return _req("mean")
+        """Mean of every element, shape ``(1,)``. Float: NaN when empty. Int: floor of the exact
+        mean in ``a``'s dtype (0 when empty).
+
+        Default: sum in a wide type (float32 for float16/bfloat16, int64 for narrower ints, where
+        the backend supports it), divide, cast back.
+        """
+        return self._mean(a, None)
 
     def mean_dim(self, a: Any, dim: int) -> Any:
-        return _req("mean_dim")
+        """Mean over ``dim``, kept with size 1 (same rules as :meth:`mean`)."""
+        return self._mean(a, dim)
+
+    def _mean(self, a: Any, dim: int | None) -> Any:
+        dt = self.dtype(a)  # type: ignore[attr-defined]
+        wide = _WIDE.get(dt)
+        if wide is not None and wide in self.supported_dtypes:  # type: ignore[attr-defined]
+            x = self.cast(a, wide)  # type: ignore[attr-defined]
+        else:
+            wide, x = None, a
+        shape = self.shape(a)  # type: ignore[attr-defined]
+        s, n = (self.sum(x), _numel(shape)) if dim is None else (self.sum_dim(x, dim), shape[dim])
+        if dt.is_float:
+            r = self.div(s, float(n)) if n else self.mul(s, float("nan"))
+        else:
+            r = self.int_div(s, n) if n else s
+        return r if wide is None else self.cast(r, dt)  # type: ignore[attr-defined]
 
     def prod(self, a: Any) -> Any:
+        """Product of every element, shape ``(1,)`` (1 when empty)."""
         return _req("prod")
 
     def prod_dim(self, a: Any, dim: int) -> Any:
@@ -125,23 +203,41 @@ class NumericOps:
         return _req("min")
 
     def max_dim(self, a: Any, dim: int) -> Any:
+        """Largest element along ``dim`` (kept, size 1); NaN propagates. ``dim`` is not empty."""
         return _req("max_dim")
 
     def min_dim(self, a: Any, dim: int) -> Any:
         return _req("min_dim")
 
     def argmax(self, a: Any, dim: int) -> Any:
-        """Index of the first largest element along ``dim`` (kept, size 1), Int."""
+        """Int index of the first largest element along ``dim`` (kept, size 1); a NaN counts as
+        the largest."""
         return _req("argmax")
 
     def argmin(self, a: Any, dim: int) -> Any:
+        """Int index of the first smallest element along ``dim``; a NaN counts as the smallest."""
         return _req("argmin")
 
+    def max_dim_with_indices(self, a: Any, dim: int) -> tuple[Any, Any]:
+        """``(max_dim(a, dim), argmax(a, dim))``."""
+        return self.max_dim(a, dim), self.argmax(a, dim)
+
+    def min_dim_with_indices(self, a: Any, dim: int) -> tuple[Any, Any]:
+        return self.min_dim(a, dim), self.argmin(a, dim)
+
+    def max_abs(self, a: Any) -> Any:
+        """Largest absolute value, shape ``(1,)``."""
+        return self.max(self.abs(a))
+
+    def max_abs_dim(self, a: Any, dim: int) -> Any:
+        return self.max_dim(self.abs(a), dim)
+
     def any(self, a: Any) -> Any:
-        """Whether any element is non-zero/true, bool shape ``(1,)``."""
+        """Whether any element is non-zero/true (NaN counts as true), bool shape ``(1,)``."""
         return _req("any")
 
     def all(self, a: Any) -> Any:
+        """Whether every element is non-zero/true (true when empty), bool shape ``(1,)``."""
         return _req("all")
 
     def any_dim(self, a: Any, dim: int) -> Any:
@@ -158,28 +254,54 @@ class NumericOps:
         return _req("cumprod")
 
     def cummax(self, a: Any, dim: int) -> Any:
+        """Running max along ``dim``; once a NaN is met the rest of the run is NaN (torch)."""
         return _req("cummax")
 
     def cummin(self, a: Any, dim: int) -> Any:
         return _req("cummin")
 
     # ---- sorting -----------------------------------------------------------
-    def sort(self, a: Any, dim: int, descending: bool) -> Any:
-        """Values sorted along ``dim`` (stable; NaN last ascending, first descending)."""
-        return self.gather(a, dim, self.argsort(a, dim, descending))  # type: ignore[attr-defined]
-
     def argsort(self, a: Any, dim: int, descending: bool) -> Any:
-        """Int indices that sort ``a`` along ``dim`` (stable: equal values keep their order)."""
+        """Int indices that sort ``a`` along ``dim``. Stable: equal values keep their order (in
+        both directions). NaN sorts last ascending and first descending."""
         return _req("argsort")
 
-    def topk(self, a: Any, dim: int, k: int) -> tuple[Any, Any]:
-        """The ``k`` largest values along ``dim`` in descending order and their Int indices."""
-        idx = self.argsort(a, dim, True)
-        sl = tuple(slice(0, k) if i == dim else slice(None) for i in range(len(self.shape(a))))  # type: ignore[attr-defined]
-        idx = self.slice(idx, sl)  # type: ignore[attr-defined]
+    def sort(self, a: Any, dim: int, descending: bool) -> Any:
+        """Values sorted along ``dim`` (same order as :meth:`argsort`)."""
+        return self.sort_with_indices(a, dim, descending)[0]
+
+    def sort_with_indices(self, a: Any, dim: int, descending: bool) -> tuple[Any, Any]:
+        """``(sorted values, argsort indices)`` along ``dim``."""
+        idx = self.argsort(a, dim, descending)
         return self.gather(a, dim, idx), idx  # type: ignore[attr-defined]
+
+    def topk(self, a: Any, dim: int, k: int) -> tuple[Any, Any]:
+        """The ``k`` largest values along ``dim`` in descending order and their Int indices
+        (``0 <= k <= size``; ties keep index order; NaN counts as the largest)."""
+        idx = self.argsort(a, dim, True)
+        idx = self.slice(idx, _at(len(self.shape(a)), dim, slice(0, k)))  # type: ignore[attr-defined]
+        return self.gather(a, dim, idx), idx  # type: ignore[attr-defined]
+
+    def median(self, a: Any, dim: int) -> tuple[Any, Any]:
+        """Lower median along ``dim`` (kept, size 1) and the Int index of an element holding it.
+
+        For an even count the lower of the two middle values is taken (torch.median, Burn). A
+        slice containing NaN has median NaN and its index points at a NaN. ``dim`` is not empty.
+        """
+        n = self.shape(a)[dim]  # type: ignore[attr-defined]
+        rank = len(self.shape(a))  # type: ignore[attr-defined]
+        values, idx = self.sort_with_indices(a, dim, False)
+        mid = _at(rank, dim, slice((n - 1) // 2, (n - 1) // 2 + 1))
+        last = _at(rank, dim, slice(n - 1, n))
+        mv, mi = self.slice(values, mid), self.slice(idx, mid)  # type: ignore[attr-defined]
+        if not self.dtype(a).is_float:  # type: ignore[attr-defined]
+            return mv, mi
+        lv, li = self.slice(values, last), self.slice(idx, last)  # type: ignore[attr-defined]
+        nan = self.not_equal(lv, lv)
+        return self.mask_where(mv, nan, lv), self.mask_where(mi, nan, li)  # type: ignore[attr-defined]
 
     # ---- linear algebra ----------------------------------------------------
     def matmul(self, a: Any, b: Any) -> Any:
-        """Matrix product over the last two dims; leading dims broadcast (numpy.matmul), rank >= 2."""
+        """Matrix product over the last two dims; leading dims broadcast (numpy.matmul); both
+        ranks >= 2 and inner sizes equal (checked by the core)."""
         return _req("matmul")

@@ -1,11 +1,26 @@
 """Shape and indexing primitives: reshape, permute, slicing, gather/scatter, cat, ...
 
-Indices are Int primitives; masks are Bool primitives. Every op returns a new primitive.
+Indices are Int primitives; masks are Bool primitives. Every op returns a new primitive, which
+may be a view of its input (``reshape``, ``permute``, ``slice`` ...) since nothing ever writes
+into a primitive it did not create; ops that write (``slice_assign``, ``scatter_add``,
+``select_add``) copy first.
+
+The core (``ember.tensor._basic`` / ``._indexing``) does all validation: dims are in range,
+slices have a positive step and clipped bounds (negative steps arrive as a slice plus a
+``flip``), shapes fit. Index *values* are not checked by the core: a backend raises its own
+``IndexError`` for out-of-range values where the library detects them (the core maps it to
+``ember.IndexError``); negative index values are outside the contract. Composite tensor ops
+(``flatten``, ``squeeze``, ``transpose``, ``narrow``, ``chunk``, ``split``, ``roll``, ``take``,
+``gather_nd``, ``scatter_nd``, ``triu``/``tril``, reflect/edge ``pad`` ...) are built in the core from
+these primitives, so a backend only implements this list.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+#: the builtin ``slice`` (the class below defines a method of that name)
+_Slice = slice
 
 
 def _req(name: str) -> Any:
@@ -22,6 +37,7 @@ class ShapeOps:
         return _req("reshape")
 
     def permute(self, a: Any, axes: tuple[int, ...]) -> Any:
+        """Dims reordered: result dim ``i`` is input dim ``axes[i]`` (a full permutation)."""
         return _req("permute")
 
     def expand(self, a: Any, shape: tuple[int, ...]) -> Any:
@@ -29,15 +45,17 @@ class ShapeOps:
         return _req("expand")
 
     def flip(self, a: Any, axes: tuple[int, ...]) -> Any:
+        """Elements reversed along ``axes`` (sorted, distinct, non-empty)."""
         return _req("flip")
 
-    def slice(self, a: Any, slices: tuple[slice, ...]) -> Any:
-        """``a[slices]``: one ``slice(start, stop, step)`` per leading dim; start <= stop, step >= 1,
-        bounds clipped to the dim."""
+    def slice(self, a: Any, slices: tuple[_Slice, ...]) -> Any:
+        """``a[slices]``: one ``slice(start, stop, step)`` per dim (all dims given); ints with
+        ``0 <= start <= stop <= size``, ``step >= 1``."""
         return _req("slice")
 
-    def slice_assign(self, a: Any, slices: tuple[slice, ...], value: Any) -> Any:
-        """A copy of ``a`` with ``a[slices]`` replaced by ``value`` (shaped as the slice)."""
+    def slice_assign(self, a: Any, slices: tuple[_Slice, ...], value: Any) -> Any:
+        """A copy of ``a`` with ``a[slices]`` replaced by ``value`` (shaped as the slice, or a
+        broadcasting view of that shape); ``slices`` as in :meth:`slice`."""
         return _req("slice_assign")
 
     def cat(self, ps: list[Any], dim: int) -> Any:
@@ -49,11 +67,14 @@ class ShapeOps:
         return self.cat([self.reshape(p, _unsq(self.shape(p), dim)) for p in ps], dim)  # type: ignore[attr-defined]
 
     def gather(self, a: Any, dim: int, indices: Any) -> Any:
-        """``out[i][j] = a[i][indices[i][j]]`` along ``dim`` (torch.gather); indices has a's rank."""
+        """``out[i][j] = a[i][indices[i][j]]`` along ``dim`` (torch.gather); indices has a's rank and
+        a's sizes on every other dim."""
         return _req("gather")
 
     def scatter_add(self, a: Any, dim: int, indices: Any, values: Any) -> Any:
-        """A copy of ``a`` with ``values`` added at ``indices`` along ``dim`` (torch.scatter_add)."""
+        """A copy of ``a`` with ``values`` added at ``indices`` along ``dim`` (torch.scatter_add);
+        repeated indices accumulate. ``indices`` and ``values`` share a shape, equal to a's on every
+        other dim."""
         return _req("scatter_add")
 
     def select(self, a: Any, dim: int, indices: Any) -> Any:
@@ -83,7 +104,8 @@ class ShapeOps:
         return _req("unfold")
 
     def pad(self, a: Any, pads: tuple[tuple[int, int], ...], value: float | int | bool) -> Any:
-        """Constant padding: ``pads[i] = (before, after)`` for each dim (non-negative)."""
+        """Constant padding: ``pads[i] = (before, after)`` for every dim (non-negative); ``value``
+        is a Python scalar of the tensor's kind."""
         return _req("pad")
 
     def nonzero(self, a: Any) -> list[Any]:

@@ -65,10 +65,18 @@ class _Registry:
                     impl = getattr(module, "ember_backends", None)
                     if impl is None:
                         raise BackendError(f"plugin module {ep.value!r} has no ember_backends() hook")
-                    pm.register(module, name=f"{dist}:{ep.name}")
+                    if not pm.is_registered(module):  # two entry points may name one module
+                        pm.register(module, name=f"{dist}:{ep.name}")
                     declared = list(impl())
+                    for spec in declared:
+                        if not isinstance(spec, BackendSpec):
+                            raise BackendError(
+                                f"plugin module {ep.value!r}: ember_backends() must return BackendSpec "
+                                f"items, got {type(spec).__name__} {spec!r}"
+                            )
                 except Exception as exc:  # isolate every plugin failure
-                    broken.append(BackendInfo(ep.name, dist, ver, status="broken", error=f"{type(exc).__name__}: {exc}"))
+                    error = f"{type(exc).__name__}: {exc}"
+                    broken.append(BackendInfo(ep.name, dist, ver, status="broken", error=error))
                     continue
                 for spec in declared:
                     spec = replace(spec, distribution=dist, version=ver)

@@ -5,4 +5,6 @@ from ._tensor import Tensor
 
 _core.Tensor = Tensor
 
-__all__ = ["Tensor"]
+from . import activation  # noqa: E402  (needs Tensor bound in _core)
+
+__all__ = ["Tensor", "activation"]

@@ -22,6 +22,7 @@ from .._dtype import DType
 from .._errors import EmberError, ShapeError
 from .._kind import Bool, Float, Int, Kind
 from ..backend._device import Device
+from ._autodiff import AutodiffTensorOps
 from ._basic import BasicOps
 from ._creation import CreationOps
 from ._float import FloatTensorOps
@@ -33,7 +34,7 @@ __all__ = ["Tensor"]
 _KIND_NAMES = {"float": Float, "int": Int, "bool": Bool}
 
 
-class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTensorOps):
+class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTensorOps, AutodiffTensorOps):
     """A tensor of kind Float, Int or Bool on a device, with a run-time rank.
 
     Construct with the class methods (``Tensor.from_data``, ``Tensor.zeros``, ``Tensor.random``
@@ -100,20 +101,29 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
 
     # ------------------------------------------------------------------ data out
     def to_data(self) -> TensorData:
-        """The elements as host :class:`~ember.TensorData` (a copy; may synchronize a device)."""
+        """The elements as host :class:`~ember.TensorData`: an independent copy (may synchronize
+        a device)."""
         arr = self.ops.to_numpy(self.primitive)
         dt = self.dtype
         if dt is DType.BFLOAT16:
             return TensorData(arr, DType.BFLOAT16)
-        return TensorData.from_bits(np.asarray(arr, dtype=dt.to_numpy()), dt)
+        return TensorData.from_bits(np.array(arr, dtype=dt.to_numpy(), copy=True), dt)
 
     def into_data(self) -> TensorData:
         """Same as :meth:`to_data` (Burn distinguishes ownership; Python does not need to)."""
         return self.to_data()
 
     def to_numpy(self) -> np.ndarray:
-        """The elements as a numpy array (bfloat16 widened to float32)."""
-        return np.asarray(self.ops.to_numpy(self.primitive))
+        """The elements as a **read-only** numpy array (bfloat16 widened to float32).
+
+        On CPU backends the array may share memory with the tensor, which is immutable: call
+        ``.copy()`` on the result to get an array you can write.
+        """
+        arr = np.asarray(self.ops.to_numpy(self.primitive))
+        if arr.flags.writeable:
+            arr = arr.view()
+            arr.flags.writeable = False
+        return arr
 
     def tolist(self) -> Any:
         return self.to_numpy().tolist()
@@ -133,7 +143,9 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = self.to_numpy()
-        return arr if dtype is None else arr.astype(dtype)
+        if dtype is not None:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
 
     def __float__(self) -> float:
         return float(self.into_scalar())
@@ -251,9 +263,9 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
         Raises:
             DeviceError: ``device`` does not wrap the tensor's device.
         """
-        from .._errors import DeviceError
-
         if device.inner is not tensor.device:
+            from .._errors import DeviceError
+
             raise DeviceError(
                 f"from_inner: {device} does not wrap {tensor.device}; pass the autodiff device whose "
                 "inner device holds the tensor."

@@ -7,7 +7,8 @@ Loaded by ``python -m ember.testing`` (``-p ember.testing.plugin``). Fixtures:
 - ``float_device``: parametrized over every float dtype the backend supports (float32, float64,
   float16, bfloat16), a device of ``ember.backend(name, float_dtype=...)``;
 - ``int_device``: parametrized over int64 and int32;
-- ``f64_device``: float64 (skips when unsupported), for finite-difference gradient checks.
+- ``f64_device``: float64 (skips when unsupported), for finite-difference gradient checks;
+- ``ad_device``: a device of ``ember.autodiff.Autodiff`` over the backend in float64.
 """
 
 from __future__ import annotations
@@ -107,3 +108,12 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         if tr is not None:
             tr.write_line(msg, red=True)
         session.exitstatus = 1
+
+
+@pytest.fixture
+def ad_device(f64_device: Any) -> Any:
+    from ember.autodiff import Autodiff
+
+    if f64_device.backend.is_autodiff:  # the backend under test is an autodiff backend itself
+        return f64_device
+    return Autodiff(f64_device.backend).device(f64_device.name)

@@ -1,0 +1,23 @@
+"""ember-backend-torch: Ember's backend on PyTorch tensors (any torch device: cpu, cuda:N, mps).
+
+Users select it with ``ember.backend("torch")``; this package only needs to be installed.
+The plugin registry imports this package to discover the entry point, so torch is imported
+lazily: only when the backend is first used (or ``ember_torch.TorchBackend`` is accessed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._backend import TorchBackend
+
+__all__ = ["TorchBackend"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TorchBackend":
+        from ._backend import TorchBackend
+
+        return TorchBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,38 @@
+"""Autodiff as a backend decorator (DESIGN.md §4, Burn's ``burn-autodiff``).
+
+>>> import ember
+>>> from ember import Tensor
+>>> from ember.autodiff import Autodiff
+>>> AD = Autodiff(ember.backend("numpy", float_dtype="float64"))
+>>> x = Tensor.from_floats([1.0, 2.0, 3.0], AD.device()).require_grad()
+>>> grads = x.powf_scalar(2.0).sum().backward()      # a Gradients container
+>>> x.grad(grads).to_data().to_numpy().tolist()       # on the inner backend
+[2.0, 4.0, 6.0]
+
+- :class:`Autodiff` wraps any backend; one instance per inner backend.
+- :class:`Gradients` holds the gradients of the tracked leaves (``require_grad()``) reached by
+  one ``backward()``; read them with ``t.grad(grads)`` / ``t.grad_remove(grads)``.
+- :data:`RULES` is the table of backward rules (inner-backend primitives only).
+"""
+
+from ._backend import COMPOSITE, CREATION, DELEGATED, HANDLED, Autodiff, AutodiffDevice
+from ._errors import AutodiffError
+from ._gradcheck import gradcheck
+from ._gradients import Gradients, grad_id
+from ._graph import AutodiffPrimitive
+from ._table import RULES
+
+__all__ = [
+    "Autodiff",
+    "AutodiffDevice",
+    "AutodiffError",
+    "AutodiffPrimitive",
+    "COMPOSITE",
+    "CREATION",
+    "DELEGATED",
+    "Gradients",
+    "HANDLED",
+    "RULES",
+    "grad_id",
+    "gradcheck",
+]

@@ -1,0 +1,260 @@
+"""``Autodiff(inner)``: reverse-mode automatic differentiation as a backend decorator (Burn's
+``Autodiff<B>``).
+
+The autodiff backend has the inner backend's devices, dtypes and ops. On its devices, Float
+tensors hold an :class:`~._graph.AutodiffPrimitive` (the inner primitive plus an optional graph
+node) and their ops are this backend's; Int and Bool tensors hold plain inner primitives and their
+ops are the inner backend's (``Device.ops = (autodiff, inner, inner)``).
+
+Every primitive of the backend contract is covered, in one of these ways (:data:`HANDLED`):
+
+- ``RULES`` (:mod:`._table`): Float results with a backward rule; the forward runs on the inner
+  backend, a node is recorded when an input is tracked;
+- ``DELEGATED``: results that are not Float (comparisons, ``argmax``, casts to Int ...) or data
+  access: arguments unwrapped, the inner op called;
+- ``CREATION``: new tensors, untracked;
+- ``COMPOSITE``: the contract's default, written with other primitives and therefore
+  differentiable through their rules;
+- methods of the class (casts, ``detach``, devices, the autodiff API).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._dtype import DType
+from .._errors import BackendError
+from ..backend._base import Backend
+from ..backend._device import Device
+from . import _rules_math, _rules_reduce, _rules_shape  # noqa: F401  (fill RULES)
+from ._errors import AutodiffError
+from ._gradients import Gradients
+from ._graph import AutodiffPrimitive as AP
+from ._graph import Leaf, Node
+from ._graph import backward as _sweep
+from ._record import make_creation, make_delegate, make_op
+from ._rules_module import MODULE_COMPOSITE  # fills RULES with the module ops' rules
+from ._table import RULES
+
+__all__ = ["Autodiff", "AutodiffDevice", "DELEGATED", "CREATION", "COMPOSITE", "HANDLED"]
+
+#: ops whose result is not Float, or which read data: unwrap the arguments and call the inner op
+DELEGATED: frozenset[str] = frozenset({
+    "equal", "not_equal", "greater", "greater_equal", "lower", "lower_equal",
+    "argmax", "argmin", "argsort", "any", "all", "any_dim", "all_dim",
+    "is_nan", "is_inf", "is_finite", "contains_nan", "is_close", "nonzero", "argwhere",
+    "int_div", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bool_into_int", "float_into_int", "to_numpy", "dtype", "device_handle",
+})
+#: creation ops: the inner result, wrapped untracked when it is Float
+CREATION: frozenset[str] = frozenset({
+    "from_numpy", "from_dlpack", "full", "zeros", "ones", "empty", "arange", "random",
+    "random_uniform", "random_normal", "int_into_float", "bool_into_float",
+})
+#: contract defaults kept as they are: compositions of primitives that have rules
+COMPOSITE: frozenset[str] = frozenset({
+    "cast_list", "cov", "cross", "max_abs", "max_abs_dim", "check_dtype", "dtype_for", "device",
+    "devices",
+}) | MODULE_COMPOSITE
+
+
+class AutodiffDevice(Device):
+    """A device of an autodiff backend: wraps a device of the inner backend (``inner``)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> Any:
+        return (_restore_device, (self.inner,))
+
+
+def _restore_device(inner_device: Device) -> Device:
+    return Autodiff(inner_device.backend).device(inner_device.name)
+
+
+# one instance per inner backend instance (backends are themselves cached by the registry)
+_CACHE: dict[Backend, Autodiff] = {}
+
+
+class Autodiff(Backend):
+    """Reverse-mode autodiff over ``inner``, any backend (numpy, torch, jax, a third party's).
+
+    ``Autodiff(inner)`` returns one cached instance per inner backend instance. Its devices are
+    :class:`AutodiffDevice` s wrapping the inner devices (``AD.device("cpu").inner`` is
+    ``inner.device("cpu")``); its dtypes are the inner backend's.
+
+    >>> import ember
+    >>> from ember import Tensor
+    >>> from ember.autodiff import Autodiff
+    >>> AD = Autodiff(ember.backend("numpy", float_dtype="float64"))
+    >>> x = Tensor.from_floats([1.0, 2.0, 3.0], AD.device()).require_grad()
+    >>> x.grad(x.powf_scalar(2.0).sum().backward()).to_data().to_numpy().tolist()
+    [2.0, 4.0, 6.0]
+
+    Raises:
+        BackendError: ``inner`` is not a backend, or is itself an autodiff backend.
+    """
+
+    is_autodiff = True
+
+    def __new__(cls, inner: Backend) -> Autodiff:
+        if not isinstance(inner, Backend):
+            raise BackendError(
+                f"Autodiff: expected a backend (e.g. ember.backend('numpy')), got {type(inner).__name__}."
+            )
+        if inner.is_autodiff:
+            raise BackendError(
+                f"Autodiff: {inner.name!r} is already an autodiff backend; wrap the plain backend once "
+                "(higher-order gradients are not supported)."
+            )
+        ad = _CACHE.get(inner)
+        if ad is None:
+            ad = super().__new__(cls)
+            ad._setup(inner)
+            _CACHE[inner] = ad
+        return ad
+
+    def __init__(self, inner: Backend) -> None:  # noqa: D107 - set up once in __new__
+        pass
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        return (self.inner_backend,)
+
+    def __reduce__(self) -> Any:
+        return (Autodiff, (self.inner_backend,))
+
+    def _setup(self, inner: Backend) -> None:
+        self.inner_backend = inner
+        self.name = f"autodiff({inner.name})"  # type: ignore[misc]
+        self.supported_dtypes = inner.supported_dtypes  # type: ignore[misc]
+        self.supports_native_autodiff = inner.supports_native_autodiff  # type: ignore[misc]
+        self.supports_dlpack = inner.supports_dlpack  # type: ignore[misc]
+        self.float_dtype: DType = inner.float_dtype
+        self.int_dtype: DType = inner.int_dtype
+        self.options = dict(inner.options)
+        self._devices: dict[str, Device] = {}
+        d = self.__dict__
+        for name, spec in RULES.items():
+            d[name] = make_op(inner, spec)
+        for name in DELEGATED:
+            d[name] = make_delegate(getattr(inner, name))
+        for name in CREATION:
+            d[name] = make_creation(inner, getattr(inner, name))
+        ishape = inner.shape
+
+        def shape(p: Any) -> tuple[int, ...]:
+            try:
+                return ishape(p.p)  # type: ignore[no-any-return]
+            except AttributeError:
+                return ishape(p)  # type: ignore[no-any-return]
+
+        d["shape"] = shape
+
+    def __repr__(self) -> str:
+        return f"Autodiff({self.inner_backend!r})"
+
+    # ------------------------------------------------------------------ devices
+    def _device_names(self) -> list[str]:
+        return self.inner_backend._device_names()
+
+    def _make_device(self, name: str) -> Device:
+        inner_dev = self.inner_backend.device(name)
+        ib = self.inner_backend
+        return AutodiffDevice(self, inner_dev.handle, inner_dev.name, ops=(self, ib, ib), inner=inner_dev)
+
+    def seed(self, seed: int) -> None:
+        """Seed the inner backend's generator."""
+        self.inner_backend.seed(seed)
+
+    # ------------------------------------------------------------------ casts and moves
+    def cast(self, p: Any, dtype: DType) -> Any:
+        """Float to another float dtype is differentiable (the gradient is cast back); a cast to
+        Int or Bool leaves the graph."""
+        I = self.inner_backend  # noqa: E741
+        if p.__class__ is not AP:
+            return I.cast(p, dtype)
+        y = I.cast(p.p, dtype)
+        if not dtype.is_float:
+            return y
+        if p.node is None:
+            return AP(y)
+        return AP(y, Node((p.node,), _cast_back, I.dtype(p.p)))
+
+    def to_device(self, p: Any, handle: Any) -> Any:
+        """Moves keep the graph: the gradient moves back to the source device."""
+        I = self.inner_backend  # noqa: E741
+        if p.__class__ is not AP:
+            return I.to_device(p, handle)
+        y = I.to_device(p.p, handle)
+        if p.node is None:
+            return AP(y)
+        return AP(y, Node((p.node,), _move_back, I.device_handle(p.p)))
+
+    def detach(self, p: Any) -> Any:
+        """The same values, untracked (a new wrapper; the inner primitive is shared)."""
+        return AP(p.p) if p.__class__ is AP else p
+
+    # ------------------------------------------------------------------ composites with tuples
+    def sort(self, a: Any, dim: int, descending: bool) -> Any:
+        """Sorted values; the gradient goes back through the sorting indices."""
+        out = self.sort_with_indices(a, dim, descending)  # type: ignore[attr-defined]
+        return out[0]
+
+    def var_mean(self, a: Any, dim: int, correction: int) -> tuple[Any, Any]:
+        """``(var, mean)`` along ``dim``, each with its own rule."""
+        return self.var(a, dim, correction), self.mean_dim(a, dim)  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ the autodiff API
+    def inner(self, p: Any) -> Any:
+        """The inner primitive of ``p`` (no graph)."""
+        return p.p if p.__class__ is AP else p
+
+    def from_inner(self, p: Any) -> Any:
+        """An untracked autodiff primitive holding the inner primitive ``p``."""
+        return AP(p)
+
+    def require_grad(self, p: Any) -> Any:
+        """A tracked leaf holding ``p``'s values (``p`` itself if it is one already); the graph
+        that produced ``p``, if any, is cut (Burn's ``require_grad``)."""
+        if type(p.node) is Leaf:
+            return p
+        return AP(p.p, Leaf())
+
+    def is_require_grad(self, p: Any) -> bool:
+        """Whether ``p`` is tracked: a leaf or the result of an op on a tracked input."""
+        return p.__class__ is AP and p.node is not None
+
+    def backward(self, p: Any) -> Gradients:
+        """Gradients of ``p`` with respect to every tracked leaf it depends on; the seed is a tensor
+        of ones of ``p``'s shape (Burn: ``backward`` of a non-scalar sums it). The graph is freed.
+
+        Raises:
+            AutodiffError: ``p`` is untracked, or its graph was consumed by an earlier backward.
+        """
+        node = p.node if p.__class__ is AP else None
+        if node is None:
+            raise AutodiffError(
+                "backward: the tensor is not tracked, so there is no graph to differentiate; call "
+                "require_grad() on the inputs (parameters) before computing it, on an autodiff device."
+            )
+        I = self.inner_backend  # noqa: E741
+        x = p.p
+        seed = I.ones(I.shape(x), I.dtype(x), I.device_handle(x))
+        if type(node) is Leaf:
+            return Gradients({node.id: seed})
+        return Gradients(_sweep(I, node, seed))
+
+
+def _cast_back(B: Any, g: Any, dtype: Any, ps: Any) -> Any:
+    return (B.cast(g, dtype),)
+
+
+def _move_back(B: Any, g: Any, handle: Any, ps: Any) -> Any:
+    return (B.to_device(g, handle),)
+
+
+#: every public method of the backend contract that Autodiff covers (checked by the tests)
+HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | frozenset(
+    {"shape", "cast", "to_device", "detach", "sort", "var_mean", "seed"}
+)
+

@@ -1,0 +1,143 @@
+"""The autodiff graph: wrapped primitives, nodes, and the reverse-mode sweep.
+
+An autodiff primitive (:class:`AutodiffPrimitive`) holds the inner backend's primitive ``p`` and
+a graph node ``node``; ``node is None`` means untracked, and then an op costs one attribute test
+more than on the inner backend. A node holds only what its backward rule needs: the parent nodes,
+the rule and a tuple of saved inner primitives / shapes / arguments. Nodes never reference
+autodiff primitives or tensors, so the graph is a DAG of plain objects freed by reference
+counting alone (no cycles), and :func:`backward` clears every node it visits.
+
+Leaves (:class:`Leaf`) are the tensors that asked for a gradient (``require_grad``); each has an
+id, unique in the process, which keys :class:`~ember.autodiff.Gradients`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from ._errors import AutodiffError
+
+__all__ = ["AutodiffPrimitive", "Leaf", "Node", "backward"]
+
+#: rule(inner_backend, grad_out, saved, parents) -> one gradient (or None) per parent
+Rule = Callable[[Any, Any, Any, tuple[Any, ...]], Any]
+
+_ids = itertools.count(1)
+
+
+class Leaf:
+    """A tracked leaf: a tensor created by ``require_grad()``; its gradient is kept."""
+
+    __slots__ = ("id",)
+    parents: tuple[Any, ...] = ()
+    rule: Any = None
+
+    def __init__(self) -> None:
+        self.id = next(_ids)
+
+    def __repr__(self) -> str:
+        return f"Leaf(id={self.id})"
+
+
+class Node:
+    """An op recorded in the graph: ``rule(B, g, saved, parents)`` gives the parents' gradients."""
+
+    __slots__ = ("parents", "rule", "saved", "__weakref__")
+
+    def __init__(self, parents: tuple[Any, ...], rule: Rule, saved: Any) -> None:
+        self.parents = parents
+        self.rule = rule
+        self.saved = saved
+
+    def __repr__(self) -> str:
+        name = getattr(self.rule, "__name__", "consumed")
+        return f"Node({name}, {len(self.parents)} parents)"
+
+
+def _consumed(B: Any, g: Any, saved: Any, parents: tuple[Any, ...]) -> Any:
+    raise AutodiffError(
+        "backward: the graph of this tensor was already consumed by an earlier backward() (Ember "
+        "frees the graph and its saved tensors as Burn does); recompute the forward pass, or "
+        "detach() the tensor if it should be a constant."
+    )
+
+
+class AutodiffPrimitive:
+    """The primitive of a Float tensor on an autodiff backend: the inner primitive ``p`` and the
+    graph ``node`` (``None`` when untracked, a :class:`Leaf` or a :class:`Node`)."""
+
+    __slots__ = ("p", "node")
+
+    def __init__(self, p: Any, node: Any = None) -> None:
+        self.p = p
+        self.node = node
+
+    @property
+    def shape(self) -> Any:
+        return self.p.shape
+
+    @property
+    def dtype(self) -> Any:
+        return self.p.dtype
+
+    def __repr__(self) -> str:
+        return f"AutodiffPrimitive({self.p!r}, node={self.node!r})"
+
+
+def backward(B: Any, root: Any, seed: Any) -> dict[int, Any]:
+    """Reverse-mode sweep from ``root`` (a node) with gradient ``seed`` (inner primitive).
+
+    Nodes are processed once all their consumers have contributed (Kahn's order on the reversed
+    graph), gradients of a node used several times are summed, and each processed node is
+    cleared (parents, saved tensors), which frees the graph as the sweep goes.
+
+    Returns:
+        ``{leaf id: gradient}`` (inner primitives) for every leaf reached.
+
+    Raises:
+        AutodiffError: the sweep reached a node consumed by an earlier ``backward()``.
+    """
+    # count, for each node, the edges from nodes that will send it a gradient
+    deps: dict[Any, int] = {root: 0}
+    stack = [root]
+    pop, push = stack.pop, stack.append
+    while stack:
+        for p in pop().parents:
+            if p is not None:
+                c = deps.get(p)
+                if c is None:
+                    deps[p] = 1
+                    push(p)
+                else:
+                    deps[p] = c + 1
+    grads: dict[Any, Any] = {root: seed}
+    out: dict[int, Any] = {}
+    ready = [root]
+    add, pop_ready, push_ready, pop_grad, get_grad = B.add, ready.pop, ready.append, grads.pop, grads.get
+    while ready:
+        n = pop_ready()
+        g = pop_grad(n, None)
+        rule = n.rule
+        if rule is None:  # a leaf
+            if g is not None:
+                out[n.id] = g
+            continue
+        parents = n.parents
+        gs = (None,) * len(parents) if g is None else rule(B, g, n.saved, parents)
+        n.parents = ()
+        n.saved = None
+        n.rule = _consumed
+        for p, gp in zip(parents, gs):
+            if p is None:
+                continue
+            if gp is not None:
+                prev = get_grad(p)
+                grads[p] = gp if prev is None else add(prev, gp)
+            c = deps[p] - 1
+            if c:
+                deps[p] = c
+            else:
+                push_ready(p)
+    return out

@@ -1,0 +1,171 @@
+"""``SafetensorsFileRecorder``: records as ``.safetensors`` files (Hugging Face format).
+
+Each tensor is stored under its dotted path (``encoder.layers.0.weight``; a parameter's tensor under the
+parameter's path, without ``.param``), so other tools (``safetensors.numpy.load_file``, PyTorch, JAX)
+read the weights directly. The header's ``__metadata__`` holds the envelope's metadata fields as strings
+plus ``"item"``: the record's named JSON tree in which each tensor is ``{"$type": "tensor", "key": <name>,
+"dtype", "shape", "checksum"}`` (so ids, scalars, lists and None survive). Files written by other tools
+(no ``"item"``) load as nested dicts split on dots.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._data import TensorData
+from .._errors import RecordError
+from ._atomic import atomic_path
+from ._checksum import sum64
+from ._codec import TYPE_KEY, decode_named, encode
+from ._recorder import FileRecorder, check_metadata, sniff
+
+__all__ = ["SafetensorsFileRecorder"]
+
+
+def _tensor_key(path: str) -> str:
+    return path[: -len(".param")] if path.endswith(".param") else path
+
+
+class SafetensorsFileRecorder(FileRecorder):
+    """Safetensors files (``.safetensors``) with dotted keys and the Ember metadata in the header.
+
+    Uses the ``safetensors`` library's numpy API. Precision settings apply as for other recorders.
+
+    Raises (load):
+        RecordError: not a safetensors file, a truncated or corrupted header or data.
+    """
+
+    format = "safetensors"
+    extension = "safetensors"
+
+    def _encode_item(self, record: Any) -> Any:
+        arrays: dict[str, np.ndarray] = {}
+
+        def put(data: TensorData, path: str) -> str:
+            key = _tensor_key(path)
+            if not key:
+                raise RecordError("SafetensorsFileRecorder: the record's root must be a dict, not a tensor.")
+            if key in arrays:
+                raise RecordError(
+                    f"SafetensorsFileRecorder: two tensors map to the key {key!r} (dict keys containing "
+                    "'.' collide with nesting); rename the keys."
+                )
+            arrays[key] = np.ascontiguousarray(data.as_bits())
+            return key
+
+        item = encode(record, self.settings, put, checksum=True)
+        meta = {k: str(v) for k, v in self.metadata().items()}
+        meta["item"] = json.dumps(_refs(item), allow_nan=True)
+        meta["checksum"] = str(_meta_checksum(meta))
+        return arrays, meta
+
+    def _write(self, f: Any, item: Any) -> None:  # pragma: no cover - record() is overridden
+        raise NotImplementedError
+
+    def record(self, record: Any, path: Any) -> Path:
+        from safetensors.numpy import save_file
+
+        final = self.file_path(path)
+        arrays, meta = self._encode_item(record)
+        with atomic_path(final) as tmp:
+            save_file(arrays, str(tmp), metadata=meta)
+        return final
+
+    def _read(self, path: Path, origin: str, template: Any) -> Any:
+        from safetensors import safe_open
+
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if len(head) < 8:
+            raise RecordError(f"{origin}: the file is empty or truncated (no safetensors header).")
+        try:
+            with safe_open(str(path), framework="numpy") as st:
+                meta = st.metadata() or {}
+                arrays = {k: st.get_tensor(k) for k in st.keys()}
+        except RecordError:
+            raise
+        except Exception as exc:
+            guess = sniff(head)
+            hint = f" It looks like {guess}." if guess and "safetensors" not in guess else ""
+            raise RecordError(
+                f"{origin}: not a valid safetensors file ({type(exc).__name__}: {exc}); truncated, corrupted or "
+                f"of another format.{hint}"
+            ) from None
+        if not _EMBER_KEYS & set(meta):
+            return _nest(arrays)  # written by another tool
+        if "item" not in meta:
+            raise RecordError(f"{origin}: the header metadata has no 'item' entry (corrupted header).")
+        if self.verify and meta.get("checksum") != str(_meta_checksum(meta)):
+            raise RecordError(f"{origin}: the header metadata fails its checksum (corrupted).")
+        check_metadata(meta, origin, self.format, type(self).__name__)
+        try:
+            item = json.loads(meta["item"])
+        except ValueError as exc:
+            raise RecordError(f"{origin}: the header's 'item' is not valid JSON ({exc}).") from None
+
+        used: set[str] = set()
+
+        def resolve(body: Any, p: str) -> Any:
+            if not isinstance(body, str) or body not in arrays:
+                raise RecordError(f"{origin}: the tensor at {p!r} names a missing entry {body!r}.")
+            used.add(body)
+            return arrays[body]
+
+        record = decode_named(_unrefs(item), origin, self.verify, resolve=resolve)
+        extra = sorted(set(arrays) - used)
+        if extra:
+            raise RecordError(f"{origin}: tensors {extra} are not referenced by the record's metadata.")
+        return record
+
+
+_EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum"}
+
+
+def _meta_checksum(meta: dict[str, str]) -> int:
+    """sum64 of the UTF-8 JSON of the metadata without ``checksum`` (sorted keys, no spaces)."""
+    body = {k: v for k, v in meta.items() if k != "checksum"}
+    return sum64(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+
+def _refs(node: Any) -> Any:
+    """The item with each tensor's ``bytes`` field renamed ``key`` (it names the safetensors entry)."""
+    if isinstance(node, dict):
+        if node.get(TYPE_KEY) == "tensor":
+            out = {k: v for k, v in node.items() if k != "bytes"}
+            out["key"] = node["bytes"]
+            return out
+        return {k: _refs(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_refs(v) for v in node]
+    return node
+
+
+def _unrefs(node: Any) -> Any:
+    """Inverse of :func:`_refs` (tensor nodes get their ``bytes`` field back, holding the key)."""
+    if isinstance(node, dict):
+        if node.get(TYPE_KEY) == "tensor" and "key" in node and "bytes" not in node:
+            out = {k: v for k, v in node.items() if k != "key"}
+            out["bytes"] = node["key"]
+            return out
+        return {k: _unrefs(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_unrefs(v) for v in node]
+    return node
+
+
+def _nest(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, arr in arrays.items():
+        parts = key.split(".")
+        node = out
+        for p in parts[:-1]:
+            nxt = node.setdefault(p, {})
+            if not isinstance(nxt, dict):
+                raise RecordError(f"safetensors: key {key!r} nests under the tensor {p!r}.")
+            node = nxt
+        node[parts[-1]] = TensorData(arr)
+    return out
