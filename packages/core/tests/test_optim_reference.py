@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from test_optim_problem import dev_fixture, np_grads, problem, run_ember  # noqa: F401 - dev_fixture is `dev`
 
 from ember import Tensor
 from ember.optim import (
@@ -20,6 +19,7 @@ from ember.optim import (
     WeightDecayConfig,
     zeropower_via_newtonschulz,
 )
+from test_optim_problem import dev_fixture, np_grads, problem, run_ember  # noqa: F401 - dev_fixture is `dev`
 
 STEPS = 20
 

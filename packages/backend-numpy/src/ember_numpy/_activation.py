@@ -1,7 +1,9 @@
 """Fused activation kernels of the numpy backend (numerically stable forms, no warnings).
 
 float16 inputs are computed in float32 and rounded back once, as numpy does for its own float16
-math; results keep the input dtype.
+math; results keep the input dtype. Kernels run under :func:`~._quiet.quiet`, call the ufunc
+reductions directly (``np.maximum.reduce``, not the slower ``np.max`` wrapper) and work in place on
+the temporaries they allocate.
 """
 
 from __future__ import annotations
@@ -12,6 +14,12 @@ from typing import Any
 import numpy as np
 
 from ._float import _work, erfc
+from ._quiet import quiet
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+_max_reduce = np.maximum.reduce
+_add_reduce = np.add.reduce
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -24,44 +32,47 @@ class NumpyActivationOps:
         return np.maximum(a, 0)
 
     @staticmethod
+    @quiet
     def sigmoid(a: Any) -> Any:
         w = _work(a)
-        with np.errstate(all="ignore"):
-            e = np.exp(-np.abs(w))  # in (0, 1]: never overflows
-            r = np.where(w >= 0, 1.0, e) / (1.0 + e)
+        e = np.exp(-np.abs(w))  # in (0, 1]: never overflows
+        r = np.where(w >= 0, 1.0, e) / (1.0 + e)
         return r.astype(a.dtype, copy=False)
 
     @staticmethod
+    @quiet
     def log_sigmoid(a: Any) -> Any:
         w = _work(a)
-        with np.errstate(all="ignore"):
-            r = np.minimum(w, 0) - np.log1p(np.exp(-np.abs(w)))
+        r = np.minimum(w, 0) - np.log1p(np.exp(-np.abs(w)))
         return r.astype(a.dtype, copy=False)
 
     @staticmethod
+    @quiet
     def gelu(a: Any, approximate: bool = False) -> Any:
-        with np.errstate(all="ignore"):
-            if approximate:
-                w = _work(a)
-                r = 0.5 * w * (1.0 + np.tanh(_SQRT_2_OVER_PI * (w + 0.044715 * w * w * w)))
-            else:
-                # x * Phi(x) = x/2 * erfc(-x/sqrt(2)): no cancellation for very negative x
-                w = np.asarray(a, dtype=np.float64)
-                r = 0.5 * w * erfc(-w * _INV_SQRT_2)
+        if approximate:
+            w = _work(a)
+            r = 0.5 * w * (1.0 + np.tanh(_SQRT_2_OVER_PI * (w + 0.044715 * w * w * w)))
+        else:
+            # x * Phi(x) = x/2 * erfc(-x/sqrt(2)): no cancellation for very negative x
+            w = np.asarray(a, dtype=np.float64)
+            r = 0.5 * w * erfc(-w * _INV_SQRT_2)
         return r.astype(a.dtype, copy=False)
 
     @staticmethod
+    @quiet
     def softmax(a: Any, dim: int) -> Any:
-        w = _work(a)
-        with np.errstate(all="ignore"):
-            e = np.exp(w - np.max(w, axis=dim, keepdims=True))
-            r = e / np.sum(e, axis=dim, keepdims=True)
-        return r.astype(a.dtype, copy=False)
+        dt = a.dtype
+        w = a.astype(_F32) if dt is _F16 else a
+        e = w - _max_reduce(w, dim, None, None, True)
+        np.exp(e, out=e)
+        e /= _add_reduce(e, dim, None, None, True)
+        return e if e.dtype is dt else e.astype(dt)
 
     @staticmethod
+    @quiet
     def log_softmax(a: Any, dim: int) -> Any:
-        w = _work(a)
-        with np.errstate(all="ignore"):
-            s = w - np.max(w, axis=dim, keepdims=True)
-            r = s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
-        return r.astype(a.dtype, copy=False)
+        dt = a.dtype
+        w = a.astype(_F32) if dt is _F16 else a
+        s = w - _max_reduce(w, dim, None, None, True)
+        s -= np.log(_add_reduce(np.exp(s), dim, None, None, True))
+        return s if s.dtype is dt else s.astype(dt)

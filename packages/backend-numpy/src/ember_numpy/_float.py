@@ -2,7 +2,8 @@
 
 numpy signals IEEE exceptions (``log(0)``, ``sqrt(-1)``, overflow in ``exp``) as RuntimeWarnings;
 the results themselves follow IEEE 754 as torch's do, so every op that can raise one runs under
-``np.errstate(all="ignore")`` and no warning reaches the user.
+:func:`~._quiet.quiet` (numpy's error state set to "ignore" for the call) and no warning reaches
+the user.
 
 numpy has no ``erf``: :func:`erf` / :func:`erfc` implement W. J. Cody's rational Chebyshev
 approximations ("Rational Chebyshev approximations for the error function", Math. Comp. 23,
@@ -15,16 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from ._quiet import quiet, quiet1
+
 
 def _quiet(ufunc: Any) -> Any:
-    """A unary/binary numpy function that runs with IEEE warnings silenced."""
-
-    def f(*args: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return ufunc(*args)
-
-    f.__name__ = getattr(ufunc, "__name__", "op")
-    return staticmethod(f)
+    """A unary numpy function run with IEEE warnings silenced, as a static method."""
+    return staticmethod(quiet1(ufunc))
 
 
 # ---------------------------------------------------------------- Cody's erf / erfc
@@ -105,30 +102,30 @@ def _as64(a: Any) -> tuple[np.ndarray, np.ndarray]:
     return a.astype(np.float64, copy=False).reshape(-1), a
 
 
+@quiet
 def _erf_or_erfc(a: Any, complement: bool) -> Any:
     x, orig = _as64(a)
-    with np.errstate(all="ignore"):
-        small = np.abs(x) <= _THRESH  # NaN goes to the large branch, where it propagates
-        n_small = int(np.count_nonzero(small))
-        if n_small == x.size:
-            out = _erf_small(x)
-            if complement:
-                np.subtract(1.0, out, out=out)
+    small = np.abs(x) <= _THRESH  # NaN goes to the large branch, where it propagates
+    n_small = int(np.count_nonzero(small))
+    if n_small == x.size:
+        out = _erf_small(x)
+        if complement:
+            np.subtract(1.0, out, out=out)
+    else:
+        xl = x if n_small == 0 else x[~small]
+        c = _erfc_pos(np.abs(xl))  # erfc(|x|)
+        if complement:  # erfc(x) = 2 - erfc(-x) for x < 0
+            c = np.where(xl < 0, 2.0 - c, c)
+        else:  # erf(x) = sign(x) (1 - erfc(|x|))
+            np.subtract(1.0, c, out=c)
+            np.copysign(c, xl, out=c)
+        if n_small == 0:
+            out = c
         else:
-            xl = x if n_small == 0 else x[~small]
-            c = _erfc_pos(np.abs(xl))  # erfc(|x|)
-            if complement:  # erfc(x) = 2 - erfc(-x) for x < 0
-                c = np.where(xl < 0, 2.0 - c, c)
-            else:  # erf(x) = sign(x) (1 - erfc(|x|))
-                np.subtract(1.0, c, out=c)
-                np.copysign(c, xl, out=c)
-            if n_small == 0:
-                out = c
-            else:
-                out = np.empty_like(x)
-                e = _erf_small(x[small])
-                out[small] = 1.0 - e if complement else e
-                out[~small] = c
+            out = np.empty_like(x)
+            e = _erf_small(x[small])
+            out[small] = 1.0 - e if complement else e
+            out[~small] = c
     return out.reshape(orig.shape).astype(orig.dtype, copy=False)
 
 
@@ -178,35 +175,34 @@ class NumpyFloatOps:
     erf = staticmethod(erf)
 
     @staticmethod
+    @quiet
     def atan2(a: Any, b: Any) -> Any:
-        with np.errstate(all="ignore"):
-            r = np.arctan2(a, b)
-        return r.astype(a.dtype, copy=False)
+        return np.arctan2(a, b).astype(a.dtype, copy=False)
 
     @staticmethod
     def contains_nan(a: Any) -> Any:
         return np.asarray(np.isnan(a).any()).reshape(1)
 
     @staticmethod
+    @quiet
     def is_close(a: Any, b: Any, rtol: float, atol: float) -> Any:
-        with np.errstate(all="ignore"):
-            return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=False)
+        return np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=False)
 
     def var(self, a: Any, dim: int, correction: int) -> Any:
         return self.var_mean(a, dim, correction)[0]
 
     @staticmethod
+    @quiet
     def var_mean(a: Any, dim: int, correction: int) -> tuple[Any, Any]:
         w = _work(a)
         n = w.shape[dim]
-        with np.errstate(all="ignore"):
-            mean = np.mean(w, axis=dim, keepdims=True) if n else np.full_like(w.sum(axis=dim, keepdims=True), np.nan)
-            d = w - mean
-            s = np.sum(d * d, axis=dim, keepdims=True)
-            var = s / (n - correction) if n > correction else np.full_like(s, np.nan)
+        mean = np.mean(w, axis=dim, keepdims=True) if n else np.full_like(w.sum(axis=dim, keepdims=True), np.nan)
+        d = w - mean
+        s = np.sum(d * d, axis=dim, keepdims=True)
+        var = s / (n - correction) if n > correction else np.full_like(s, np.nan)
         return var.astype(a.dtype, copy=False), mean.astype(a.dtype, copy=False)
 
     @staticmethod
+    @quiet
     def cross(a: Any, b: Any, dim: int) -> Any:
-        with np.errstate(all="ignore"):
-            return np.cross(a, b, axis=dim).astype(a.dtype, copy=False)
+        return np.cross(a, b, axis=dim).astype(a.dtype, copy=False)

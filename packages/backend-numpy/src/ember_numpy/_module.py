@@ -45,16 +45,17 @@ class NumpyModuleOps:
 
     @staticmethod
     def max_pool2d(x: Any, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool) -> Any:
-        return pool.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, False)
+        return pool.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
 
     def max_pool2d_with_indices(self, x: Any, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
                                 ceil_mode: bool) -> Any:
-        v, i = pool.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, True)
-        return v, i.astype(self._idt, copy=False)  # type: ignore[attr-defined]
+        return pool.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, self._idt)  # type: ignore[attr-defined]
 
     @staticmethod
-    def max_pool2d_backward(grad: Any, indices: Any, x_shape: Ints) -> Any:
-        return pool.max_pool2d_backward(grad, indices, x_shape)
+    def max_pool2d_backward(grad: Any, indices: Any, x_shape: Ints, kernel: Ints, stride: Ints, padding: Ints,
+                            dilation: Ints, ceil_mode: bool) -> Any:
+        overlap = any(s < d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
+        return pool.max_pool2d_backward(grad, indices, x_shape, overlap)
 
     @staticmethod
     def avg_pool2d(x: Any, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool,

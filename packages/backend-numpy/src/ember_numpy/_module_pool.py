@@ -39,41 +39,54 @@ def _padded(x: np.ndarray, pads: tuple[tuple[int, int], ...], value: float) -> n
 
 
 def max_pool2d(x: np.ndarray, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool,
-               with_indices: bool) -> Any:
-    """Max pooling (NaN propagates, first maximum wins) and, if asked, flat indices ``h * W + w``."""
+               index_dtype: Any = None) -> Any:
+    """Max pooling (NaN propagates) and, if ``index_dtype`` is given, flat indices ``h * W + w`` of
+    the first maximum in row-major window order (of the last NaN in a window holding NaN, as
+    PyTorch).
+
+    The maximum is a running ``np.maximum`` over the taps. The indices come from a second pass
+    recording, as a small-int tap number, the first tap equal to the maximum (boolean and uint8
+    arithmetic only: masked stores of int64 are several times slower), then one table look-up
+    turns tap numbers into offsets."""
     out, pads = _geometry(x.shape, kernel, stride, padding, dilation, ceil_mode)
     xp = _padded(x, pads, -np.inf)
-    w = x.shape[3]
-    best: Any = None
-    off: Any = None
-    with np.errstate(invalid="ignore"):
-        for tap in np.ndindex(*kernel):
-            v = xp[_tap(tap, stride, dilation, out)]
-            if best is None:
-                best = v.copy()
-                if with_indices:
-                    off = np.zeros(v.shape, np.int64)
-                continue
-            if not with_indices:
-                np.maximum(best, v, out=best)  # propagates NaN
-                continue
-            m = v > best
-            m |= v != v
-            np.copyto(best, v, where=m)
-            off[m] = tap[0] * dilation[0] * w + tap[1] * dilation[1]
-    if not with_indices:
+    taps = list(np.ndindex(*kernel))
+    views = [xp[_tap(tap, stride, dilation, out)] for tap in taps]
+    best = views[0].copy()
+    for v in views[1:]:
+        np.maximum(best, v, out=best)  # propagates NaN
+    if index_dtype is None:
         return best
-    base = np.add.outer((np.arange(out[0]) * stride[0] - padding[0]) * w, np.arange(out[1]) * stride[1] - padding[1])
-    return best, off + base
+    tdt = np.uint8 if len(taps) < 256 else np.int32
+    tap_no = np.zeros(best.shape, tdt)
+    found = views[0] == best
+    for t in range(1, len(taps)):
+        first = np.greater(views[t] == best, found)  # equal to the maximum here and not before
+        found |= first
+        tap_no += first.view(np.uint8).astype(tdt, copy=False) * tdt(t)
+    if np.isnan(best).any():  # NaN windows: the last NaN wins, as in PyTorch
+        for t in range(len(taps)):
+            np.copyto(tap_no, tdt(t), where=np.isnan(views[t]))
+    w = x.shape[3]
+    table = np.array([a * dilation[0] * w + b * dilation[1] for a, b in taps], index_dtype)
+    idx = table[tap_no]
+    idx += np.add.outer((np.arange(out[0]) * stride[0] - padding[0]) * w,
+                        np.arange(out[1]) * stride[1] - padding[1]).astype(index_dtype)
+    return best, idx
 
 
-def max_pool2d_backward(grad: np.ndarray, indices: np.ndarray, x_shape: Ints) -> np.ndarray:
-    """``grad`` added at the flat plane ``indices`` (one ``bincount`` over all planes)."""
+def max_pool2d_backward(grad: np.ndarray, indices: np.ndarray, x_shape: Ints, overlap: bool) -> np.ndarray:
+    """``grad`` added at the flat plane ``indices``: one ``bincount`` over all planes when windows
+    overlap (an input can be the maximum of several windows), else a plain scatter store."""
     n, c = x_shape[:2]
     plane = x_shape[2] * x_shape[3]
-    offs = (np.arange(n * c, dtype=np.int64) * plane).reshape(n, c, 1, 1)
-    r = np.bincount((indices + offs).ravel(), weights=grad.ravel(), minlength=n * c * plane)
-    return r.reshape(x_shape).astype(grad.dtype, copy=False)
+    flat = (indices + (np.arange(n * c, dtype=indices.dtype) * plane).reshape(n, c, 1, 1)).ravel()
+    if overlap:
+        r = np.bincount(flat, weights=grad.ravel(), minlength=n * c * plane)
+        return r.reshape(x_shape).astype(grad.dtype, copy=False)
+    dx = np.zeros(n * c * plane, grad.dtype)
+    dx[flat] = grad.ravel()
+    return dx.reshape(x_shape)
 
 
 def _avg_geometry(shape: Ints, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool,

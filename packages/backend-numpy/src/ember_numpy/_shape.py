@@ -2,9 +2,10 @@
 
 Arguments arrive normalized by the core (non-negative dims, positive-step slices clipped to the
 dims, shapes resolved). Views of the input are returned where numpy gives them (``reshape``,
-``permute``, ``flip``, ``slice``, ``expand``, ``unfold``): that is safe because no op ever writes
-into an array it did not allocate; ops that write (``slice_assign``, ``scatter_add``,
-``select_add``) copy first.
+``permute``, ``flip``, ``slice``, ``unfold``, ``expand`` to more than 16384 elements): that is safe
+because no op ever writes into an array it did not allocate; ops that write (``slice_assign``,
+``scatter_add``, ``select_add``) copy first. Smaller ``expand`` results are materialized, which is
+faster than building a broadcast view.
 
 Index values out of range raise numpy's ``IndexError``, which the core turns into
 ``ember.IndexError`` naming the op. Negative index values are not part of the contract.
@@ -12,24 +13,45 @@ Index values out of range raise numpy's ``IndexError``, which the core turns int
 
 from __future__ import annotations
 
+from math import prod as _prod
 from typing import Any
 
 import numpy as np
+
+from ._quiet import quiet
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 #: the builtin ``slice`` (the class below defines a method of that name)
 _Slice = slice
 
 
+#: open coordinate grids by (shape, dim): index arrays reused by gather / scatter_add
+_GRIDS: dict[tuple[tuple[int, ...], int], tuple[Any, ...]] = {}
+#: results of expand with at most this many elements are materialized (a copy is ~1 µs, while
+#: ``np.broadcast_to`` costs 3-5 µs of Python); larger ones are broadcast views (no memory)
+_EXPAND_COPY_MAX = 1 << 14
+
+
 def _grid(shape: tuple[int, ...], dim: int, idx: Any) -> tuple[Any, ...]:
-    """Open (broadcasting) coordinate grid of ``shape`` with ``idx`` in place of ``dim``."""
-    n = len(shape)
-    out: list[Any] = []
-    for d, s in enumerate(shape):
-        if d == dim:
-            out.append(idx)
-        else:
-            out.append(np.arange(s).reshape((1,) * d + (s,) + (1,) * (n - d - 1)))
-    return tuple(out)
+    """Open (broadcasting) coordinate grid of ``shape`` with ``idx`` in place of ``dim``.
+
+    The ``np.arange`` parts are cached per ``(shape, dim)`` (read-only, at most 256 entries)."""
+    key = (shape, dim)
+    g = _GRIDS.get(key)
+    if g is None:
+        n = len(shape)
+        parts: list[Any] = []
+        for d, s in enumerate(shape):
+            r = np.arange(s).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
+            r.flags.writeable = False
+            parts.append(None if d == dim else r)
+        g = tuple(parts)
+        if len(_GRIDS) >= 256:
+            _GRIDS.clear()
+        _GRIDS[key] = g
+    return g[:dim] + (idx,) + g[dim + 1 :]
 
 
 class NumpyShapeOps:
@@ -40,6 +62,10 @@ class NumpyShapeOps:
         return a.transpose(axes)
 
     def expand(self, a: Any, shape: tuple[int, ...]) -> Any:
+        if _prod(shape) <= _EXPAND_COPY_MAX:
+            out = np.empty(shape, a.dtype)
+            out[...] = a
+            return out
         return np.broadcast_to(a, shape)
 
     def flip(self, a: Any, axes: tuple[int, ...]) -> Any:
@@ -60,10 +86,11 @@ class NumpyShapeOps:
         return np.stack(ps, axis=dim)
 
     def gather(self, a: Any, dim: int, indices: Any) -> Any:
-        return np.take_along_axis(np.asarray(a), indices, axis=dim)
+        # ``np.take_along_axis`` builds the same fancy index in Python on every call (~6 µs)
+        return a[_grid(indices.shape, dim, indices)]
 
     def scatter_add(self, a: Any, dim: int, indices: Any, values: Any) -> Any:
-        out = np.array(a, copy=True)
+        out = a.copy()
         if indices.size:
             np.add.at(out, _grid(indices.shape, dim, indices), values)
         return out
@@ -77,8 +104,14 @@ class NumpyShapeOps:
             np.add.at(out, (slice(None),) * dim + (indices,), values)
         return out
 
-    def mask_fill(self, a: Any, mask: Any, value: Any) -> Any:
-        return np.where(mask, np.asarray(value, dtype=a.dtype), a)
+    @staticmethod
+    @quiet
+    def mask_fill(a: Any, mask: Any, value: Any) -> Any:
+        dt = a.dtype
+        if value.__class__ is float and (dt is _F32 or dt is _F64):
+            return np.where(mask, value, a)  # a Python float takes a's dtype (NEP 50)
+        # quiet: a value out of the dtype's range becomes inf, as torch's masked_fill gives
+        return np.where(mask, np.asarray(value, dtype=dt), a)
 
     def mask_where(self, a: Any, mask: Any, value: Any) -> Any:
         return np.where(mask, value, a).astype(a.dtype, copy=False)

@@ -32,7 +32,7 @@ from ._gradients import Gradients
 from ._graph import AutodiffPrimitive as AP
 from ._graph import Leaf, Node
 from ._graph import backward as _sweep
-from ._record import make_creation, make_delegate, make_op
+from ._record import _wrap, make_creation, make_delegate, make_op
 from ._rules_module import MODULE_COMPOSITE  # fills RULES with the module ops' rules
 from ._table import RULES
 
@@ -211,14 +211,14 @@ class Autodiff(Backend):
 
     def from_inner(self, p: Any) -> Any:
         """An untracked autodiff primitive holding the inner primitive ``p``."""
-        return AP(p)
+        return _wrap(p, None)
 
     def require_grad(self, p: Any) -> Any:
         """A tracked leaf holding ``p``'s values (``p`` itself if it is one already); the graph
         that produced ``p``, if any, is cut (Burn's ``require_grad``)."""
         if type(p.node) is Leaf:
             return p
-        return AP(p.p, Leaf())
+        return _wrap(p.p, Leaf())
 
     def is_require_grad(self, p: Any) -> bool:
         """Whether ``p`` is tracked: a leaf or the result of an op on a tracked input."""

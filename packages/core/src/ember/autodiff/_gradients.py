@@ -66,9 +66,16 @@ class Gradients:
         Raises:
             BackendError: ``tensor`` is not on an autodiff backend. KindError: not Float.
         """
-        i = grad_id(tensor, "grad")
-        p = None if i is None else self._grads.get(i)
-        return None if p is None else _wrap(p, tensor)
+        p = tensor.primitive
+        if p.__class__ is AutodiffPrimitive:  # fast path: grad_id inlined
+            node = p.node
+            if node.__class__ is not Leaf:
+                return None
+            g = self._grads.get(node.id)
+        else:
+            i = grad_id(tensor, "grad")  # raises for tensors off an autodiff device
+            g = None if i is None else self._grads.get(i)
+        return None if g is None else _wrap(g, tensor)
 
     def remove(self, tensor: Tensor) -> Tensor | None:
         """Like :meth:`get`, and the gradient is removed from the container."""
@@ -150,4 +157,12 @@ class Gradients:
 
 def _wrap(p: Any, like: Tensor) -> Tensor:
     inner = like.device.inner
-    return _core.new(p, inner, Float, inner.ops[0])  # type: ignore[no-any-return]
+    t = _new_obj(_core.Tensor)
+    t.primitive = p
+    t.device = inner
+    t.kind = Float
+    t.ops = inner.ops[0]
+    return t  # type: ignore[no-any-return]
+
+
+_new_obj = object.__new__

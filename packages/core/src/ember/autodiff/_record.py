@@ -3,7 +3,9 @@
 Each factory returns a plain function closed over the inner backend's bound primitive, installed
 on the ``Autodiff`` instance under the primitive's name. The untracked path is: one attribute
 read (``a.node``), the inner call and one small object (the wrapper). A tracked path adds one
-:class:`~._graph.Node` holding a tuple. No dict, no isinstance chain, no look-up by name.
+:class:`~._graph.Node` holding a tuple. No dict, no isinstance chain, no look-up by name. The
+wrapper and the node are built with ``object.__new__`` and slot stores, not through their
+``__init__`` (a Python frame each, about a third of the cost of recording an op).
 
 Arguments that are not autodiff primitives (the raw Int/Bool primitives that composite defaults
 of the backend contract sometimes pass through Float ops) are forwarded untouched and give a raw
@@ -20,6 +22,25 @@ from ._graph import Node
 from ._table import Spec
 
 __all__ = ["make_op", "make_delegate", "make_creation"]
+
+_new = object.__new__
+
+
+def _wrap(y: Any, node: Any) -> AP:
+    """``AP(y, node)`` without the ``__init__`` frame (for the cold paths; hot ones inline it)."""
+    r = _new(AP)
+    r.p = y
+    r.node = node
+    return r
+
+
+def _node(parents: tuple[Any, ...], rule: Any, saved: Any) -> Node:
+    """``Node(parents, rule, saved)`` without the ``__init__`` frame."""
+    m = _new(Node)
+    m.parents = parents
+    m.rule = rule
+    m.saved = saved
+    return m
 
 
 def _u(x: Any) -> Any:
@@ -45,7 +66,7 @@ def make_creation(I: Any, fwd: Callable[..., Any]) -> Callable[..., Any]:  # noq
 
     def op(*args: Any) -> Any:
         r = fwd(*args)
-        return AP(r) if dtype(r).is_float else r
+        return _wrap(r, None) if dtype(r).is_float else r
 
     return op
 
@@ -73,10 +94,16 @@ def _unary(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  
                 n = a.node
             except AttributeError:
                 return fwd(a, *args)
-            y = fwd(a.p, *args)
+            r = _new(AP)
+            r.p = fwd(a.p, *args)
             if n is None:
-                return AP(y, None)
-            return AP(y, Node((n,), rule, (None, None, args)))
+                r.node = None
+            else:
+                m = r.node = _new(Node)
+                m.parents = (n,)
+                m.rule = rule
+                m.saved = (None, None, args)
+            return r
         return op
 
     if sy and not sx and not ss:
@@ -85,10 +112,16 @@ def _unary(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  
                 n = a.node
             except AttributeError:
                 return fwd(a, *args)
-            y = fwd(a.p, *args)
+            r = _new(AP)
+            y = r.p = fwd(a.p, *args)
             if n is None:
-                return AP(y, None)
-            return AP(y, Node((n,), rule, (None, y, args)))
+                r.node = None
+            else:
+                m = r.node = _new(Node)
+                m.parents = (n,)
+                m.rule = rule
+                m.saved = (None, y, args)
+            return r
         return op_y
 
     def op_g(a: Any, *args: Any) -> Any:
@@ -97,10 +130,16 @@ def _unary(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  
         except AttributeError:
             return fwd(a, *args)
         x = a.p
-        y = fwd(x, *args)
+        r = _new(AP)
+        y = r.p = fwd(x, *args)
         if n is None:
-            return AP(y, None)
-        return AP(y, Node((n,), rule, (x if sx else shape(x) if ss else None, y if sy else None, args)))
+            r.node = None
+        else:
+            m = r.node = _new(Node)
+            m.parents = (n,)
+            m.rule = rule
+            m.saved = (x if sx else shape(x) if ss else None, y if sy else None, args)
+        return r
 
     return op_g
 
@@ -128,14 +167,19 @@ def _binary(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]: 
         else:
             nb = None
             bp = b
-        y = fwd(ap, bp)
+        r = _new(AP)
+        y = r.p = fwd(ap, bp)
         if na is None and nb is None:
-            return AP(y, None)
+            r.node = None
+            return r
+        m = r.node = _new(Node)
+        m.parents = (na, nb)
+        m.rule = rule
         if sx:
-            saved = (ap, bp, y if sy else None)
+            m.saved = (ap, bp, y if sy else None)
         else:
-            saved = (shape(ap), shape(bp) if nb is not None else None, y if sy else None)
-        return AP(y, Node((na, nb), rule, saved))
+            m.saved = (shape(ap), shape(bp) if nb is not None else None, y if sy else None)
+        return r
 
     return op
 
@@ -187,8 +231,8 @@ def _general(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
         if not wrapped:
             return y
         if not tracked:
-            return AP(y, None)
-        return AP(y, Node(tuple(parents), rule, (tuple(saved), y if sy else None)))
+            return _wrap(y, None)
+        return _wrap(y, _node(tuple(parents), rule, (tuple(saved), y if sy else None)))
 
     return op
 
@@ -211,8 +255,8 @@ def _indexed(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:
         x = a.p
         v, idx = fwd(x, dim, *args)
         if n is None:
-            return AP(v, None), idx
-        return AP(v, Node((n,), _scatter_back, (shape(x), dim, idx))), idx
+            return _wrap(v, None), idx
+        return _wrap(v, _node((n,), _scatter_back, (shape(x), dim, idx))), idx
 
     return op
 
@@ -233,8 +277,8 @@ def _zero(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  #
         x = a.p
         y = fwd(x)
         if n is None:
-            return AP(y, None)
-        return AP(y, Node((n,), _zero_back, shape(x)))
+            return _wrap(y, None)
+        return _wrap(y, _node((n,), _zero_back, shape(x)))
 
     return op
 

@@ -22,12 +22,21 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 @binary("add", save="s")
 def _add(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
-    return (unbroadcast(B, g, a) if na else None, unbroadcast(B, g, b) if nb else None)
+    gs = B.shape(g)  # the common case, no broadcasting, needs no call to unbroadcast
+    ga = (g if gs == a else unbroadcast(B, g, a)) if na else None
+    gb = (g if gs == b else unbroadcast(B, g, b)) if nb else None
+    return ga, gb
 
 
 @binary("sub", save="s")
 def _sub(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
-    return (unbroadcast(B, g, a) if na else None, unbroadcast(B, B.neg(g), b) if nb else None)
+    gs = B.shape(g)
+    ga = (g if gs == a else unbroadcast(B, g, a)) if na else None
+    gb = None
+    if nb:
+        gb = B.neg(g)
+        gb = gb if gs == b else unbroadcast(B, gb, b)
+    return ga, gb
 
 
 @binary("mul")

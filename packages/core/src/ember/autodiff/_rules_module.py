@@ -24,6 +24,7 @@ from typing import Any
 from . import _record
 from ._graph import AutodiffPrimitive as AP
 from ._graph import Node
+from ._rules_util import numel
 from ._table import Spec, _register, general, unary
 
 __all__ = ["MODULE_COMPOSITE"]
@@ -41,15 +42,8 @@ MODULE_COMPOSITE: frozenset[str] = frozenset({
 def _bias_grad(B: Any, g: Any) -> Any:
     """``g`` ``[N, C, *spatial]`` summed to ``[C]``."""
     gs = B.shape(g)
-    r = B.sum_dim(B.reshape(g, (gs[0], gs[1], _numel(gs[2:]))), 2)
+    r = B.sum_dim(B.reshape(g, (gs[0], gs[1], numel(gs[2:]))), 2)
     return B.reshape(B.sum_dim(r, 0), (gs[1],))
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _conv_rule(back_input: str, back_weight: str) -> Callable[..., Any]:
@@ -66,7 +60,12 @@ def _conv_rule(back_input: str, back_weight: str) -> Callable[..., Any]:
 def _conv_transpose_rule(conv: str, back_weight: str) -> Callable[..., Any]:
     def bw(B: Any, g: Any, args: Any, y: Any, needs: Any) -> Any:
         x, w, _, stride, padding, _out_pad, dilation, groups = args
-        gx = getattr(B, conv)(g, w, None, stride, padding, dilation, groups) if needs[0] else None
+        gx = None
+        if needs[0]:
+            gx = getattr(B, conv)(g, w, None, stride, padding, dilation, groups)
+            xs, gs = B.shape(x), B.shape(gx)
+            if gs != xs:  # padding_out below the dilation: the convolution sees extra trailing outputs
+                gx = B.slice(gx, tuple(slice(0, n, 1) for n in xs))
         gw = getattr(B, back_weight)(g, x, B.shape(w), stride, padding, dilation, groups) if needs[1] else None
         gb = _bias_grad(B, g) if needs[2] else None
         return gx, gw, gb
@@ -102,8 +101,8 @@ def _embedding(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
 
 # ---------------------------------------------------------------------------- max pooling
 def _max_pool_back(B: Any, g: Any, s: Any, ps: Any) -> Any:
-    shape, idx = s
-    return (B.max_pool2d_backward(g, idx, shape),)
+    shape, idx, args = s
+    return (B.max_pool2d_backward(g, idx, shape, *args),)
 
 
 def _with_indices(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  # noqa: E741
@@ -120,7 +119,7 @@ def _with_indices(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., 
         v, idx = fwd(x, *args)
         if n is None:
             return AP(v, None), idx
-        return AP(v, Node((n,), _max_pool_back, (shape(x), idx))), idx
+        return AP(v, Node((n,), _max_pool_back, (shape(x), idx, args))), idx
 
     return op
 

@@ -17,7 +17,7 @@ def unbroadcast(B: Any, g: Any, shape: tuple[int, ...]) -> Any:
     for i in range(len(gs)):
         if i < lead or (shape[i - lead] == 1 and gs[i] != 1):
             g = B.sum_dim(g, i)
-    return B.reshape(g, shape)
+    return g if B.shape(g) == shape else B.reshape(g, shape)
 
 
 def zeros(B: Any, shape: tuple[int, ...], like: Any) -> Any:

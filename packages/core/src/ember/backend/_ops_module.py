@@ -24,6 +24,14 @@ Backward primitives (``*_backward*``) exist so that ``ember.autodiff`` rules cal
 op per gradient, which a backend may replace by a native kernel (``torch.nn.grad``, aten's
 ``*_backward``, ``jax.vjp`` of ``lax.conv_general_dilated``).
 
+Under ``ember.autodiff.Autodiff``, ``conv2d``/``conv3d``, ``conv_transpose2d``/``conv_transpose3d``,
+``max_pool2d_with_indices``, ``avg_pool2d``, ``adaptive_avg_pool2d``, ``embedding`` and
+``interpolate`` have backward rules (:mod:`ember.autodiff._rules_module`); every other op here is
+differentiated through its default.
+
+Max-pooling indices are Int (the backend's ``int_dtype``) flat positions ``h * width + w`` in each
+input plane, as PyTorch's ``return_indices`` and Burn's ``max_pool2d_with_indices``.
+
 The defaults loop over kernel taps (at most ``prod(kernel)`` vectorized ops each, never over
 pixels).
 """
@@ -56,82 +64,95 @@ def _tap_slices(shape: Ints, tap: Ints, stride: Ints, dilation: Ints, out: Ints)
 
 
 class ModuleOps:
-    """Convolution, pooling, embedding and interpolation primitives (Burn's ``ModuleOps``)."""
+    """Convolution, pooling, embedding and interpolation primitives (Burn's ``ModuleOps``).
+
+    The defaults call primitives of the other op groups through ``B = self`` typed ``Any`` (the
+    mixin only ever runs as part of a :class:`~ember.backend.Backend`).
+    """
 
     # ------------------------------------------------------------------ helpers of the defaults
     def _const(self, array: np.ndarray, like: Any) -> Any:
         """A shape-only float64 constant as a primitive of ``like``'s dtype and device."""
-        return self.from_numpy(array, self.dtype(like), self.device_handle(like))  # type: ignore[attr-defined]
+        B: Any = self
+        return B.from_numpy(array, B.dtype(like), B.device_handle(like))
 
     def _padn(self, x: Any, pads: tuple[tuple[int, int], ...], value: float) -> Any:
+        B: Any = self
         if not any(a or b for a, b in pads):
             return x
-        return self.pad(x, ((0, 0), (0, 0)) + pads, value)  # type: ignore[attr-defined]
+        return B.pad(x, ((0, 0), (0, 0)) + pads, value)
 
     def _unpadn(self, xp: Any, shape: Ints, before: Ints) -> Any:
-        if not any(before) and tuple(self.shape(xp)) == tuple(shape):  # type: ignore[attr-defined]
+        B: Any = self
+        if not any(before) and tuple(B.shape(xp)) == tuple(shape):
             return xp
         sl = (_sl(shape[0]), _sl(shape[1])) + tuple(slice(b, b + n, 1) for b, n in zip(before, shape[2:]))
-        return self.slice(xp, sl)  # type: ignore[attr-defined]
+        return B.slice(xp, sl)
 
-    def _cols(self, x: Any, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, groups: int) -> Any:
+    def _cols(self, x: Any, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, groups: int,
+              out: Ints | None = None) -> Any:
         """im2col: ``[N, G, Cg * prod(kernel), L]`` from ``x`` ``[N, C, *spatial]`` (channel-major,
         then taps, as the weight's layout)."""
-        shape = tuple(self.shape(x))  # type: ignore[attr-defined]
+        B: Any = self
+        shape = tuple(B.shape(x))
         n, c = shape[0], shape[1]
-        out = tuple(geo.conv_out(s, k, st, p, d)
-                    for s, k, st, p, d in zip(shape[2:], kernel, stride, padding, dilation))
+        out = out or tuple(geo.conv_out(s, k, st, p, d)
+                           for s, k, st, p, d in zip(shape[2:], kernel, stride, padding, dilation))
         xp = self._padn(x, tuple((p, p) for p in padding), 0.0)
-        ps = tuple(self.shape(xp))  # type: ignore[attr-defined]
-        taps = [self.slice(xp, _tap_slices(ps, t, stride, dilation, out)) for t in _taps(kernel)]  # type: ignore[attr-defined]
-        cols = self.stack(taps, 2)  # type: ignore[attr-defined]  # [N, C, KK, *out]
-        return self.reshape(cols, (n, groups, (c // groups) * len(taps), math.prod(out))), out  # type: ignore[attr-defined]
+        ps = tuple(B.shape(xp))
+        taps = [B.slice(xp, _tap_slices(ps, t, stride, dilation, out)) for t in _taps(kernel)]
+        cols = B.stack(taps, 2)  # [N, C, KK, *out]
+        return B.reshape(cols, (n, groups, (c // groups) * len(taps), math.prod(out))), out
 
     def _conv_nd(self, x: Any, weight: Any, bias: Any, stride: Ints, padding: Ints, dilation: Ints,
                  groups: int) -> Any:
-        ws = tuple(self.shape(weight))  # type: ignore[attr-defined]
+        B: Any = self
+        ws = tuple(B.shape(weight))
         o, kernel = ws[0], ws[2:]
         cols, out = self._cols(x, kernel, stride, padding, dilation, groups)
-        n = self.shape(cols)[0]  # type: ignore[attr-defined]
-        w = self.reshape(weight, (1, groups, o // groups, math.prod(ws[1:])))  # type: ignore[attr-defined]
-        y = self.reshape(self.matmul(w, cols), (n, o) + out)  # type: ignore[attr-defined]
+        n = B.shape(cols)[0]
+        w = B.reshape(weight, (1, groups, o // groups, math.prod(ws[1:])))
+        y = B.reshape(B.matmul(w, cols), (n, o) + out)
         if bias is not None:
-            y = self.add(y, self.reshape(bias, (1, o) + (1,) * len(out)))  # type: ignore[attr-defined]
+            y = B.add(y, B.reshape(bias, (1, o) + (1,) * len(out)))
         return y
 
     def _conv_nd_backward_input(self, grad: Any, weight: Any, x_shape: Ints, stride: Ints, padding: Ints,
                                 dilation: Ints, groups: int) -> Any:
-        ws = tuple(self.shape(weight))  # type: ignore[attr-defined]
-        gs = tuple(self.shape(grad))  # type: ignore[attr-defined]
+        B: Any = self
+        ws = tuple(B.shape(weight))
+        gs = tuple(B.shape(grad))
         o, cg, kernel = ws[0], ws[1], ws[2:]
         n, out = gs[0], gs[2:]
         kk = math.prod(kernel)
-        w = self.reshape(weight, (1, groups, o // groups, cg * kk))  # type: ignore[attr-defined]
-        g = self.reshape(grad, (n, groups, o // groups, math.prod(out)))  # type: ignore[attr-defined]
-        cols = self.matmul(self._swap_last(w), g)  # [N, G, Cg*KK, L]
-        cols = self.reshape(cols, (n, groups * cg, kk) + out)  # type: ignore[attr-defined]
+        w = B.reshape(weight, (1, groups, o // groups, cg * kk))
+        g = B.reshape(grad, (n, groups, o // groups, math.prod(out)))
+        cols = B.matmul(self._swap_last(w), g)  # [N, G, Cg*KK, L]
+        cols = B.reshape(cols, (n, groups * cg, kk) + out)
         pshape = (n, x_shape[1]) + tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
-        acc = self.zeros(pshape, self.dtype(grad), self.device_handle(grad))  # type: ignore[attr-defined]
+        acc = B.zeros(pshape, B.dtype(grad), B.device_handle(grad))
         for i, tap in enumerate(_taps(kernel)):
             sl = _tap_slices(pshape, tap, stride, dilation, out)
-            piece = self.slice(cols, (_sl(n), _sl(groups * cg), slice(i, i + 1, 1)) + tuple(_sl(q) for q in out))  # type: ignore[attr-defined]
-            piece = self.reshape(piece, (n, groups * cg) + out)  # type: ignore[attr-defined]
-            acc = self.slice_assign(acc, sl, self.add(self.slice(acc, sl), piece))  # type: ignore[attr-defined]
+            piece = B.slice(cols, (_sl(n), _sl(groups * cg), slice(i, i + 1, 1)) + tuple(_sl(q) for q in out))
+            piece = B.reshape(piece, (n, groups * cg) + out)
+            acc = B.slice_assign(acc, sl, B.add(B.slice(acc, sl), piece))
         return self._unpadn(acc, x_shape, padding)
 
     def _conv_nd_backward_weight(self, x: Any, grad: Any, weight_shape: Ints, stride: Ints, padding: Ints,
                                  dilation: Ints, groups: int) -> Any:
+        B: Any = self
         o, kernel = weight_shape[0], weight_shape[2:]
-        cols, _ = self._cols(x, kernel, stride, padding, dilation, groups)  # [N, G, CgKK, L]
-        gs = tuple(self.shape(grad))  # type: ignore[attr-defined]
-        g = self.reshape(grad, (gs[0], groups, o // groups, math.prod(gs[2:])))  # type: ignore[attr-defined]
-        dw = self.sum_dim(self.matmul(g, self._swap_last(cols)), 0)  # type: ignore[attr-defined]
-        return self.reshape(dw, weight_shape)  # type: ignore[attr-defined]
+        gs = tuple(B.shape(grad))
+        cols, _ = self._cols(x, kernel, stride, padding, dilation, groups, gs[2:])  # [N, G, CgKK, L]
+        g = B.reshape(grad, (gs[0], groups, o // groups, math.prod(gs[2:])))
+        dw = B.sum_dim(B.matmul(g, self._swap_last(cols)), 0)
+        return B.reshape(dw, weight_shape)
 
     def _swap_last(self, a: Any) -> Any:
         """``a`` with its last two dims swapped."""
-        r = len(self.shape(a))  # type: ignore[attr-defined]
-        return self.permute(a, tuple(range(r - 2)) + (r - 1, r - 2))  # type: ignore[attr-defined]
+        B: Any = self
+        r = len(B.shape(a))
+        return B.permute(a, tuple(range(r - 2)) + (r - 1, r - 2))
 
     # ------------------------------------------------------------------ convolution
     def conv1d(self, x: Any, weight: Any, bias: Any, stride: Ints, padding: Ints, dilation: Ints,
@@ -139,12 +160,13 @@ class ModuleOps:
         """1-D convolution: ``x`` ``[batch, channels_in, length]``, ``weight``
         ``[channels_out, channels_in / groups, kernel]`` -> ``[batch, channels_out, length_out]``.
         Default: :meth:`conv2d` on a unit height."""
-        n, c, length = self.shape(x)  # type: ignore[attr-defined]
-        o, cg, k = self.shape(weight)  # type: ignore[attr-defined]
-        y = self.conv2d(self.reshape(x, (n, c, 1, length)), self.reshape(weight, (o, cg, 1, k)), bias,  # type: ignore[attr-defined]
+        B: Any = self
+        n, c, length = B.shape(x)
+        o, cg, k = B.shape(weight)
+        y = self.conv2d(B.reshape(x, (n, c, 1, length)), B.reshape(weight, (o, cg, 1, k)), bias,
                         (1,) + stride, (0,) + padding, (1,) + dilation, groups)
-        ys = self.shape(y)  # type: ignore[attr-defined]
-        return self.reshape(y, (ys[0], ys[1], ys[3]))  # type: ignore[attr-defined]
+        ys = B.shape(y)
+        return B.reshape(y, (ys[0], ys[1], ys[3]))
 
     def conv2d(self, x: Any, weight: Any, bias: Any, stride: Ints, padding: Ints, dilation: Ints,
                groups: int) -> Any:
@@ -187,13 +209,14 @@ class ModuleOps:
     def _conv_transpose_nd(self, x: Any, weight: Any, bias: Any, stride: Ints, padding: Ints,
                            output_padding: Ints, dilation: Ints, groups: int, backward_input: Any) -> Any:
         # the transposed convolution is the input-gradient of the convolution whose weight it shares
-        xs, ws = tuple(self.shape(x)), tuple(self.shape(weight))  # type: ignore[attr-defined]
+        B: Any = self
+        xs, ws = tuple(B.shape(x)), tuple(B.shape(weight))
         out = tuple(geo.conv_transpose_out(s, k, st, p, op, d)
                     for s, k, st, p, op, d in zip(xs[2:], ws[2:], stride, padding, output_padding, dilation))
         co = ws[1] * groups
         y = backward_input(x, weight, (xs[0], co) + out, stride, padding, dilation, groups)
         if bias is not None:
-            y = self.add(y, self.reshape(bias, (1, co) + (1,) * len(out)))  # type: ignore[attr-defined]
+            y = B.add(y, B.reshape(bias, (1, co) + (1,) * len(out)))
         return y
 
     def conv_transpose1d(self, x: Any, weight: Any, bias: Any, stride: Ints, padding: Ints, output_padding: Ints,
@@ -201,12 +224,13 @@ class ModuleOps:
         """1-D transposed convolution: ``x`` ``[batch, channels_in, length]``, ``weight``
         ``[channels_in, channels_out / groups, kernel]``. Default: :meth:`conv_transpose2d` on a
         unit height."""
-        n, c, length = self.shape(x)  # type: ignore[attr-defined]
-        ci, cog, k = self.shape(weight)  # type: ignore[attr-defined]
-        y = self.conv_transpose2d(self.reshape(x, (n, c, 1, length)), self.reshape(weight, (ci, cog, 1, k)), bias,
+        B: Any = self
+        n, c, length = B.shape(x)
+        ci, cog, k = B.shape(weight)
+        y = self.conv_transpose2d(B.reshape(x, (n, c, 1, length)), B.reshape(weight, (ci, cog, 1, k)), bias,
                                   (1,) + stride, (0,) + padding, (0,) + output_padding, (1,) + dilation, groups)
-        ys = self.shape(y)  # type: ignore[attr-defined]
-        return self.reshape(y, (ys[0], ys[1], ys[3]))  # type: ignore[attr-defined]
+        ys = B.shape(y)
+        return B.reshape(y, (ys[0], ys[1], ys[3]))
 
     def conv_transpose2d(self, x: Any, weight: Any, bias: Any, stride: Ints, padding: Ints, output_padding: Ints,
                          dilation: Ints, groups: int) -> Any:
@@ -227,13 +251,14 @@ class ModuleOps:
         """im2col (Burn's ``unfold4d``, torch ``F.unfold``): ``x`` ``[batch, channels, h, w]`` ->
         ``[batch, channels * k_h * k_w, blocks]``, rows channel-major then kernel row, column.
         Default: :meth:`conv2d` with a one-hot weight and ``groups = channels`` (as Burn)."""
-        n, c = self.shape(x)[:2]  # type: ignore[attr-defined]
+        B: Any = self
+        n, c = B.shape(x)[:2]
         kk = math.prod(kernel)
         eye = np.eye(kk, dtype=np.float64).reshape((kk, 1) + tuple(kernel))
         w = self._const(np.tile(eye, (c, 1, 1, 1)), x)
         y = self.conv2d(x, w, None, stride, padding, dilation, c)
-        ys = self.shape(y)  # type: ignore[attr-defined]
-        return self.reshape(y, (n, c * kk, ys[2] * ys[3]))  # type: ignore[attr-defined]
+        ys = B.shape(y)
+        return B.reshape(y, (n, c * kk, ys[2] * ys[3]))
 
     # ------------------------------------------------------------------ max pooling
     def max_pool1d(self, x: Any, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool) -> Any:
@@ -244,17 +269,19 @@ class ModuleOps:
     def max_pool1d_with_indices(self, x: Any, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
                                 ceil_mode: bool) -> tuple[Any, Any]:
         """1-D max pooling with Int indices into each input row (PyTorch ``return_indices``)."""
-        n, c, length = self.shape(x)  # type: ignore[attr-defined]
-        v, i = self.max_pool2d_with_indices(self.reshape(x, (n, c, 1, length)), (1,) + kernel, (1,) + stride,  # type: ignore[attr-defined]
+        B: Any = self
+        n, c, length = B.shape(x)
+        v, i = self.max_pool2d_with_indices(B.reshape(x, (n, c, 1, length)), (1,) + kernel, (1,) + stride,
                                             (0,) + padding, (1,) + dilation, ceil_mode)
-        vs = self.shape(v)  # type: ignore[attr-defined]
-        return self.reshape(v, (n, c, vs[3])), self.reshape(i, (n, c, vs[3]))  # type: ignore[attr-defined]
+        vs = B.shape(v)
+        return B.reshape(v, (n, c, vs[3])), B.reshape(i, (n, c, vs[3]))
 
     def _as_1d(self, x: Any, fn: Any) -> Any:
-        n, c, length = self.shape(x)  # type: ignore[attr-defined]
-        y = fn(self.reshape(x, (n, c, 1, length)))  # type: ignore[attr-defined]
-        ys = self.shape(y)  # type: ignore[attr-defined]
-        return self.reshape(y, (ys[0], ys[1], ys[3]))  # type: ignore[attr-defined]
+        B: Any = self
+        n, c, length = B.shape(x)
+        y = fn(B.reshape(x, (n, c, 1, length)))
+        ys = B.shape(y)
+        return B.reshape(y, (ys[0], ys[1], ys[3]))
 
     def max_pool2d(self, x: Any, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool) -> Any:
         """2-D max pooling, ``[batch, channels, h, w]`` -> ``[batch, channels, h_out, w_out]``;
@@ -266,41 +293,48 @@ class ModuleOps:
                                 ceil_mode: bool) -> tuple[Any, Any]:
         """Max pooling values and Int indices ``h * width + w`` into each input plane (PyTorch's
         ``return_indices``, Burn's ``max_pool2d_with_indices``); ties keep the first maximum in
-        row-major window order, a NaN wins. Default: a loop over the kernel taps."""
-        shape = tuple(self.shape(x))  # type: ignore[attr-defined]
+        row-major window order; a NaN wins (the last one, as in PyTorch). Default: a loop over the kernel taps."""
+        B: Any = self
+        shape = tuple(B.shape(x))
         h, w = shape[2:]
         out = tuple(geo.pool_out(s, k, st, p, d, ceil_mode) for s, k, st, p, d in zip(shape[2:], kernel, stride,
                                                                                      padding, dilation))
         pads = tuple(geo.pool_pads(s, k, st, p, d, o) for s, k, st, p, d, o in zip(shape[2:], kernel, stride,
                                                                                    padding, dilation, out))
         xp = self._padn(x, pads, -math.inf)
-        ps = tuple(self.shape(xp))  # type: ignore[attr-defined]
-        handle = self.device_handle(x)  # type: ignore[attr-defined]
+        ps = tuple(B.shape(xp))
+        handle = B.device_handle(x)
         best = best_off = None
         for tap in _taps(kernel):
-            v = self.slice(xp, _tap_slices(ps, tap, stride, dilation, out))  # type: ignore[attr-defined]
+            v = B.slice(xp, _tap_slices(ps, tap, stride, dilation, out))
             off = tap[0] * dilation[0] * w + tap[1] * dilation[1]
             if best is None:
-                best, best_off = v, self.full(shape[:2] + out, off, self.int_dtype, handle)  # type: ignore[attr-defined]
+                best, best_off = v, B.full(shape[:2] + out, off, B.int_dtype, handle)
                 continue
-            m = self.logical_or(self.greater(v, best), self.not_equal(v, v))  # type: ignore[attr-defined]
-            best = self.mask_where(best, m, v)  # type: ignore[attr-defined]
-            best_off = self.mask_fill(best_off, m, off)  # type: ignore[attr-defined]
+            # a larger value, or any NaN (so the last NaN, as PyTorch), takes the window
+            m = B.logical_or(B.greater(v, best), B.not_equal(v, v))
+            best = B.mask_where(best, m, v)
+            best_off = B.mask_fill(best_off, m, off)
         base = np.add.outer((np.arange(out[0]) * stride[0] - padding[0]) * w,
                             np.arange(out[1]) * stride[1] - padding[1])
-        base_p = self.from_numpy(base, self.int_dtype, handle)  # type: ignore[attr-defined]
-        return best, self.add(best_off, base_p)  # type: ignore[attr-defined]
+        base_p = B.from_numpy(base, B.int_dtype, handle)
+        return best, B.add(best_off, base_p)
 
-    def max_pool2d_backward(self, grad: Any, indices: Any, x_shape: Ints) -> Any:
-        """Gradient of max pooling: ``grad`` ``[batch, channels, h_out, w_out]`` added at
-        ``indices`` (from :meth:`max_pool2d_with_indices`) into zeros of ``x_shape``."""
+    def max_pool2d_backward(self, grad: Any, indices: Any, x_shape: Ints, kernel: Ints, stride: Ints, padding: Ints,
+                            dilation: Ints, ceil_mode: bool) -> Any:
+        """Gradient of max pooling (Burn's ``max_pool2d_with_indices_backward``): ``grad``
+        ``[batch, channels, h_out, w_out]`` added at ``indices`` (from
+        :meth:`max_pool2d_with_indices`) into zeros of ``x_shape``. The pooling options let a
+        backend pick a faster kernel (e.g. a plain store when windows do not overlap); the default
+        ignores them."""
+        B: Any = self
         n, c = x_shape[:2]
-        gs = tuple(self.shape(grad))  # type: ignore[attr-defined]
+        gs = tuple(B.shape(grad))
         plane = math.prod(x_shape[2:])
         lo = math.prod(gs[2:])
-        z = self.zeros((n, c, plane), self.dtype(grad), self.device_handle(grad))  # type: ignore[attr-defined]
-        r = self.scatter_add(z, 2, self.reshape(indices, (n, c, lo)), self.reshape(grad, (n, c, lo)))  # type: ignore[attr-defined]
-        return self.reshape(r, x_shape)  # type: ignore[attr-defined]
+        z = B.zeros((n, c, plane), B.dtype(grad), B.device_handle(grad))
+        r = B.scatter_add(z, 2, B.reshape(indices, (n, c, lo)), B.reshape(grad, (n, c, lo)))
+        return B.reshape(r, x_shape)
 
     # ------------------------------------------------------------------ average pooling
     def avg_pool1d(self, x: Any, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool,
@@ -322,26 +356,28 @@ class ModuleOps:
         """2-D average pooling, ``[batch, channels, h, w]``; the divisor is the window clipped to the
         padded input (``count_include_pad``) or to the input (PyTorch ``avg_pool2d``).
         Default: a loop over the kernel taps."""
-        shape = tuple(self.shape(x))  # type: ignore[attr-defined]
+        B: Any = self
+        shape = tuple(B.shape(x))
         out, pads, inv = self._avg_geometry(shape, kernel, stride, padding, count_include_pad, ceil_mode)
         xp = self._padn(x, pads, 0.0)
-        ps = tuple(self.shape(xp))  # type: ignore[attr-defined]
+        ps = tuple(B.shape(xp))
         acc = None
         for tap in _taps(kernel):
-            v = self.slice(xp, _tap_slices(ps, tap, stride, (1,) * len(kernel), out))  # type: ignore[attr-defined]
-            acc = v if acc is None else self.add(acc, v)  # type: ignore[attr-defined]
-        return self.mul(acc, self._const(inv, x))  # type: ignore[attr-defined]
+            v = B.slice(xp, _tap_slices(ps, tap, stride, (1,) * len(kernel), out))
+            acc = v if acc is None else B.add(acc, v)
+        return B.mul(acc, self._const(inv, x))
 
     def avg_pool2d_backward(self, grad: Any, x_shape: Ints, kernel: Ints, stride: Ints, padding: Ints,
                             count_include_pad: bool, ceil_mode: bool) -> Any:
         """Gradient of :meth:`avg_pool2d` with respect to its input of shape ``x_shape``."""
+        B: Any = self
         out, pads, inv = self._avg_geometry(x_shape, kernel, stride, padding, count_include_pad, ceil_mode)
-        g = self.mul(grad, self._const(inv, grad))  # type: ignore[attr-defined]
+        g = B.mul(grad, self._const(inv, grad))
         pshape = x_shape[:2] + tuple(a + s + b for (a, b), s in zip(pads, x_shape[2:]))
-        acc = self.zeros(pshape, self.dtype(grad), self.device_handle(grad))  # type: ignore[attr-defined]
+        acc = B.zeros(pshape, B.dtype(grad), B.device_handle(grad))
         for tap in _taps(kernel):
             sl = _tap_slices(pshape, tap, stride, (1,) * len(kernel), out)
-            acc = self.slice_assign(acc, sl, self.add(self.slice(acc, sl), g))  # type: ignore[attr-defined]
+            acc = B.slice_assign(acc, sl, B.add(B.slice(acc, sl), g))
         return self._unpadn(acc, x_shape, tuple(p for p, _ in pads))
 
     # ------------------------------------------------------------------ adaptive average pooling
@@ -353,48 +389,54 @@ class ModuleOps:
         """Adaptive average pooling to ``output_size = (h_out, w_out)``: output ``(i, j)`` averages
         rows ``[floor(i h / h_out), ceil((i + 1) h / h_out))`` and likewise columns (PyTorch).
         Default: ``P_h x P_w^T`` with constant averaging matrices."""
-        s = tuple(self.shape(x))  # type: ignore[attr-defined]
+        B: Any = self
+        s = tuple(B.shape(x))
         ph = self._const(geo.adaptive_matrix(s[2], output_size[0]), x)
         pw = self._const(geo.adaptive_matrix(s[3], output_size[1]).T, x)
-        return self.matmul(self.matmul(ph, x), pw)  # type: ignore[attr-defined]
+        return B.matmul(B.matmul(ph, x), pw)
 
     def adaptive_avg_pool2d_backward(self, grad: Any, x_shape: Ints) -> Any:
         """Gradient of :meth:`adaptive_avg_pool2d` with respect to its input of shape ``x_shape``."""
-        gs = tuple(self.shape(grad))  # type: ignore[attr-defined]
+        B: Any = self
+        gs = tuple(B.shape(grad))
         ph = self._const(geo.adaptive_matrix(x_shape[2], gs[2]).T, grad)
         pw = self._const(geo.adaptive_matrix(x_shape[3], gs[3]), grad)
-        return self.matmul(self.matmul(ph, grad), pw)  # type: ignore[attr-defined]
+        return B.matmul(B.matmul(ph, grad), pw)
 
     # ------------------------------------------------------------------ embedding
     def embedding(self, weights: Any, indices: Any) -> Any:
         """Rows of ``weights`` ``[num_embeddings, dim]`` at Int ``indices`` of any shape ->
         ``[*indices.shape, dim]`` (Burn's ``embedding``). Default: ``select`` on dim 0."""
-        ishape = tuple(self.shape(indices))  # type: ignore[attr-defined]
-        d = self.shape(weights)[1]  # type: ignore[attr-defined]
-        flat = self.reshape(indices, (math.prod(ishape),))  # type: ignore[attr-defined]
-        return self.reshape(self.select(weights, 0, flat), ishape + (d,))  # type: ignore[attr-defined]
+        B: Any = self
+        ishape = tuple(B.shape(indices))
+        d = B.shape(weights)[1]
+        flat = B.reshape(indices, (math.prod(ishape),))
+        return B.reshape(B.select(weights, 0, flat), ishape + (d,))
 
     def embedding_backward(self, grad: Any, indices: Any, weights_shape: Ints) -> Any:
         """Gradient of :meth:`embedding` with respect to the weights: rows of ``grad`` added at
         ``indices`` (repeated indices accumulate). Default: ``select_add``."""
-        n = math.prod(tuple(self.shape(indices)))  # type: ignore[attr-defined]
-        z = self.zeros(weights_shape, self.dtype(grad), self.device_handle(grad))  # type: ignore[attr-defined]
-        g = self.reshape(grad, (n, weights_shape[1]))  # type: ignore[attr-defined]
-        return self.select_add(z, 0, self.reshape(indices, (n,)), g)  # type: ignore[attr-defined]
+        B: Any = self
+        n = math.prod(tuple(B.shape(indices)))
+        z = B.zeros(weights_shape, B.dtype(grad), B.device_handle(grad))
+        g = B.reshape(grad, (n, weights_shape[1]))
+        return B.select_add(z, 0, B.reshape(indices, (n,)), g)
 
     # ------------------------------------------------------------------ interpolation
     def interpolate(self, x: Any, output_size: Ints, mode: str, align_corners: bool) -> Any:
         """Resize ``[batch, channels, h, w]`` to ``[batch, channels, *output_size]``; ``mode`` is
         ``"nearest"``, ``"bilinear"`` or ``"bicubic"`` (formulas:
         :func:`ember.backend._module_geometry.interp_matrix`). Default: ``A_h x A_w^T``."""
-        s = tuple(self.shape(x))  # type: ignore[attr-defined]
+        B: Any = self
+        s = tuple(B.shape(x))
         ah = self._const(geo.interp_matrix(s[2], output_size[0], mode, align_corners), x)
         aw = self._const(geo.interp_matrix(s[3], output_size[1], mode, align_corners).T, x)
-        return self.matmul(self.matmul(ah, x), aw)  # type: ignore[attr-defined]
+        return B.matmul(B.matmul(ah, x), aw)
 
     def interpolate_backward(self, grad: Any, x_shape: Ints, output_size: Ints, mode: str,
                              align_corners: bool) -> Any:
         """Gradient of :meth:`interpolate` with respect to its input of shape ``x_shape``."""
+        B: Any = self
         ah = self._const(geo.interp_matrix(x_shape[2], output_size[0], mode, align_corners).T, grad)
         aw = self._const(geo.interp_matrix(x_shape[3], output_size[1], mode, align_corners), grad)
-        return self.matmul(self.matmul(ah, grad), aw)  # type: ignore[attr-defined]
+        return B.matmul(B.matmul(ah, grad), aw)

@@ -6,6 +6,7 @@ import dataclasses
 import enum
 import json
 import os
+import sys
 import types
 import typing
 from pathlib import Path
@@ -219,6 +220,15 @@ def _from_dict_cm(cls: type[T], data: dict[str, Any]) -> T:
     return _from_dict(cls, data)
 
 
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pragma: no cover - Python 3.10: the decorator only informs type checkers
+
+    def dataclass_transform(**_kwargs: Any) -> Any:
+        return lambda f: f
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field,))
 def config(cls: type[T]) -> type[T]:
     """Turn a class with annotated fields into a config (Burn's ``#[derive(Config)]``).
 

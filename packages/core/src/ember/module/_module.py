@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,15 @@ def _wrap_init(init: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pragma: no cover - Python 3.10: the decorator only informs type checkers
+
+    def dataclass_transform(**_kwargs: Any) -> Any:
+        return lambda f: f
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field,))
 class Module:
     """Base class of models and layers: annotated fields make an immutable dataclass-like tree.
 

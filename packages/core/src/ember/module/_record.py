@@ -219,9 +219,15 @@ def load_into(module: Any, record: Any, strict: bool, device: Device | None, con
               origin: str = "load_record") -> tuple[Any, LoadReport]:
     """Apply ``record`` to ``module``; returns the new module and the report.
 
+    A record whose type defines ``__ember_load_prepare__(record, module) -> (module, record)`` (the records
+    of ``ember_import``, in PyTorch's layout) is first converted to the module's layout by that hook.
+
     Raises:
         RecordError: ``strict`` and anything is missing, unused or mismatched (lists every problem).
     """
+    prepare = getattr(type(record), "__ember_load_prepare__", None)
+    if prepare is not None:  # a foreign-layout record (ember_import) adapts itself to the module first
+        module, record = prepare(record, module)
     loader = _Loader(device, consume)
     out = loader.load(module, record, "")
     report = loader.report

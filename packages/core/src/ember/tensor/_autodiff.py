@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from ..autodiff import Gradients
 
 
+_new_obj = object.__new__
+
+
 def _autodiff_ops(t: Any, op: str) -> Any:
     if not t.device.backend.is_autodiff:
         raise BackendError(
@@ -39,11 +42,20 @@ class AutodiffTensorOps:
         Raises:
             BackendError: the tensor is not on an autodiff device. KindError: not a Float tensor.
         """
-        ops = _autodiff_ops(self, "require_grad")
+        dev = self.device  # type: ignore[attr-defined]
+        if self.kind is Float and dev.backend.is_autodiff:  # type: ignore[attr-defined]
+            ops = self.ops  # type: ignore[attr-defined]
+        else:
+            ops = _autodiff_ops(self, "require_grad")  # raises
         p = ops.require_grad(self.primitive)  # type: ignore[attr-defined]
         if p is self.primitive:  # type: ignore[attr-defined]
             return self
-        return _core.new(p, self.device, Float, ops)  # type: ignore[attr-defined]
+        t = _new_obj(_core.Tensor)
+        t.primitive = p
+        t.device = dev
+        t.kind = Float
+        t.ops = ops
+        return t
 
     def set_require_grad(self, require_grad: bool) -> Any:
         """``require_grad()`` when ``True``; when ``False`` the tensor is detached (Burn).

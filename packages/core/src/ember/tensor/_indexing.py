@@ -386,11 +386,15 @@ class IndexingOps:
 
     # ------------------------------------------------------------------ gather / scatter
     def _gs_check(self, op: str, dim: int, indices: Any) -> tuple[int, Any]:
-        shape = self.shape  # type: ignore[attr-defined]
-        d = norm_dim(op, dim, len(shape))
+        shape = self.ops.shape(self.primitive)  # type: ignore[attr-defined]
+        r = len(shape)
+        if dim.__class__ is int and -r <= dim < r:
+            d = dim + r if dim < 0 else dim
+        else:
+            d = norm_dim(op, dim, r)
         idx = index_arg(op, self, indices)
-        ishape = idx.shape
-        if len(ishape) != len(shape) or any(a != b for i, (a, b) in enumerate(zip(ishape, shape)) if i != d):
+        ishape = idx.ops.shape(idx.primitive)
+        if len(ishape) != r or ishape[:d] != shape[:d] or ishape[d + 1:] != shape[d + 1:]:
             raise ShapeError(
                 f"{op}: indices of shape {list(ishape)} do not fit the tensor of shape {list(shape)} on dim {dim}; "
                 "indices need the tensor's rank and its sizes on every other dim."

@@ -41,7 +41,7 @@ from typing import Any
 from .._errors import KindError, ShapeError
 from .._kind import Bool, Float, Int
 from . import _core
-from ._core import ANY, NUM, binary, new, op_error, scalar_for, unary, wrap
+from ._core import ANY, NUM, binary, dim_of, new, op_error, scalar_for, unary, wrap
 from ._ordered import OrderedTensorOps
 from ._util import broadcast_shapes, check_same, norm_dim, norm_dims
 
@@ -60,21 +60,19 @@ def _div_method() -> Any:
             ShapeError: shapes that do not broadcast.
         """
         k = self.kind
-        if k is Float:
-            prim = "div"
-        elif k is Int:
-            prim = "int_div"
-        else:
+        if k is not Float and k is not Int:
             raise KindError("div is not defined for Bool tensors (it takes Float or Int); convert with .float() first.")
-        if type(other) is _core.Tensor:
+        if other.__class__ is _core.Tensor:
             if other.device is not self.device or other.kind is not k:
                 check_same("div", self, other)
             b = other.primitive
+        elif other.__class__ is float and k is Float:
+            b = other
         else:
             b = scalar_for("div", self, other)
         ops = self.ops
         try:
-            p = getattr(ops, prim)(self.primitive, b)
+            p = ops.div(self.primitive, b) if k is Float else ops.int_div(self.primitive, b)
         except Exception as exc:
             raise op_error("div", exc, self, other) from exc
         return new(p, self.device, k, ops)
@@ -252,14 +250,28 @@ class NumericTensorOps(OrderedTensorOps):
     # ------------------------------------------------------------------ reductions
     def sum(self) -> Any:
         """Sum of all elements, shape ``[1]``, same dtype (0 when empty)."""
-        self._need("sum", NUM)
-        return self._call("sum", lambda ops, p: ops.sum(p))
+        return self._reduce("sum", None)
 
     def sum_dim(self, dim: int) -> Any:
         """Sum over ``dim``, **kept with size 1**: ``[2, 3].sum_dim(-1) -> [2, 1]``."""
-        self._need("sum_dim", NUM)
-        d = self._dim("sum_dim", dim)
-        return self._call("sum_dim", lambda ops, p: ops.sum_dim(p, d))
+        return self._reduce("sum_dim", dim)
+
+    def _reduce(self, op: str, dim: Any) -> Any:
+        """``sum`` / ``sum_dim`` / ``mean`` / ``mean_dim`` (the hot reductions; no closures)."""
+        k = self.kind  # type: ignore[attr-defined]
+        if k is not Float and k is not Int:
+            self._need(op, NUM)
+        ops = self.ops  # type: ignore[attr-defined]
+        p = self.primitive  # type: ignore[attr-defined]
+        d = None if dim is None else dim_of(op, self, dim)  # type: ignore[arg-type]
+        try:
+            if d is None:
+                r = ops.sum(p) if op == "sum" else ops.mean(p)
+            else:
+                r = ops.sum_dim(p, d) if op == "sum_dim" else ops.mean_dim(p, d)
+        except Exception as exc:
+            raise op_error(op, exc, self) from exc
+        return new(r, self.device, k, ops)  # type: ignore[attr-defined]
 
     def sum_dims(self, dims: Sequence[int]) -> Any:
         """Sum over each of ``dims``, each **kept with size 1**."""
@@ -275,14 +287,11 @@ class NumericTensorOps(OrderedTensorOps):
 
     def mean(self) -> Any:
         """Mean of all elements, shape ``[1]``. Float: NaN when empty. Int: floor of the mean."""
-        self._need("mean", NUM)
-        return self._call("mean", lambda ops, p: ops.mean(p))
+        return self._reduce("mean", None)
 
     def mean_dim(self, dim: int) -> Any:
         """Mean over ``dim``, **kept with size 1** (Int: floor of the mean)."""
-        self._need("mean_dim", NUM)
-        d = self._dim("mean_dim", dim)
-        return self._call("mean_dim", lambda ops, p: ops.mean_dim(p, d))
+        return self._reduce("mean_dim", dim)
 
     def mean_dims(self, dims: Sequence[int]) -> Any:
         """Mean over each of ``dims``, each **kept with size 1**."""
@@ -440,12 +449,15 @@ class NumericTensorOps(OrderedTensorOps):
             ShapeError: rank < 2, inner sizes differ, or batch dims that do not broadcast.
             KindError: Bool tensors or mixed kinds.
         """
-        self._need("matmul", NUM)
+        k = self.kind  # type: ignore[attr-defined]
+        if k is not Float and k is not Int:
+            self._need("matmul", NUM)
         if type(other) is not _core.Tensor:
             raise TypeError(f"matmul: expected a Tensor, got {type(other).__name__}.")
-        if other.device is not self.device or other.kind is not self.kind:  # type: ignore[attr-defined]
+        if other.device is not self.device or other.kind is not k:  # type: ignore[attr-defined]
             check_same("matmul", self, other)  # type: ignore[arg-type]
-        sa, sb = self.shape, other.shape  # type: ignore[attr-defined]
+        ops = self.ops  # type: ignore[attr-defined]
+        sa, sb = ops.shape(self.primitive), ops.shape(other.primitive)  # type: ignore[attr-defined]
         if len(sa) < 2 or len(sb) < 2:
             raise ShapeError(
                 f"matmul: both operands need rank >= 2, got shapes {list(sa)} and {list(sb)}; "
@@ -456,18 +468,19 @@ class NumericTensorOps(OrderedTensorOps):
                 f"matmul: inner sizes differ: {list(sa)} @ {list(sb)} needs {sa[-1]} == {sb[-2]} "
                 "(the last dim of the left operand must equal the second-to-last of the right)."
             )
+        if len(sa) > 2 or len(sb) > 2:
+            try:
+                broadcast_shapes("matmul", sa[:-2], sb[:-2])
+            except ShapeError:
+                raise ShapeError(
+                    f"matmul: batch dims of {list(sa)} and {list(sb)} cannot be broadcast "
+                    f"({list(sa[:-2])} vs {list(sb[:-2])}); sizes must be equal or 1."
+                ) from None
         try:
-            broadcast_shapes("matmul", sa[:-2], sb[:-2])
-        except ShapeError:
-            raise ShapeError(
-                f"matmul: batch dims of {list(sa)} and {list(sb)} cannot be broadcast "
-                f"({list(sa[:-2])} vs {list(sb[:-2])}); sizes must be equal or 1."
-            ) from None
-        try:
-            p = self.ops.matmul(self.primitive, other.primitive)  # type: ignore[attr-defined]
+            p = ops.matmul(self.primitive, other.primitive)  # type: ignore[attr-defined]
         except Exception as exc:
             raise op_error("matmul", exc, self, other) from exc
-        return new(p, self.device, self.kind, self.ops)  # type: ignore[attr-defined]
+        return new(p, self.device, k, ops)  # type: ignore[attr-defined]
 
     def dot(self, other: Any) -> Any:
         """Inner product of two 1-D tensors of equal length, shape ``[1]`` (torch.dot).

@@ -252,9 +252,16 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
     def inner(self) -> Tensor:
         """The same tensor on the inner backend of an autodiff backend (no graph); itself otherwise."""
         dev = self.device
-        if dev.inner is dev:
+        inner = dev.inner
+        if inner is dev:
             return self
-        return Tensor(self.ops.inner(self.primitive) if self.kind is Float else self.primitive, dev.inner, self.kind)
+        k = self.kind
+        t = _new_obj(Tensor)
+        t.primitive = self.ops.inner(self.primitive) if k is Float else self.primitive
+        t.device = inner
+        t.kind = k
+        t.ops = inner.ops[k.index]
+        return t
 
     @staticmethod
     def from_inner(tensor: Tensor, device: Device) -> Tensor:
@@ -272,9 +279,14 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
             )
         if device is tensor.device:
             return tensor
-        if tensor.kind is Float:
-            return Tensor(device.ops[0].from_inner(tensor.primitive), device, Float)
-        return Tensor(tensor.primitive, device, tensor.kind)
+        k = tensor.kind
+        ops = device.ops[k.index]
+        t = _new_obj(Tensor)
+        t.primitive = ops.from_inner(tensor.primitive) if k is Float else tensor.primitive
+        t.device = device
+        t.kind = k
+        t.ops = ops
+        return t
 
     def detach(self) -> Tensor:
         """The tensor cut from the autodiff graph (a no-op on plain backends)."""

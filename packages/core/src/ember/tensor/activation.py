@@ -87,6 +87,27 @@ def _dim(op: str, tensor: Any, dim: int) -> int:
     return norm_dim(op, dim, tensor.rank)
 
 
+def _softmax_like(op: str, tensor: Any, dim: int, log: bool) -> Any:
+    """``softmax`` / ``log_softmax`` with the checks inlined (they run once per forward pass of
+    every classifier, on small tensors where Python overhead shows)."""
+    if tensor.__class__ is not _core.Tensor or tensor.kind is not Float:
+        _check(op, tensor)  # raises
+    ops = tensor.ops
+    shape = ops.shape(tensor.primitive)
+    r = len(shape)
+    if dim.__class__ is int and -r <= dim < r:
+        d = dim + r if dim < 0 else dim
+    else:
+        d = norm_dim(op, dim, r)  # raises
+    if shape[d] == 0:
+        return tensor
+    try:
+        p = ops.log_softmax(tensor.primitive, d) if log else ops.softmax(tensor.primitive, d)
+    except Exception as exc:
+        raise op_error(op, exc, tensor) from exc
+    return _core.new(p, tensor.device, Float, ops)
+
+
 # ---------------------------------------------------------------------- primitives -> kernels
 def _softplus(ops: Any, p: Any, beta: float) -> Any:
     z = p if beta == 1.0 else ops.mul(p, beta)
@@ -109,7 +130,14 @@ def _hard_sigmoid(ops: Any, p: Any, alpha: float, beta: float) -> Any:
 # ---------------------------------------------------------------------- ReLU family
 def relu(tensor: Any) -> Any:
     """``max(0, x)`` element-wise (Nair & Hinton 2010; PyTorch ``relu``). NaN stays NaN."""
-    return _apply("relu", tensor, lambda ops, p: ops.relu(p))
+    if tensor.__class__ is not _core.Tensor or tensor.kind is not Float:
+        _check("relu", tensor)  # raises
+    ops = tensor.ops
+    try:
+        p = ops.relu(tensor.primitive)
+    except Exception as exc:
+        raise op_error("relu", exc, tensor) from exc
+    return _core.new(p, tensor.device, Float, ops)
 
 
 def leaky_relu(tensor: Any, negative_slope: float = 0.01) -> Any:
@@ -307,19 +335,13 @@ def softmax(tensor: Any, dim: int) -> Any:
     ``-inf`` gives NaN (there is no distribution; see :func:`quiet_softmax`, which gives zeros);
     a slice holding ``+inf`` or NaN gives NaN. A dim of size 0 gives an empty tensor.
     """
-    d = _dim("softmax", tensor, dim)
-    if tensor.shape[d] == 0:
-        return tensor
-    return _apply("softmax", tensor, lambda ops, p: ops.softmax(p, d))
+    return _softmax_like("softmax", tensor, dim, False)
 
 
 def log_softmax(tensor: Any, dim: int) -> Any:
     """``x_i - log(sum_j exp(x_j))`` along ``dim``, stable for large logits (no ``log(0)`` for
     very negative ones). Edge cases as :func:`softmax` (``-inf`` logits give ``-inf``)."""
-    d = _dim("log_softmax", tensor, dim)
-    if tensor.shape[d] == 0:
-        return tensor
-    return _apply("log_softmax", tensor, lambda ops, p: ops.log_softmax(p, d))
+    return _softmax_like("log_softmax", tensor, dim, True)
 
 
 def softmin(tensor: Any, dim: int) -> Any:

@@ -4,14 +4,14 @@ Convolution, transposed convolution, pooling, embedding, interpolation and ``unf
 functions of tensors; the layers of ``ember.nn`` are built on them. Layouts are Burn's and
 PyTorch's, channels first:
 
-=====================  ==============================================================
-input, 1-D / 2-D / 3-D  ``[batch, channels, length]`` / ``[batch, channels, height, width]`` /
-                        ``[batch, channels, depth, height, width]``
-convolution weight      ``[channels_out, channels_in / groups, *kernel]``
-transposed conv weight  ``[channels_in, channels_out / groups, *kernel]``
-bias                    ``[channels_out]`` or ``None``
-embedding weights       ``[num_embeddings, dim]``; indices: Int, any shape
-=====================  ==============================================================
+=======================  ==============================================================
+input, 1-D / 2-D / 3-D   ``[batch, channels, length]`` / ``[batch, channels, height, width]`` /
+                         ``[batch, channels, depth, height, width]``
+convolution weight       ``[channels_out, channels_in / groups, *kernel]``
+transposed conv weight   ``[channels_in, channels_out / groups, *kernel]``
+bias                     ``[channels_out]`` or ``None``
+embedding weights        ``[num_embeddings, dim]``; indices: Int, any shape
+=======================  ==============================================================
 
 Output sizes follow PyTorch: a convolution gives ``floor((n + 2 p - d (k - 1) - 1) / s) + 1``
 per spatial dim, a transposed one ``(n - 1) s - 2 p + d (k - 1) + padding_out + 1``; pooling
@@ -39,14 +39,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._errors import IndexError_, KindError, ShapeError
+from .._errors import DeviceError, EmberError, IndexError_, KindError, ShapeError
 from .._kind import Float, Int
 from ..backend import _module_geometry as geo
 from . import _core
-from ._core import op_error, wrap
+from ._core import wrap
 from ._util import check_same
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
 
 __all__ = [
     "ConvOptions",
@@ -204,12 +207,13 @@ def _fits(op: str, x: Any, kernel: Ints, padding: Ints, dilation: Ints, what: st
             )
 
 
-def check_same_error(op: str, a: Any, b: Any) -> Exception:
+def _device_error(op: str, a: Any, b: Any) -> Exception:
     try:
         check_same(op, a, b)
     except Exception as exc:  # the device error of the core
         return exc
-    return ShapeError(f"{op}: tensors on different devices {a.device} and {b.device}.")  # pragma: no cover
+    return DeviceError(f"{op}: tensors on different devices {a.device} and {b.device}; move one with "
+                       ".to_device(other.device).")  # pragma: no cover
 
 
 def _call(op: str, fn: Any, *tensors: Any) -> Any:
@@ -217,8 +221,12 @@ def _call(op: str, fn: Any, *tensors: Any) -> Any:
         return fn()
     except IndexError as exc:
         raise IndexError_(f"{op}: index out of range: {exc}") from exc
-    except Exception as exc:
-        raise op_error(op, exc, *tensors) from exc
+    except EmberError:
+        raise
+    except Exception as exc:  # a backend failure: name the op and the operands (no broadcasting story)
+        desc = ", ".join(f"{t.kind} {list(t.shape)} {t.dtype}" for t in tensors)
+        raise EmberError(f"{op} failed in the {tensors[0].device.backend.name} backend on ({desc}): "
+                         f"{type(exc).__name__}: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------- convolution
@@ -256,7 +264,7 @@ def _conv(op: str, nd: int, x: Any, weight: Any, bias: Any, options: ConvOptions
     return wrap(p, x, Float)
 
 
-def conv1d(x: Any, weight: Any, bias: Any = None, options: ConvOptions = ConvOptions()) -> Any:
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, options: ConvOptions = ConvOptions()) -> Tensor:
     """1-D convolution (cross-correlation): ``x`` ``[batch, channels_in, length]``, ``weight``
     ``[channels_out, channels_in / groups, kernel]``, ``bias`` ``[channels_out]`` or ``None`` ->
     ``[batch, channels_out, length_out]`` (Burn ``conv1d``, PyTorch ``F.conv1d``). Errors: see
@@ -264,14 +272,14 @@ def conv1d(x: Any, weight: Any, bias: Any = None, options: ConvOptions = ConvOpt
     return _conv("conv1d", 1, x, weight, bias, options)
 
 
-def conv2d(x: Any, weight: Any, bias: Any = None, options: ConvOptions = ConvOptions()) -> Any:
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, options: ConvOptions = ConvOptions()) -> Tensor:
     """2-D convolution: ``x`` ``[batch, channels_in, height, width]``, ``weight`` ``[channels_out,
     channels_in / groups, kernel_h, kernel_w]`` -> ``[batch, channels_out, h_out, w_out]`` (Burn
     ``conv2d``, PyTorch ``F.conv2d``)."""
     return _conv("conv2d", 2, x, weight, bias, options)
 
 
-def conv3d(x: Any, weight: Any, bias: Any = None, options: ConvOptions = ConvOptions()) -> Any:
+def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, options: ConvOptions = ConvOptions()) -> Tensor:
     """3-D convolution: ``x`` ``[batch, channels_in, depth, height, width]``, ``weight``
     ``[channels_out, channels_in / groups, k_d, k_h, k_w]`` (Burn ``conv3d``, PyTorch ``F.conv3d``)."""
     return _conv("conv3d", 3, x, weight, bias, options)
@@ -320,30 +328,30 @@ def _conv_transpose(op: str, nd: int, x: Any, weight: Any, bias: Any, options: C
     return wrap(p, x, Float)
 
 
-def conv_transpose1d(x: Any, weight: Any, bias: Any = None,
-                     options: ConvTransposeOptions = ConvTransposeOptions()) -> Any:
+def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     options: ConvTransposeOptions = ConvTransposeOptions()) -> Tensor:
     """1-D transposed convolution: ``x`` ``[batch, channels_in, length]``, ``weight`` ``[channels_in,
     channels_out / groups, kernel]`` -> ``[batch, channels_out, (length - 1) s - 2 p + d (k - 1) +
     padding_out + 1]`` (Burn ``conv_transpose1d``, PyTorch ``F.conv_transpose1d``)."""
     return _conv_transpose("conv_transpose1d", 1, x, weight, bias, options)
 
 
-def conv_transpose2d(x: Any, weight: Any, bias: Any = None,
-                     options: ConvTransposeOptions = ConvTransposeOptions()) -> Any:
+def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     options: ConvTransposeOptions = ConvTransposeOptions()) -> Tensor:
     """2-D transposed convolution (the adjoint of :func:`conv2d`, "deconvolution"): ``x``
     ``[batch, channels_in, height, width]``, ``weight`` ``[channels_in, channels_out / groups, k_h,
     k_w]`` (Burn ``conv_transpose2d``, PyTorch ``F.conv_transpose2d``)."""
     return _conv_transpose("conv_transpose2d", 2, x, weight, bias, options)
 
 
-def conv_transpose3d(x: Any, weight: Any, bias: Any = None,
-                     options: ConvTransposeOptions = ConvTransposeOptions()) -> Any:
+def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     options: ConvTransposeOptions = ConvTransposeOptions()) -> Tensor:
     """3-D transposed convolution: ``x`` ``[batch, channels_in, depth, height, width]``, ``weight``
     ``[channels_in, channels_out / groups, k_d, k_h, k_w]``."""
     return _conv_transpose("conv_transpose3d", 3, x, weight, bias, options)
 
 
-def unfold4d(x: Any, kernel_size: IntOrSeq, options: UnfoldOptions = UnfoldOptions()) -> Any:
+def unfold4d(x: Tensor, kernel_size: IntOrSeq, options: UnfoldOptions = UnfoldOptions()) -> Tensor:
     """Sliding blocks as columns (im2col; Burn ``unfold4d``, PyTorch ``F.unfold``): ``x``
     ``[batch, channels, height, width]`` -> ``[batch, channels * k_h * k_w, blocks]``, rows ordered
     channel, kernel row, kernel column; blocks in row-major order of their positions."""
@@ -378,8 +386,8 @@ def _pool_args(op: str, nd: int, x: Any, kernel_size: Any, stride: Any, padding:
     return kernel, st, pad, dil
 
 
-def max_pool1d(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Any:
+def max_pool1d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
+               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Tensor:
     """1-D max pooling of ``[batch, channels, length]`` (Burn ``max_pool1d``, PyTorch
     ``F.max_pool1d``): ``stride`` defaults to ``kernel_size``; padding counts as ``-inf``."""
     op = "max_pool1d"
@@ -387,8 +395,8 @@ def max_pool1d(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, pa
     return wrap(_call(op, lambda: x.ops.max_pool1d(x.primitive, k, s, p, d, bool(ceil_mode)), x), x, Float)
 
 
-def max_pool1d_with_indices(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-                            dilation: IntOrSeq = 1, ceil_mode: bool = False) -> tuple[Any, Any]:
+def max_pool1d_with_indices(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
+                            dilation: IntOrSeq = 1, ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`max_pool1d` and the Int position of each maximum in its input row."""
     op = "max_pool1d_with_indices"
     k, s, p, d = _pool_args(op, 1, x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -396,8 +404,8 @@ def max_pool1d_with_indices(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | No
     return wrap(v, x, Float), wrap(i, x, Int)
 
 
-def max_pool2d(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Any:
+def max_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
+               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Tensor:
     """2-D max pooling: ``[batch, channels, height, width]`` -> ``[batch, channels, h_out, w_out]``
     (Burn ``max_pool2d``, PyTorch ``F.max_pool2d``). ``stride`` defaults to ``kernel_size``;
     padding counts as ``-inf``; NaN propagates."""
@@ -406,8 +414,8 @@ def max_pool2d(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, pa
     return wrap(_call(op, lambda: x.ops.max_pool2d(x.primitive, k, s, p, d, bool(ceil_mode)), x), x, Float)
 
 
-def max_pool2d_with_indices(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-                            dilation: IntOrSeq = 1, ceil_mode: bool = False) -> tuple[Any, Any]:
+def max_pool2d_with_indices(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
+                            dilation: IntOrSeq = 1, ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
     """:func:`max_pool2d` and Int indices ``row * width + column`` of each maximum in its input
     plane (PyTorch ``return_indices=True``); ties keep the first in window order."""
     op = "max_pool2d_with_indices"
@@ -416,8 +424,8 @@ def max_pool2d_with_indices(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | No
     return wrap(v, x, Float), wrap(i, x, Int)
 
 
-def avg_pool1d(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               count_include_pad: bool = True, ceil_mode: bool = False) -> Any:
+def avg_pool1d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
+               count_include_pad: bool = True, ceil_mode: bool = False) -> Tensor:
     """1-D average pooling of ``[batch, channels, length]`` (Burn ``avg_pool1d``, PyTorch
     ``F.avg_pool1d``); see :func:`avg_pool2d` for the divisor."""
     op = "avg_pool1d"
@@ -426,8 +434,8 @@ def avg_pool1d(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, pa
                                                    bool(ceil_mode)), x), x, Float)
 
 
-def avg_pool2d(x: Any, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               count_include_pad: bool = True, ceil_mode: bool = False) -> Any:
+def avg_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
+               count_include_pad: bool = True, ceil_mode: bool = False) -> Tensor:
     """2-D average pooling: ``[batch, channels, height, width]`` -> ``[batch, channels, h_out,
     w_out]`` (Burn ``avg_pool2d``, PyTorch ``F.avg_pool2d``). The divisor is the window clipped to
     the padded input when ``count_include_pad`` (PyTorch's default), else the number of input
@@ -445,13 +453,13 @@ def _adaptive(op: str, nd: int, x: Any, output_size: Any) -> Any:
     return wrap(_call(op, lambda: getattr(x.ops, op)(x.primitive, size), x), x, Float)
 
 
-def adaptive_avg_pool1d(x: Any, output_size: IntOrSeq) -> Any:
+def adaptive_avg_pool1d(x: Tensor, output_size: IntOrSeq) -> Tensor:
     """Adaptive average pooling ``[batch, channels, length]`` -> ``[batch, channels, output_size]``;
     output ``i`` averages ``[floor(i n / out), ceil((i + 1) n / out))`` (PyTorch, Burn)."""
     return _adaptive("adaptive_avg_pool1d", 1, x, output_size)
 
 
-def adaptive_avg_pool2d(x: Any, output_size: IntOrSeq) -> Any:
+def adaptive_avg_pool2d(x: Tensor, output_size: IntOrSeq) -> Tensor:
     """Adaptive average pooling ``[batch, channels, height, width]`` -> ``[batch, channels,
     *output_size]`` (PyTorch ``F.adaptive_avg_pool2d``, Burn); ``output_size`` 1 gives global
     average pooling."""
@@ -459,7 +467,7 @@ def adaptive_avg_pool2d(x: Any, output_size: IntOrSeq) -> Any:
 
 
 # ---------------------------------------------------------------------------- embedding, interpolation
-def embedding(weights: Any, indices: Any) -> Any:
+def embedding(weights: Tensor, indices: Tensor) -> Tensor:
     """Look-up of rows: ``weights`` Float ``[num_embeddings, dim]``, ``indices`` Int of any shape ->
     ``[*indices.shape, dim]`` (Burn ``embedding``, PyTorch ``F.embedding``).
 
@@ -473,12 +481,12 @@ def embedding(weights: Any, indices: Any) -> Any:
     _tensor(op, "indices", indices, Int)
     _rank(op, "weights", weights, 2, "[num_embeddings, dim]")
     if indices.device is not weights.device:
-        raise check_same_error(op, weights, indices)
+        raise _device_error(op, weights, indices)
     return wrap(_call(op, lambda: weights.ops.embedding(weights.primitive, indices.primitive), weights, indices),
                 weights, Float)
 
 
-def interpolate(x: Any, output_size: IntOrSeq, options: InterpolateOptions = InterpolateOptions()) -> Any:
+def interpolate(x: Tensor, output_size: IntOrSeq, options: InterpolateOptions = InterpolateOptions()) -> Tensor:
     """Resize ``[batch, channels, height, width]`` to ``[batch, channels, *output_size]`` (Burn
     ``interpolate``, PyTorch ``F.interpolate`` with ``size``): nearest (``floor(dst * in / out)``),
     bilinear, or bicubic (cubic convolution, ``A = -0.75``, border indices clamped), with

@@ -158,7 +158,7 @@ def interpolate_ref(x: np.ndarray, out: Ints, mode: str, align: bool) -> np.ndar
         else:
             sy, sx = _src(i, h, out[0], align), _src(j, w, out[1], align)
             y0, x0 = int(math.floor(sy)), int(math.floor(sx))
-            acc = 0.0
+            acc: Any = 0.0
             for a, b in itertools.product(range(-1, 3), range(-1, 3)):
                 wt = _cubic(sy - (y0 + a)) * _cubic(sx - (x0 + b))
                 acc = acc + wt * x[:, :, min(max(y0 + a, 0), h - 1), min(max(x0 + b, 0), w - 1)]

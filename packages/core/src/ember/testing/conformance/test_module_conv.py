@@ -68,12 +68,15 @@ CONVT2D = [
 CONVT1D = [
     ((2, 3, 5), (3, 2, 3), True, 2, 1, 1, 1, 1),
     ((1, 4, 4), (4, 1, 2), False, 1, 0, 0, 2, 2),
+    ((1, 2, 5), (2, 4, 3), True, 1, 1, 1, 2, 1),  # padding_out below the dilation, stride 1
 ]
 CONVT3D = [
     ((1, 2, 3, 2, 3), (2, 2, 2, 2, 2), True, (2, 1, 1), (0, 1, 0), (1, 0, 0), 1, 1),
 ]
-_CONV = {1: (M.conv1d, CONV1D), 2: (M.conv2d, CONV2D), 3: (M.conv3d, CONV3D)}
-_CONVT = {1: (M.conv_transpose1d, CONVT1D), 2: (M.conv_transpose2d, CONVT2D), 3: (M.conv_transpose3d, CONVT3D)}
+_CONV: dict[int, tuple[Any, list[Any]]] = {1: (M.conv1d, CONV1D), 2: (M.conv2d, CONV2D), 3: (M.conv3d, CONV3D)}
+_CONVT: dict[int, tuple[Any, list[Any]]] = {
+    1: (M.conv_transpose1d, CONVT1D), 2: (M.conv_transpose2d, CONVT2D), 3: (M.conv_transpose3d, CONVT3D),
+}
 _CONV_PARAMS = [(nd, i) for nd, (_, cases) in _CONV.items() for i in range(len(cases))]
 _CONVT_PARAMS = [(nd, i) for nd, (_, cases) in _CONVT.items() for i in range(len(cases))]
 
@@ -229,6 +232,17 @@ def test_module_conv_contract_defaults(f64_device: Any) -> None:
                                     None, (2, 1), (1, 0), (1, 0), (1, 2), 1)
     np.testing.assert_allclose(B.to_numpy(yt), conv_transpose_ref(x[:, :4], wt, None, (2, 1), (1, 0), (1, 0),
                                                                   (1, 2), 1), atol=1e-10)
+    # a transposed conv whose padding_out (below the dilation) makes its output longer than the
+    # adjoint convolution's windows cover: <convT(x, w), g> = <w, conv_backward_weight(g, x)>
+    x2, w2 = U(1, 2, 1, 5), U(2, 4, 1, 3)
+    opts = ((1, 1), (0, 1), (0, 1), (1, 2), 1)
+    y2 = conv_transpose_ref(x2, w2, None, *opts)
+    g2 = U(*y2.shape)
+    p2 = [ftensor(a, f64_device).primitive for a in (x2, w2, g2)]
+    yt2 = B.to_numpy(ModuleOps.conv_transpose2d(B, p2[0], p2[1], None, *opts))
+    np.testing.assert_allclose(yt2, y2, atol=1e-10)
+    gw2 = B.to_numpy(ModuleOps.conv2d_backward_weight(B, p2[2], p2[0], w2.shape, (1, 1), (0, 1), (1, 2), 1))
+    assert abs(float((w2 * gw2).sum()) - float((y2 * g2).sum())) < 1e-9
     u = ModuleOps.unfold4d(B, xp, (2, 2), (1, 2), (1, 0), (1, 1))
     np.testing.assert_allclose(B.to_numpy(u), unfold4d_ref(x, (2, 2), (1, 2), (1, 0), (1, 1)), atol=1e-12)
 

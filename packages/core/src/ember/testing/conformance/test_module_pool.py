@@ -90,10 +90,12 @@ def test_module_max_pool1d(float_device: Any, case: Any) -> None:
 
 
 def test_module_max_pool2d_nan_and_ties(f64_device: Any) -> None:
-    x = Tensor.from_floats([[[[1.0, 1.0, 2.0, float("nan")], [1.0, 0.0, 2.0, 0.0]]]], f64_device)
+    nan = float("nan")
+    x = Tensor.from_floats([[[[1.0, 1.0, 2.0, nan, nan, 3.0], [1.0, 0.0, 2.0, 0.0, 1.0, nan]]]], f64_device)
     v, idx = M.max_pool2d_with_indices(x, 2)
-    assert_close(v, [[[[1.0, float("nan")]]]])
-    assert_equal(idx, [[[[0, 3]]]])  # first of the tied ones; the NaN wins
+    assert_close(v, [[[[1.0, nan, nan]]]])
+    # the first of tied maxima; a NaN wins, the last one when there are several (PyTorch)
+    assert_equal(idx, [[[[0, 3, 11]]]])
 
 
 @pytest.mark.parametrize("case", MAX2D, ids=str)
@@ -194,7 +196,8 @@ def test_module_pool_contract_defaults(f64_device: Any) -> None:
     np.testing.assert_array_equal(B.to_numpy(v), ev)
     np.testing.assert_array_equal(B.to_numpy(i), ei)
     g = rng.uniform(-1, 1, ev.shape)
-    gx = B.to_numpy(ModuleOps.max_pool2d_backward(B, ftensor(g, f64_device).primitive, i, x.shape))
+    gx = B.to_numpy(ModuleOps.max_pool2d_backward(B, ftensor(g, f64_device).primitive, i, x.shape, (3, 2), (2, 2),
+                                                  (1, 1), (1, 2), True))
     exp = np.zeros(x.size)
     np.add.at(exp.reshape(4, -1), (np.arange(4)[:, None], ei.reshape(4, -1)), g.reshape(4, -1))
     np.testing.assert_allclose(gx, exp.reshape(x.shape), atol=1e-12)

@@ -1,0 +1,59 @@
+"""``Dropout`` (Burn's ``nn::Dropout``; Srivastava et al. 2014)."""
+
+from __future__ import annotations
+
+from .._distribution import Distribution
+from ..backend._device import Device
+from ..config import config
+from ..module import Module, ad_enabled
+from ..tensor import Tensor
+from ._checks import check_float, config_error
+
+__all__ = ["DropoutConfig", "Dropout"]
+
+
+@config
+class DropoutConfig:
+    """Configuration of :class:`Dropout` (Burn's ``DropoutConfig``).
+
+    Args:
+        prob: the probability of zeroing an element, in ``[0, 1]``.
+    """
+
+    prob: float
+
+    def init(self, device: Device | None = None) -> Dropout:
+        """A new :class:`Dropout` (it has no tensors; ``device`` is accepted for symmetry).
+
+        Raises:
+            ConfigError: ``prob`` outside ``[0, 1]``.
+        """
+        if not 0.0 <= self.prob <= 1.0:
+            raise config_error("DropoutConfig", f"prob must be in [0, 1], got {self.prob}.")
+        return Dropout(prob=self.prob)
+
+
+class Dropout(Module):
+    """Zeroes each element with probability ``prob`` and scales the others by ``1 / (1 - prob)``
+    (inverted dropout, so the expected value is unchanged; Burn, PyTorch).
+
+    Active only when the input is on an autodiff backend (training), as in Burn: after
+    ``model.valid()`` (the inner backend) it is the identity. ``prob = 1`` gives zeros.
+    The mask is a Bernoulli draw of the backend generator (``backend.seed(n)`` makes it reproducible).
+
+    Shapes: any -> same.
+    """
+
+    prob: float = 0.5
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_float("Dropout", x)
+        p = self.prob
+        if p == 0.0 or not ad_enabled(x):
+            return x
+        if p >= 1.0:
+            return x * 0.0
+        keep = Tensor.random(x.shape, Distribution.bernoulli(1.0 - p), x.device)
+        return x * (keep * (1.0 / (1.0 - p)))
+
+    __call__ = forward

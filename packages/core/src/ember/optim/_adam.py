@@ -1,0 +1,102 @@
+"""Adam (Kingma & Ba, 2015; AMSGrad: Reddi et al., 2018), Burn's ``Adam``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..config import config
+from ..tensor import Tensor
+from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
+from ._clipping import GradientClippingConfig
+from ._decay import WeightDecayConfig, weight_decay
+
+__all__ = ["AdamConfig", "Adam", "adaptive_moment"]
+
+
+def adaptive_moment(
+    grad: Tensor, state: State | None, beta_1: float, beta_2: float, epsilon: float, amsgrad: bool
+) -> tuple[Tensor, State]:
+    """The bias-corrected Adam direction ``m_hat / (sqrt(v_hat) + eps)`` and the new moment state.
+
+    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g^2`` (zero-initialized), ``t += 1``,
+    ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)`` (with AMSGrad ``v`` is replaced by its running
+    maximum). Computed as Burn does, ``m * (sqrt(bc2) / bc1) / (sqrt(v) + eps * sqrt(bc2))``, which is the
+    same value.
+    """
+    if state is None:
+        time = 1
+        m = grad.mul_scalar(1.0 - beta_1)
+        v = grad.square().mul_scalar(1.0 - beta_2)
+        v_max = v if amsgrad else None
+    else:
+        time = int(state["time"]) + 1
+        m = state["moment_1"].mul_scalar(beta_1).add(grad.mul_scalar(1.0 - beta_1))
+        v = state["moment_2"].mul_scalar(beta_2).add(grad.square().mul_scalar(1.0 - beta_2))
+        prev = state.get("max_moment_2")
+        v_max = (v if prev is None else prev.max_pair(v)) if amsgrad else None
+    bc2_sqrt = math.sqrt(1.0 - beta_2**time)
+    factor = bc2_sqrt / (1.0 - beta_1**time)
+    denom = (v_max if v_max is not None else v).sqrt().add_scalar(epsilon * bc2_sqrt)
+    direction = m.mul_scalar(factor).div(denom)
+    new: State = {"time": time, "moment_1": m, "moment_2": v}
+    if amsgrad:
+        new["max_moment_2"] = v_max
+    return direction, new
+
+
+@dataclass(frozen=True)
+class Adam(SimpleOptimizer):
+    """Adam's rule; see :class:`AdamConfig`."""
+
+    beta_1: float
+    beta_2: float
+    epsilon: float
+    amsgrad: bool
+    weight_decay: WeightDecayConfig | None
+    name = "adam"
+
+    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+        grad = weight_decay(self.weight_decay, grad, tensor)
+        direction, new = adaptive_moment(grad, state, self.beta_1, self.beta_2, self.epsilon, self.amsgrad)
+        return tensor.sub(direction.mul_scalar(lr)), new
+
+
+@config
+class AdamConfig:
+    """Adam optimizer (Burn's ``AdamConfig``; Kingma & Ba, *Adam: A Method for Stochastic Optimization*, 2015).
+
+    Per parameter, with ``g`` the gradient (plus ``penalty * param`` with ``weight_decay``, PyTorch's coupled
+    L2 decay)::
+
+        m = beta_1 m + (1 - beta_1) g          v = beta_2 v + (1 - beta_2) g^2       t += 1
+        param -= lr * (m / (1 - beta_1^t)) / (sqrt(v / (1 - beta_2^t)) + epsilon)
+
+    which is ``torch.optim.Adam`` with ``betas=(beta_1, beta_2), eps=epsilon``. With ``amsgrad`` the running
+    maximum of ``v`` replaces ``v`` in the denominator (Reddi et al., 2018).
+
+    Args:
+        beta_1: first-moment decay (Burn: 0.9).
+        beta_2: second-moment decay (Burn: 0.999).
+        epsilon: denominator term (Burn's default **1e-5**; PyTorch's is 1e-8).
+        amsgrad: use AMSGrad (default False).
+        weight_decay: optional :class:`WeightDecayConfig` (coupled L2 penalty).
+        grad_clipping: optional :class:`GradientClippingConfig`, applied per parameter before the update.
+        nan_check: raise :class:`~ember.optim.OptimizerError` on a NaN gradient (one host sync per parameter).
+    """
+
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-5
+    amsgrad: bool = False
+    weight_decay: WeightDecayConfig | None = None
+    grad_clipping: GradientClippingConfig | None = None
+    nan_check: bool = False
+
+    def init(self) -> Optimizer:
+        """The optimizer (state empty)."""
+        return init_optimizer(self, self.build())
+
+    def build(self) -> Adam:
+        """The bare per-tensor rule (Burn's ``build``)."""
+        return Adam(self.beta_1, self.beta_2, self.epsilon, self.amsgrad, self.weight_decay)

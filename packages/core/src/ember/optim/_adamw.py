@@ -1,0 +1,82 @@
+"""AdamW: Adam with decoupled weight decay (Loshchilov & Hutter, 2019), Burn's ``AdamW``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import config
+from ..tensor import Tensor
+from ._adam import adaptive_moment
+from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
+from ._clipping import GradientClippingConfig
+
+__all__ = ["AdamWConfig", "AdamW"]
+
+
+@dataclass(frozen=True)
+class AdamW(SimpleOptimizer):
+    """AdamW's rule; see :class:`AdamWConfig`."""
+
+    beta_1: float
+    beta_2: float
+    epsilon: float
+    weight_decay: float
+    cautious_weight_decay: bool
+    amsgrad: bool
+    name = "adamw"
+
+    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+        direction, new = adaptive_moment(grad, state, self.beta_1, self.beta_2, self.epsilon, self.amsgrad)
+        rate = lr * self.weight_decay
+        if rate == 0.0:
+            decayed = tensor
+        elif self.cautious_weight_decay:
+            # decay only where the parameter and the first moment agree in sign (Chen et al., 2025)
+            differ = tensor.greater_equal_elem(0.0).not_equal(new["moment_1"].greater_equal_elem(0.0))
+            decayed = tensor.sub(tensor.mul_scalar(rate).mask_fill(differ, 0.0))
+        else:
+            decayed = tensor.mul_scalar(1.0 - rate)
+        return decayed.sub(direction.mul_scalar(lr)), new
+
+
+@config
+class AdamWConfig:
+    """AdamW optimizer (Burn's ``AdamWConfig``; Loshchilov & Hutter, *Decoupled Weight Decay Regularization*, 2019).
+
+    The Adam update of :class:`~ember.optim.AdamConfig` with the decay applied to the parameter, not the
+    gradient::
+
+        param = param * (1 - lr * weight_decay) - lr * m_hat / (sqrt(v_hat) + epsilon)
+
+    equal to ``torch.optim.AdamW(betas=(beta_1, beta_2), eps=epsilon, weight_decay=weight_decay)``.
+
+    Args:
+        beta_1: first-moment decay (Burn: 0.9).
+        beta_2: second-moment decay (Burn: 0.999).
+        epsilon: denominator term (Burn: **1e-5**; PyTorch: 1e-8).
+        weight_decay: decoupled decay coefficient (Burn: **1e-4**; PyTorch: 1e-2).
+        cautious_weight_decay: decay only the coordinates where the parameter and the first moment have the
+            same sign (Burn's option; *Cautious Weight Decay*, arXiv:2510.12402).
+        amsgrad: use AMSGrad's running maximum of ``v`` (PyTorch's option; default False).
+        grad_clipping: optional :class:`GradientClippingConfig`.
+        nan_check: raise :class:`~ember.optim.OptimizerError` on a NaN gradient.
+    """
+
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-5
+    weight_decay: float = 1e-4
+    cautious_weight_decay: bool = False
+    amsgrad: bool = False
+    grad_clipping: GradientClippingConfig | None = None
+    nan_check: bool = False
+
+    def init(self) -> Optimizer:
+        """The optimizer (state empty)."""
+        return init_optimizer(self, self.build())
+
+    def build(self) -> AdamW:
+        """The bare per-tensor rule."""
+        return AdamW(
+            self.beta_1, self.beta_2, self.epsilon, self.weight_decay, self.cautious_weight_decay, self.amsgrad
+        )

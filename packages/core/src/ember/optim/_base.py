@@ -1,0 +1,305 @@
+"""The functional optimizer machinery shared by every optimizer (Burn's ``SimpleOptimizer`` + ``OptimizerAdaptor``).
+
+- :class:`SimpleOptimizer`: the update rule of one tensor, ``step(lr, tensor, grad, state) -> (tensor, state)``.
+  ``state`` is a small ``dict`` of tensors and Python numbers (``None`` before the first step).
+- :class:`Optimizer`: what ``XConfig().init()`` returns. It maps a module (``module.map``), applies the rule
+  to every trainable parameter that has a gradient, keeps the per-parameter state keyed by
+  :class:`~ember.module.ParamId`, and saves/loads it as a record.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, TypeVar
+
+from .._data import TensorData
+from .._errors import RecordError, ShapeError
+from .._kind import Float
+from ..backend._device import Device
+from ..module import Module, ModuleMapper, Param, ParamId, ad_enabled
+from ..tensor import Tensor
+from ._clipping import GradientClippingConfig
+from ._errors import OptimizerError
+from ._grads_params import GradientsParams
+
+__all__ = ["Optimizer", "SimpleOptimizer", "State", "check_lr", "RECORD_VERSION"]
+
+#: a per-parameter optimizer state: names -> tensors (inner device), ints, floats, None or nested states
+State = dict[str, Any]
+M = TypeVar("M", bound=Module)
+
+#: version of the optimizer record layout ``{"version", "optimizer", "state": {param id: state}}``
+RECORD_VERSION = 1
+
+
+class SimpleOptimizer:
+    """The update rule of one parameter tensor (Burn's ``SimpleOptimizer``).
+
+    Subclasses implement :meth:`step` with tensor ops only (no numpy, no host reads), so the rule runs on
+    every backend and can be traced by ``jax.jit``.
+    """
+
+    #: the name written in records (checked on load)
+    name: ClassVar[str] = ""
+
+    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+        """One update.
+
+        Args:
+            lr: the learning rate (>= 0).
+            tensor: the parameter, on the inner (non-autodiff) device, shape ``[...]``.
+            grad: its gradient, same device, shape and dtype.
+            state: the state returned by the previous step of this parameter, ``None`` at the first one.
+
+        Returns:
+            ``(new tensor, new state)``.
+        """
+        raise NotImplementedError
+
+
+def check_lr(lr: Any) -> float:
+    """``lr`` as a float.
+
+    Raises:
+        OptimizerError: ``lr`` is negative, NaN or infinite. TypeError: not a real number.
+    """
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)):
+        try:
+            lr = float(lr)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"optimizer step: the learning rate must be a float, got {type(lr).__name__}; pass "
+                "scheduler.step() when using an LrScheduler."
+            ) from None
+    lr = float(lr)
+    if not math.isfinite(lr) or lr < 0.0:
+        raise OptimizerError(
+            f"optimizer step: expected a finite learning rate >= 0, got {lr}. Check the value or the scheduler "
+            "producing it (a diverging schedule, a sign error)."
+        )
+    return lr
+
+
+# ---------------------------------------------------------------------- state <-> record
+def _state_to_record(node: Any) -> Any:
+    if isinstance(node, Tensor):
+        return node.to_data()
+    if isinstance(node, dict):
+        return {k: _state_to_record(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_state_to_record(v) for v in node]
+    return node
+
+
+def _materialize(node: Any, device: Device) -> Any:
+    """Loaded state on ``device``: TensorData -> Tensor, tensors elsewhere moved."""
+    if isinstance(node, Tensor):
+        return node if node.device is device else node.to_device(device)
+    if isinstance(node, TensorData):
+        return Tensor.from_data(node, device, Float)
+    if isinstance(node, dict):
+        return {k: _materialize(v, device) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_materialize(v, device) for v in node]
+    return node
+
+
+class _StepMapper(ModuleMapper):
+    """Applies one optimizer step to the Float parameters of a module."""
+
+    def __init__(self, optim: Optimizer, lr: float, grads: GradientsParams) -> None:
+        self.optim = optim
+        self.lr = lr
+        self.grads = grads
+        self.pending: dict[ParamId, State | None] = {}
+        self.done: dict[ParamId, Tensor] = {}
+        self.matched = 0
+
+    def map_float(self, path: str, param: Param) -> Param:
+        if not param.require_grad:
+            return param
+        pid = param.id
+        if pid in self.done:  # a parameter shared at several places of the tree
+            return param.with_val(self.done[pid])
+        grad = self.grads.get(pid)
+        if grad is None:
+            return param
+        self.matched += 1
+        t = param.val()
+        ad = ad_enabled(t)
+        x = t.inner() if ad else t
+        if grad.device is not x.device:
+            grad = grad.to_device(x.device)
+        if grad.shape != x.shape:
+            raise ShapeError(
+                f"optimizer step: the gradient of {path!r} has shape {list(grad.shape)}, the parameter "
+                f"{list(x.shape)}; the gradients do not belong to this model."
+            )
+        optim = self.optim
+        if optim.nan_check and bool(grad.is_nan().any()):
+            raise OptimizerError(
+                f"optimizer step: the gradient of {path!r} (shape {list(x.shape)}) contains NaN. Nothing was "
+                "updated. Look for a log/sqrt/division of zero or an exploding loss (lower the learning rate, "
+                "clip gradients with GradientClippingConfig)."
+            )
+        if optim.grad_clipping is not None:
+            grad = optim.grad_clipping.clip(grad)
+        state = optim._states.get(pid)
+        if state is not None:
+            state = _materialize(state, x.device)
+        new_x, new_state = optim.simple.step(self.lr, x, grad, state)
+        self.pending[pid] = new_state
+        new_t = Tensor.from_inner(new_x, t.device) if ad else new_x
+        self.done[pid] = new_t
+        return param.with_val(new_t)
+
+
+class Optimizer:
+    """A module optimizer (Burn's ``OptimizerAdaptor`` / ``Optimizer`` trait), made by ``XConfig().init()``.
+
+    ::
+
+        optim = AdamConfig().init()
+        for batch in loader:
+            loss = model.forward(batch.x).sub(batch.y).square().mean()
+            grads = GradientsParams.from_grads(loss.backward(), model)
+            model = optim.step(1e-3, model, grads)      # a new module; no zero_grad
+
+    A parameter is updated when it is a Float :class:`~ember.module.Param` with ``require_grad=True`` and
+    ``grads`` holds its id; others (frozen, without a gradient, Int/Bool, running states) are returned as they
+    are and their optimizer state is not touched. The update runs on the inner backend of the parameter (the
+    gradients' device) and the result is lifted back onto the parameter's autodiff device as a fresh leaf with
+    the same :class:`~ember.module.ParamId` and ``require_grad``.
+
+    The state (moments, step counts ...) is kept per ``ParamId`` and saved by :meth:`to_record` /
+    :meth:`load_record`; a run saved mid-training and resumed gives bitwise the same parameters as an
+    uninterrupted run (same backend and dtype, record saved at the backend's precision).
+    """
+
+    def __init__(
+        self, simple: SimpleOptimizer, grad_clipping: GradientClippingConfig | None = None, nan_check: bool = False
+    ) -> None:
+        self.simple = simple
+        self.grad_clipping = grad_clipping
+        self.nan_check = bool(nan_check)
+        self._states: dict[ParamId, Any] = {}
+
+    # ------------------------------------------------------------------ options
+    def with_grad_clipping(self, clipping: GradientClippingConfig | None) -> Optimizer:
+        """Set the gradient clipping (in place); returns ``self``."""
+        if clipping is not None and not isinstance(clipping, GradientClippingConfig):
+            raise TypeError(f"with_grad_clipping: expected a GradientClippingConfig, got {type(clipping).__name__}.")
+        self.grad_clipping = clipping
+        return self
+
+    def with_nan_check(self, enabled: bool = True) -> Optimizer:
+        """Check every gradient for NaN before updating (in place; returns ``self``).
+
+        The check reads one boolean per parameter from the device (a host synchronization per parameter),
+        so it is off by default.
+        """
+        self.nan_check = bool(enabled)
+        return self
+
+    # ------------------------------------------------------------------ step
+    def step(self, lr: float, module: M, grads: GradientsParams) -> M:
+        """Update ``module`` with ``grads`` at learning rate ``lr``; returns the new module.
+
+        Args:
+            lr: the learning rate (a float >= 0; ``scheduler.step()`` gives one).
+            module: the model (usually on an autodiff backend).
+            grads: the :class:`GradientsParams` of ``module`` (not modified).
+
+        Raises:
+            OptimizerError: ``lr`` negative/NaN; ``grads`` is not empty but no gradient matches a trainable
+                parameter of ``module`` (gradients of another model); a NaN gradient with ``nan_check``. On any
+                error the optimizer state is unchanged.
+            ShapeError: a gradient's shape differs from its parameter's.
+        """
+        lr = check_lr(lr)
+        if not isinstance(grads, GradientsParams):
+            raise TypeError(
+                f"optimizer step: expected GradientsParams, got {type(grads).__name__}; convert with "
+                "GradientsParams.from_grads(loss.backward(), model)."
+            )
+        if not isinstance(module, Module):
+            raise TypeError(f"optimizer step: expected a Module, got {type(module).__name__}.")
+        mapper = _StepMapper(self, lr, grads)
+        new = module.map(mapper)
+        if mapper.matched == 0 and len(grads) > 0:
+            raise OptimizerError(
+                f"optimizer step: none of the {len(grads)} gradients matches a trainable parameter of this "
+                f"{type(module).__name__} (no common ParamId). The gradients come from another model; build them "
+                "with GradientsParams.from_grads(loss.backward(), model) using the model you step."
+            )
+        for pid, st in mapper.pending.items():
+            if st is None:
+                self._states.pop(pid, None)
+            else:
+                self._states[pid] = st
+        return new
+
+    # ------------------------------------------------------------------ state and records
+    def state(self, id: ParamId) -> State | None:
+        """The state of parameter ``id`` (``None`` before its first update or for a stateless rule). Right after
+        :meth:`load_record` its tensors are still :class:`~ember.TensorData`; they become tensors at the next step."""
+        return self._states.get(id)  # type: ignore[no-any-return]
+
+    def __len__(self) -> int:
+        """The number of parameters with a state (stateless rules such as plain SGD keep none)."""
+        return len(self._states)
+
+    def to_record(self) -> dict[str, Any]:
+        """The state as a record: ``{"version": 1, "optimizer": name, "state": {"<param id>": {...}}}``.
+
+        Tensors become :class:`~ember.TensorData` (copied to the host); save it with a named recorder
+        (``NamedMpk*``, ``*Json*``; the positional ``Bin*`` recorders need a template of the same structure)::
+
+            NamedMpkFileRecorder().record(optim.to_record(), "optim")
+            optim = AdamConfig().init().load_record(NamedMpkFileRecorder().load("optim.mpk"))
+
+        Save at the backend's precision (``FullPrecisionSettings`` for float32, ``DoublePrecisionSettings`` for
+        float64) for a bitwise-identical resumption.
+        """
+        return {
+            "version": RECORD_VERSION,
+            "optimizer": self.simple.name,
+            "state": {k.serialize(): _state_to_record(v) for k, v in self._states.items()},
+        }
+
+    def load_record(self, record: Any) -> Optimizer:
+        """Replace the state by ``record``'s (as made by :meth:`to_record`); returns ``self``.
+
+        Tensors are placed on each parameter's device at its next update.
+
+        Raises:
+            RecordError: not an optimizer record, a record of another optimizer, or an unknown version.
+        """
+        if not isinstance(record, dict) or not isinstance(record.get("state"), dict):
+            raise RecordError(
+                "Optimizer.load_record: expected a record made by optim.to_record() "
+                f"({{'version', 'optimizer', 'state'}}), got {type(record).__name__} "
+                f"with keys {sorted(record) if isinstance(record, dict) else '-'}."
+            )
+        name = record.get("optimizer")
+        if name != self.simple.name:
+            raise RecordError(
+                f"Optimizer.load_record: the record was saved by the {name!r} optimizer; this optimizer is "
+                f"{self.simple.name!r}. Load it into an optimizer made by the same config."
+            )
+        version = record.get("version")
+        if version != RECORD_VERSION:
+            raise RecordError(
+                f"Optimizer.load_record: unknown optimizer record version {version!r} (expected {RECORD_VERSION})."
+            )
+        self._states = {ParamId(k): v for k, v in record["state"].items()}
+        return self
+
+    def __repr__(self) -> str:
+        clip = f", grad_clipping={self.grad_clipping}" if self.grad_clipping is not None else ""
+        return f"Optimizer({self.simple!r}{clip}, params={len(self._states)})"
+
+
+def init_optimizer(cfg: Any, simple: SimpleOptimizer) -> Optimizer:
+    """The :class:`Optimizer` of a config with ``grad_clipping`` and ``nan_check`` fields."""
+    return Optimizer(simple, getattr(cfg, "grad_clipping", None), getattr(cfg, "nan_check", False))

@@ -1,0 +1,69 @@
+"""Lion: evolved sign momentum (Chen et al., 2023), Burn's ``Lion``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import config
+from ..tensor import Tensor
+from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
+from ._clipping import GradientClippingConfig
+
+__all__ = ["LionConfig", "Lion"]
+
+
+@dataclass(frozen=True)
+class Lion(SimpleOptimizer):
+    """Lion's rule; see :class:`LionConfig`."""
+
+    beta_1: float
+    beta_2: float
+    weight_decay: float
+    name = "lion"
+
+    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+        b1, b2 = self.beta_1, self.beta_2
+        if state is None:
+            update = grad.mul_scalar(1.0 - b1).sign()
+            momentum = grad.mul_scalar(1.0 - b2)
+        else:
+            m = state["momentum"]
+            update = m.mul_scalar(b1).add(grad.mul_scalar(1.0 - b1)).sign()
+            momentum = m.mul_scalar(b2).add(grad.mul_scalar(1.0 - b2))
+        rate = lr * self.weight_decay
+        decayed = tensor if rate == 0.0 else tensor.mul_scalar(1.0 - rate)
+        return decayed.sub(update.mul_scalar(lr)), {"momentum": momentum}
+
+
+@config
+class LionConfig:
+    """Lion optimizer (Burn's ``LionConfig``; Chen et al., *Symbolic Discovery of Optimization Algorithms*,
+    arXiv:2302.06675)::
+
+        c = sign(b1 m + (1 - b1) g)
+        param = param (1 - lr weight_decay) - lr c
+        m = b2 m + (1 - b2) g                  (zero-initialized)
+
+    Lion usually wants a learning rate 3-10x smaller than AdamW's and a larger decoupled decay.
+
+    Args:
+        beta_1: interpolation factor of the update direction (0.9).
+        beta_2: momentum decay (0.99).
+        weight_decay: decoupled decay (0).
+        grad_clipping: optional :class:`GradientClippingConfig`.
+        nan_check: raise :class:`~ember.optim.OptimizerError` on a NaN gradient.
+    """
+
+    beta_1: float = 0.9
+    beta_2: float = 0.99
+    weight_decay: float = 0.0
+    grad_clipping: GradientClippingConfig | None = None
+    nan_check: bool = False
+
+    def init(self) -> Optimizer:
+        """The optimizer (state empty)."""
+        return init_optimizer(self, self.build())
+
+    def build(self) -> Lion:
+        """The bare per-tensor rule."""
+        return Lion(self.beta_1, self.beta_2, self.weight_decay)

@@ -1,0 +1,134 @@
+"""Lstm, BiLstm and Gru against PyTorch's ``nn.LSTM`` / ``nn.GRU`` with the weights copied across
+(Burn's per-gate layout <-> PyTorch's stacked layout), forward and gradients, on every backend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from _nn_support import (
+    BACKENDS,
+    ad_device,
+    assert_close,
+    check_grads,
+    param_np,
+    tensor,
+    torch_t,
+)
+from ember import nn
+
+torch = pytest.importorskip("torch")
+rng = np.random.default_rng(3)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return request.param  # type: ignore[no-any-return]
+
+
+def _stack(gates: list[nn.GateController], which: str) -> tuple[np.ndarray, np.ndarray]:
+    lins = [getattr(g, which) for g in gates]
+    w = np.concatenate([param_np(lin.weight).T for lin in lins], 0)
+    b = np.concatenate([param_np(lin.bias) for lin in lins], 0)
+    return w, b
+
+
+def _lstm_gates(m: nn.Lstm) -> list[nn.GateController]:
+    return [m.input_gate, m.forget_gate, m.cell_gate, m.output_gate]  # PyTorch's order i, f, g, o
+
+
+def _copy_lstm(m: nn.Lstm, t: torch.nn.LSTM, suffix: str = "") -> None:
+    with torch.no_grad():
+        for which, tag in (("input_transform", "ih"), ("hidden_transform", "hh")):
+            w, b = _stack(_lstm_gates(m), which)
+            getattr(t, f"weight_{tag}_l0{suffix}").copy_(torch_t(w))
+            getattr(t, f"bias_{tag}_l0{suffix}").copy_(torch_t(b))
+
+
+def test_lstm_matches_torch(backend_name: str) -> None:
+    dev = ad_device(backend_name)
+    m = nn.LstmConfig(4, 6).init(dev)
+    t = torch.nn.LSTM(4, 6, batch_first=True).double()
+    _copy_lstm(m, t)
+    xn = rng.standard_normal((3, 7, 4))
+    h0, c0 = rng.standard_normal((3, 6)), rng.standard_normal((3, 6))
+    x = tensor(xn, dev).require_grad()
+    out, state = m(x, nn.LstmState(cell=tensor(c0, dev), hidden=tensor(h0, dev)))
+    xt = torch_t(xn, True)
+    out_t, (hn, cn) = t(xt, (torch_t(h0)[None], torch_t(c0)[None]))
+    assert_close(state.hidden, hn[0])
+    assert_close(state.cell, cn[0])
+    check_grads(out, out_t, [("x", x), ("W_ii", m.input_gate.input_transform.weight.val()),
+                             ("W_hf", m.forget_gate.hidden_transform.weight.val()),
+                             ("b_io", m.output_gate.input_transform.bias.val())],
+                [xt, t.weight_ih_l0, t.weight_hh_l0, t.bias_ih_l0],
+                [None, lambda g: g[0:6].T, lambda g: g[6:12].T, lambda g: g[18:24]])
+
+
+def test_bilstm_matches_torch(backend_name: str) -> None:
+    dev = ad_device(backend_name)
+    m = nn.BiLstmConfig(3, 5).init(dev)
+    t = torch.nn.LSTM(3, 5, batch_first=True, bidirectional=True).double()
+    _copy_lstm(m.forward_lstm, t)
+    _copy_lstm(m.reverse_lstm, t, "_reverse")
+    xn = rng.standard_normal((2, 6, 3))
+    x = tensor(xn, dev).require_grad()
+    out, state = m(x)
+    xt = torch_t(xn, True)
+    out_t, (hn, cn) = t(xt)
+    assert out.shape == (2, 6, 10) and state.hidden.shape == (2, 2, 5)
+    assert_close(state.hidden, hn)
+    assert_close(state.cell, cn)
+    check_grads(out, out_t, [("x", x), ("reverse W_hi", m.reverse_lstm.input_gate.hidden_transform.weight.val())],
+                [xt, t.weight_hh_l0_reverse], [None, lambda g: g[0:5].T])
+
+
+@pytest.mark.parametrize("reset_after", [True, False])
+def test_gru_matches_reference(backend_name: str, reset_after: bool) -> None:
+    dev = ad_device(backend_name)
+    m = nn.GruConfig(4, 5, reset_after=reset_after).init(dev)
+    xn = rng.standard_normal((2, 6, 4))
+    h0 = rng.standard_normal((2, 5))
+    x = tensor(xn, dev).require_grad()
+    out = m(x, tensor(h0, dev))
+    xt = torch_t(xn, True)
+    if reset_after:  # PyTorch's nn.GRU
+        t = torch.nn.GRU(4, 5, batch_first=True).double()
+        gates = [m.reset_gate, m.update_gate, m.new_gate]  # PyTorch's order r, z, n
+        with torch.no_grad():
+            for which, tag in (("input_transform", "ih"), ("hidden_transform", "hh")):
+                w, b = _stack(gates, which)
+                getattr(t, f"weight_{tag}_l0").copy_(torch_t(w))
+                getattr(t, f"bias_{tag}_l0").copy_(torch_t(b))
+        expected, _ = t(xt, torch_t(h0)[None])
+    else:  # Cho et al.'s form, written out in torch
+        p = {f"{g}_{w}": (torch_t(param_np(getattr(getattr(m, f"{g}_gate"), f"{w}_transform").weight)),
+                          torch_t(param_np(getattr(getattr(m, f"{g}_gate"), f"{w}_transform").bias)))
+             for g in ("update", "reset", "new") for w in ("input", "hidden")}
+
+        def lin(name: str, v: torch.Tensor) -> torch.Tensor:
+            return v @ p[name][0] + p[name][1]
+
+        h = torch_t(h0)
+        outs = []
+        for s in range(6):
+            xs = xt[:, s]
+            z = torch.sigmoid(lin("update_input", xs) + lin("update_hidden", h))
+            r = torch.sigmoid(lin("reset_input", xs) + lin("reset_hidden", h))
+            n = torch.tanh(lin("new_input", xs) + lin("new_hidden", r * h))
+            h = (1 - z) * n + z * h
+            outs.append(h)
+        expected = torch.stack(outs, 1)
+    check_grads(out, expected, [("x", x)], [xt])
+
+
+def test_rnn_errors() -> None:
+    dev = ember.backend("numpy").device()
+    lstm = nn.LstmConfig(4, 6).init(dev)
+    with pytest.raises(ember.ShapeError, match=r"Lstm: expected input of shape \[batch, seq_length, d_input\] "
+                                                r"with d_input = 4, got shape \[2, 3, 5\]"):
+        lstm(tensor(np.zeros((2, 3, 5)), dev))
+    with pytest.raises(ember.ShapeError, match=r"Gru: expected input of shape \[batch, seq_length, d_input\] "
+                                                r"\(rank 3\), got shape \[3, 4\]"):
+        nn.GruConfig(4, 6).init(dev)(tensor(np.zeros((3, 4)), dev))

@@ -1,0 +1,259 @@
+"""``LearnerBuilder`` (Burn's): every option of the training loop, then ``build(model, optim, lr)``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ._app_logger import FileApplicationLoggerInstaller
+from ._checks import require_method
+from ._early_stopping import EarlyStoppingStrategy
+from ._errors import LearnerError
+from ._interrupter import TrainingInterrupter
+from ._learner import Learner, _Settings
+from ._logger import FileMetricLogger
+from ._records import as_scheduler
+from ._strategy import CheckpointingStrategy, default_checkpointing_strategy
+from .metric._base import Metric
+from .renderer._base import MetricsRenderer
+
+__all__ = ["LearnerBuilder"]
+
+_UNSET: Any = object()
+
+
+def _check_metric(where: str, metric: Any) -> Metric:
+    if not isinstance(metric, Metric):
+        raise LearnerError(
+            f"LearnerBuilder.{where}: expected a Metric (e.g. AccuracyMetric()), got {type(metric).__name__}; "
+            "user metrics subclass ember_train.metric.Metric (and Numeric for plotted ones)."
+        )
+    return metric
+
+
+class LearnerBuilder:
+    """Configures a :class:`Learner` (Burn's ``LearnerBuilder``), method for method::
+
+        learner = (LearnerBuilder(artifact_dir)
+            .metric_train_numeric(AccuracyMetric()).metric_valid_numeric(AccuracyMetric())
+            .metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
+            .with_file_checkpointer(CompactRecorder())
+            .devices([device]).num_epochs(10).summary()
+            .build(model, AdamConfig().init(), 1e-4))
+        result = learner.fit(dataloader_train, dataloader_valid)
+
+    Defaults (Burn's): 1 epoch, the model's device, no checkpointer, checkpointing strategy "keep the last 2
+    and the best by validation loss", file metric loggers under ``train/`` and ``valid/``, the application
+    log in ``experiment.log``, the terminal dashboard on a terminal and plain lines otherwise, no early
+    stopping, no summary printout (it is always saved as ``summary.txt``/``summary.json``).
+
+    Args:
+        artifact_dir: where logs, checkpoints and the summary go (created when missing).
+    """
+
+    def __init__(self, artifact_dir: str | os.PathLike[str]) -> None:
+        self._dir = Path(artifact_dir)
+        self._metrics_train: list[tuple[Metric, bool]] = []
+        self._metrics_valid: list[tuple[Metric, bool]] = []
+        self._loggers: tuple[list[Any], list[Any]] | None = None
+        self._renderer: MetricsRenderer | None = None
+        self._num_epochs = 1
+        self._devices: list[Any] | None = None
+        self._grads_accumulation: int | None = None
+        self._recorder: Any = None
+        self._checkpoint: int | None = None
+        self._strategy: CheckpointingStrategy = default_checkpointing_strategy()
+        self._early_stopping: EarlyStoppingStrategy | None = None
+        self._summary = False
+        self._interrupter = TrainingInterrupter()
+        self._app_logger: Any = _UNSET
+        self._log_interval = 10
+        self._nan_loss = "raise"
+        self._seed: int | None = None
+
+    # -- metrics -----------------------------------------------------------------------------------
+    def metric_train(self, metric: Metric) -> LearnerBuilder:
+        """Log and display ``metric`` on the training steps."""
+        self._metrics_train.append((_check_metric("metric_train", metric), False))
+        return self
+
+    def metric_valid(self, metric: Metric) -> LearnerBuilder:
+        """Log and display ``metric`` on the validation steps."""
+        self._metrics_valid.append((_check_metric("metric_valid", metric), False))
+        return self
+
+    def metric_train_numeric(self, metric: Metric) -> LearnerBuilder:
+        """As :meth:`metric_train`, for a numeric metric: also plotted and usable by strategies."""
+        self._metrics_train.append((_check_metric("metric_train_numeric", metric), True))
+        return self
+
+    def metric_valid_numeric(self, metric: Metric) -> LearnerBuilder:
+        """As :meth:`metric_valid`, for a numeric metric: also plotted and usable by strategies."""
+        self._metrics_valid.append((_check_metric("metric_valid_numeric", metric), True))
+        return self
+
+    def metric_loggers(self, logger_train: Any, logger_valid: Any) -> LearnerBuilder:
+        """Replace the default file loggers (Burn's ``metric_loggers``); each may be a logger or a list."""
+        def as_list(x: Any) -> list[Any]:
+            return list(x) if isinstance(x, (list, tuple)) else [x]
+
+        self._loggers = (as_list(logger_train), as_list(logger_valid))
+        return self
+
+    def renderer(self, renderer: MetricsRenderer) -> LearnerBuilder:
+        """Replace the default renderer (dashboard on a terminal, plain lines otherwise)."""
+        self._renderer = renderer
+        return self
+
+    # -- loop ---------------------------------------------------------------------------------------
+    def num_epochs(self, num_epochs: int) -> LearnerBuilder:
+        """The number of epochs (Burn's default 1)."""
+        if not isinstance(num_epochs, int) or num_epochs < 1:
+            raise LearnerError(f"LearnerBuilder.num_epochs: expected an int >= 1, got {num_epochs!r}.")
+        self._num_epochs = num_epochs
+        return self
+
+    def devices(self, devices: list[Any]) -> LearnerBuilder:
+        """The training device (an autodiff device); validation runs on its inner device.
+
+        Raises:
+            LearnerError: an empty list, or more than one device (data-parallel training is not supported yet).
+        """
+        devices = list(devices)
+        if len(devices) != 1:
+            raise LearnerError(
+                f"LearnerBuilder.devices: pass exactly one device, got {len(devices)}; training on several devices "
+                "(Burn's data-parallel mode) is not supported yet."
+            )
+        self._devices = devices
+        return self
+
+    def grads_accumulation(self, accumulation: int) -> LearnerBuilder:
+        """Sum the gradients of ``accumulation`` steps before each optimizer step (Burn's; leftover steps at
+        the end of an epoch are dropped, as Burn). The learning rate is the scheduler's at the applying step."""
+        if not isinstance(accumulation, int) or accumulation < 1:
+            raise LearnerError(f"LearnerBuilder.grads_accumulation: expected an int >= 1, got {accumulation!r}.")
+        self._grads_accumulation = accumulation if accumulation > 1 else None
+        return self
+
+    def log_interval(self, iterations: int) -> LearnerBuilder:
+        """Iterations between metric read-backs, log writes and redraws (default 10; 1 reads back every step).
+        Device metrics are converted to host numbers once per interval."""
+        if not isinstance(iterations, int) or iterations < 1:
+            raise LearnerError(f"LearnerBuilder.log_interval: expected an int >= 1, got {iterations!r}.")
+        self._log_interval = iterations
+        return self
+
+    def on_nan_loss(self, action: str) -> LearnerBuilder:
+        """What a NaN/inf training or validation loss does: ``"raise"`` (default: stop with
+        ``NonFiniteLossError`` naming epoch and iteration), ``"warn"`` or ``"ignore"``."""
+        if action not in ("raise", "warn", "ignore"):
+            raise LearnerError(f"LearnerBuilder.on_nan_loss: expected 'raise', 'warn' or 'ignore', got {action!r}.")
+        self._nan_loss = action
+        return self
+
+    def seed(self, seed: int) -> LearnerBuilder:
+        """Re-seed the training backend at the start of every epoch with ``(seed, epoch)``, so that random
+        layers (Dropout) draw the same numbers in a resumed run as in an uninterrupted one. Not in Burn."""
+        self._seed = int(seed)
+        return self
+
+    # -- checkpoints and stopping ------------------------------------------------------------------------
+    def with_file_checkpointer(self, recorder: Any) -> LearnerBuilder:
+        """Save ``checkpoint/{model,optim,scheduler}-N.<ext>`` with ``recorder`` (e.g. ``CompactRecorder()``:
+        half precision, so a resumed run is then close to, not bitwise equal to, an uninterrupted one; use
+        ``NamedMpkFileRecorder()`` / ``DefaultFileRecorder()`` for exact resumes)."""
+        if not callable(getattr(recorder, "record", None)) or not callable(getattr(recorder, "file_path", None)):
+            raise LearnerError(
+                "LearnerBuilder.with_file_checkpointer: expected a file recorder (e.g. "
+                f"ember.record.CompactRecorder()), got {type(recorder).__name__}."
+            )
+        self._recorder = recorder
+        return self
+
+    def checkpoint(self, epoch: int) -> LearnerBuilder:
+        """Resume from the checkpoint of ``epoch`` (model, optimizer and scheduler): training continues at
+        ``epoch + 1``, or inside ``epoch`` when it was interrupted. See :func:`ember_train.last_checkpoint`."""
+        if not isinstance(epoch, int) or epoch < 1:
+            raise LearnerError(f"LearnerBuilder.checkpoint: expected an epoch >= 1, got {epoch!r}.")
+        self._checkpoint = epoch
+        return self
+
+    def with_checkpointing_strategy(self, strategy: CheckpointingStrategy) -> LearnerBuilder:
+        """Which checkpoints to keep (default: the last 2 and the best by validation loss)."""
+        self._strategy = strategy
+        return self
+
+    def early_stopping(self, strategy: EarlyStoppingStrategy) -> LearnerBuilder:
+        """Stop when ``strategy.should_stop`` says so after an epoch (e.g. :class:`MetricEarlyStoppingStrategy`)."""
+        self._early_stopping = strategy
+        return self
+
+    def summary(self) -> LearnerBuilder:
+        """Print the summary table at the end of training (Burn's ``summary``)."""
+        self._summary = True
+        return self
+
+    def interrupter(self) -> TrainingInterrupter:
+        """The interrupter the Learner checks after every step (Burn's ``interrupter``)."""
+        return self._interrupter
+
+    def with_interrupter(self, interrupter: TrainingInterrupter) -> LearnerBuilder:
+        """Use ``interrupter`` (Burn's ``with_interrupter``); Ctrl-C also triggers it during ``fit``."""
+        self._interrupter = interrupter
+        return self
+
+    def with_application_logger(self, installer: Any) -> LearnerBuilder:
+        """Replace the ``experiment.log`` writer (an object with ``install()``/``uninstall()``); ``None``
+        disables it."""
+        self._app_logger = installer
+        return self
+
+    # -- build ----------------------------------------------------------------------------------------
+    def build(self, model: Any, optim: Any, lr_or_scheduler: Any) -> Learner:
+        """The :class:`Learner`.
+
+        Args:
+            model: a module with ``train_step`` (and ``valid_step`` for validation).
+            optim: an optimizer (``step(lr, model, grads) -> model``, ``to_record``/``load_record`` for checkpoints).
+            lr_or_scheduler: a float, a scheduler (``step() -> float``) or a scheduler config (``init()``).
+
+        Raises:
+            LearnerError: the model has no ``train_step``, the optimizer no ``step``, a bad ``lr``.
+        """
+        require_method(model, "train_step", "TrainOutput(model, grads, item)", "LearnerBuilder.build")
+        if not callable(getattr(optim, "step", None)):
+            raise LearnerError(
+                f"LearnerBuilder.build: the optimizer ({type(optim).__name__}) has no step(lr, model, grads); pass "
+                "an optimizer such as ember.optim.AdamConfig().init()."
+            )
+        scheduler = as_scheduler(lr_or_scheduler)
+        if self._devices is not None:
+            device = self._devices[0]
+        else:
+            devs = model.devices()
+            if not devs:
+                raise LearnerError("LearnerBuilder.build: the model has no tensors; pass .devices([device]).")
+            device = devs[0]
+        if self._loggers is None:
+            loggers = ([FileMetricLogger(self._dir / "train")], [FileMetricLogger(self._dir / "valid")])
+        else:
+            loggers = self._loggers
+        renderer = self._renderer
+        if renderer is None:
+            from .renderer import default_renderer
+
+            renderer = default_renderer()
+        app_logger = self._app_logger
+        if app_logger is _UNSET:
+            app_logger = FileApplicationLoggerInstaller(self._dir / "experiment.log")
+        settings = _Settings(
+            artifact_dir=self._dir, metrics_train=list(self._metrics_train), metrics_valid=list(self._metrics_valid),
+            loggers_train=loggers[0], loggers_valid=loggers[1], renderer=renderer, num_epochs=self._num_epochs,
+            device=device, grads_accumulation=self._grads_accumulation, recorder=self._recorder,
+            checkpoint=self._checkpoint, strategy=self._strategy, early_stopping=self._early_stopping,
+            summary=self._summary, interrupter=self._interrupter, app_logger=app_logger,
+            log_interval=self._log_interval, nan_loss=self._nan_loss, seed=self._seed,
+        )
+        return Learner(model, optim, scheduler, settings)

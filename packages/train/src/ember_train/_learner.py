@@ -1,0 +1,450 @@
+"""``Learner``: the training loop (Burn's ``Learner::fit``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._app_logger import LOGGER
+from ._checkpointer import LearnerCheckpointer, complete_checkpoints
+from ._checks import check_batch_type, describe, require_method
+from ._early_stopping import EarlyStoppingStrategy
+from ._errors import LearnerError, MetricAdaptError, NonFiniteLossError
+from ._interrupter import TrainingInterrupter, sigint_stops
+from ._metrics_set import MetricsSet
+from ._outputs import TrainOutput
+from ._records import load_state, state_record
+from ._store import MetricStore, Split
+from ._strategy import CheckpointingAction, CheckpointingStrategy
+from ._summary import LearnerSummary, MetricSummary
+from .metric._base import Metric, MetricMetadata, Numeric
+from .renderer._base import MetricsRenderer, TrainingProgress
+
+__all__ = ["Learner", "TrainingResult"]
+
+
+@dataclass
+class TrainingResult:
+    """What :meth:`Learner.fit` returns.
+
+    Attributes:
+        model: the trained model (on the training device, as Burn).
+        summary: the :class:`LearnerSummary` (best and last value per metric and split).
+        epoch: the last epoch reached (complete unless ``interrupted``).
+        stopped_early: an early-stopping strategy ended training; ``stop_reason`` says why.
+        interrupted: Ctrl-C or the interrupter ended training; ``resume_epoch`` is the checkpoint to resume
+            from (``LearnerBuilder(...).checkpoint(resume_epoch)``), ``None`` without a checkpointer.
+    """
+
+    model: Any
+    summary: LearnerSummary
+    epoch: int
+    stopped_early: bool = False
+    interrupted: bool = False
+    resume_epoch: int | None = None
+    stop_reason: str = ""
+    checkpoints: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Settings:
+    artifact_dir: Path
+    metrics_train: list[tuple[Metric, bool]]
+    metrics_valid: list[tuple[Metric, bool]]
+    loggers_train: list[Any]
+    loggers_valid: list[Any]
+    renderer: MetricsRenderer
+    num_epochs: int
+    device: Any
+    grads_accumulation: int | None
+    recorder: Any
+    checkpoint: int | None
+    strategy: CheckpointingStrategy
+    early_stopping: EarlyStoppingStrategy | None
+    summary: bool
+    interrupter: TrainingInterrupter
+    app_logger: Any
+    log_interval: int
+    nan_loss: str
+    seed: int | None
+
+
+def _progress_of(it: Any, iteration: int) -> tuple[int, int]:
+    prog = getattr(it, "progress", None)
+    if callable(prog):
+        p = prog()
+        return int(p.items_processed), int(p.items_total)
+    return iteration, 0
+
+
+def _set_epoch(loader: Any, epoch: int) -> None:
+    fn = getattr(loader, "set_epoch", None)
+    if callable(fn):
+        fn(epoch - 1)
+
+
+def _close(it: Any) -> None:
+    fn = getattr(it, "close", None)
+    if callable(fn):
+        fn()
+
+
+class Learner:
+    """Trains a model with an optimizer and a learning-rate scheduler; made by ``LearnerBuilder.build``.
+
+    :meth:`fit` runs the epochs: each training step calls ``model.train_step(batch) -> TrainOutput`` and
+    ``optim.step(lr, model, grads)`` (after ``grads_accumulation`` steps when set); each validation step
+    calls ``model.valid().valid_step(batch)``. Metrics are logged to ``train|valid/epoch-N/<Metric>.log``,
+    checkpoints saved as the strategy says, early stopping applied, and the summary written.
+    """
+
+    def __init__(self, model: Any, optim: Any, scheduler: Any, settings: _Settings) -> None:
+        self.model = model
+        self.optim = optim
+        self.scheduler = scheduler
+        self.s = settings
+
+    # ------------------------------------------------------------------ public
+    def fit(self, dataloader_train: Any, dataloader_valid: Any = None) -> TrainingResult:
+        """Train for the configured epochs.
+
+        Args:
+            dataloader_train: batches for ``train_step``; moved to the training device (``to_device``).
+            dataloader_valid: batches for ``valid_step`` (optional); moved to the inner backend's device.
+
+        Returns:
+            A :class:`TrainingResult`.
+
+        Raises:
+            LearnerError: the model lacks a step method, a batch does not fit the step, a metric cannot take
+                the step's output (checked on the first batches, before training), a checkpoint to resume is
+                missing. NonFiniteLossError: the loss became NaN/inf (names epoch and iteration), unless
+                ``on_nan_loss("warn"|"ignore")``.
+        """
+        s = self.s
+        s.artifact_dir.mkdir(parents=True, exist_ok=True)
+        if s.app_logger is not None:
+            s.app_logger.install()
+        try:
+            with sigint_stops(s.interrupter, on_first=self._on_ctrl_c):
+                return self._fit(dataloader_train, dataloader_valid)
+        except BaseException:
+            s.renderer.on_train_end(None)  # leave the terminal usable (the dashboard stops)
+            raise
+        finally:
+            for lg in [*s.loggers_train, *s.loggers_valid]:
+                close = getattr(lg, "close", None)
+                if callable(close):
+                    close()
+            if s.app_logger is not None:
+                s.app_logger.uninstall()
+
+    # ------------------------------------------------------------------ internals
+    def _on_ctrl_c(self) -> None:
+        self.s.renderer.message("Ctrl-C: finishing the current step, then saving a checkpoint (Ctrl-C again aborts).")
+
+    def _note(self, text: str, level: int = logging.INFO) -> None:
+        LOGGER.log(level, text)
+        self.s.renderer.message(text)
+
+    def _fit(self, loader_train: Any, loader_valid: Any) -> TrainingResult:
+        s = self.s
+        model, optim, scheduler = self.model, self.optim, self.scheduler
+        device = s.device
+        require_method(model, "train_step", "TrainOutput(model, grads, item)", "Learner.fit")
+        if loader_valid is not None:
+            require_method(model, "valid_step", "item", "Learner.fit")
+        if not getattr(device.backend, "is_autodiff", False):
+            raise LearnerError(
+                f"Learner.fit: the training device {device} is not an autodiff device, so train_step cannot compute "
+                "gradients; use ember.autodiff.Autodiff(ember.backend('numpy')).device() in LearnerBuilder.devices()."
+            )
+        if any(d is not device for d in model.devices()):
+            model = model.fork(device)
+        if hasattr(loader_train, "to_device"):
+            loader_train = loader_train.to_device(device)
+        if loader_valid is not None and hasattr(loader_valid, "to_device"):
+            loader_valid = loader_valid.to_device(device.inner)
+
+        metrics_train = self._available(s.metrics_train)
+        metrics_valid = self._available(s.metrics_valid)
+        store = MetricStore()
+        train = MetricsSet(Split.TRAIN, metrics_train, s.loggers_train, s.renderer, store, s.nan_loss != "ignore")
+        valid = MetricsSet(Split.VALID, metrics_valid, s.loggers_valid, s.renderer, store, s.nan_loss != "ignore")
+
+        checkpointer = LearnerCheckpointer(s.recorder, s.artifact_dir / "checkpoint") if s.recorder else None
+        start, skip = 1, 0
+        saved: set[int] = set()
+        if s.checkpoint is not None:
+            model, optim, scheduler, start, skip = self._restore(checkpointer, model, optim, scheduler)
+            saved = {e for e in complete_checkpoints(checkpointer.directory) if e <= s.checkpoint}  # type: ignore[union-attr]
+            for e in range(1, start + (1 if skip else 0)):
+                train.reload(e)
+                if e < start:
+                    valid.reload(e)
+        LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
+                    type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
+        if loader_valid is not None:
+            self._probe_valid(model, loader_valid, valid)
+
+        epoch = start - 1
+        stopped_early = interrupted = False
+        stop_reason = ""
+        resume_epoch = None
+        for epoch in range(start, s.num_epochs + 1):
+            if s.seed is not None:
+                device.backend.seed(s.seed * 1_000_003 + epoch)
+            model, done = self._train_epoch(model, optim, scheduler, loader_train, train, epoch,
+                                             skip if epoch == start else 0, first=epoch == start)
+            if done and loader_valid is not None:
+                # stopped right at the end of training: leave validation to the resumed run
+                done = not s.interrupter.should_stop() and self._valid_epoch(model, loader_valid, valid, epoch)
+            if not done:
+                interrupted = True
+                stop_reason = s.interrupter.reason or "interrupted"
+                resume_epoch = self._save_interrupted(checkpointer, model, optim, scheduler, epoch)
+                break
+            if checkpointer is not None:
+                actions = s.strategy.checkpointing(epoch, store, saved)
+                if s.interrupter.should_stop() and epoch not in saved and not any(a.kind == "save" for a in actions):
+                    actions.insert(0, CheckpointingAction.save(epoch))  # an interrupted run must stay resumable
+                for action in actions:
+                    if action.kind == "save":
+                        checkpointer.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+                                          state_record(scheduler, "scheduler"))
+                        saved.add(epoch)
+                        LOGGER.info("Saved checkpoint %d", epoch)
+                for action in actions:
+                    if action.kind == "delete" and action.epoch != epoch:
+                        checkpointer.delete(action.epoch)
+                        saved.discard(action.epoch)
+                        LOGGER.info("Deleted checkpoint %d", action.epoch)
+            if s.interrupter.should_stop():
+                interrupted = True
+                stop_reason = s.interrupter.reason or "interrupted"
+                resume_epoch = epoch if epoch in saved else None
+                where = (f"resume with LearnerBuilder(...).checkpoint({epoch}) to continue at epoch {epoch + 1}"
+                         if resume_epoch else "no checkpointer is configured, so nothing was saved")
+                self._note(f"Training interrupted after epoch {epoch} ({stop_reason}); {where}.")
+                break
+            if s.early_stopping is not None and s.early_stopping.should_stop(epoch, store):
+                stopped_early = True
+                stop_reason = s.early_stopping.reason()
+                self._note(f"Early stopping after epoch {epoch}: {stop_reason}.")
+                break
+
+        summary = self._summary(model, store, metrics_train, metrics_valid)
+        summary.save(s.artifact_dir)
+        LOGGER.info("Training ended at epoch %d\n%s", epoch, summary.table())
+        s.renderer.on_train_end(summary if s.summary else None)
+        return TrainingResult(model, summary, epoch, stopped_early, interrupted, resume_epoch, stop_reason,
+                              sorted(saved))
+
+    def _available(self, metrics: list[tuple[Metric, bool]]) -> list[tuple[Metric, bool]]:
+        out = []
+        for m, numeric in metrics:
+            why = m.available()
+            if why is None:
+                out.append((m, numeric))
+            else:
+                self._note(f"Skipping the {m.name()} metric: {why}.", logging.WARNING)
+        return out
+
+    def _restore(self, checkpointer: LearnerCheckpointer | None, model: Any, optim: Any,
+                 scheduler: Any) -> tuple[Any, Any, Any, int, int]:
+        k = self.s.checkpoint
+        assert k is not None
+        if checkpointer is None:
+            raise LearnerError(
+                f"LearnerBuilder.checkpoint({k}): resuming needs the checkpointer that wrote the files; add "
+                ".with_file_checkpointer(recorder) with the same recorder."
+            )
+        model_rec, optim_rec, sched_rec = checkpointer.restore(k)
+        model = model.load_record(model_rec)
+        optim = load_state(optim, optim_rec, "optimizer")
+        scheduler = load_state(scheduler, sched_rec, "scheduler")
+        progress = checkpointer.progress(k)
+        if progress is not None:
+            skip = int(progress["iteration"])
+            self._note(f"Resuming epoch {k} after iteration {skip} (interrupted checkpoint {k}).")
+            return model, optim, scheduler, k, skip
+        self._note(f"Resuming from checkpoint {k}: training starts at epoch {k + 1}.")
+        return model, optim, scheduler, k + 1, 0
+
+    def _probe_valid(self, model: Any, loader: Any, metrics: MetricsSet) -> None:
+        """Run ``valid_step`` on the first validation batch and check the metrics can take its output."""
+        it = iter(loader)
+        try:
+            batch = next(it, None)
+        finally:
+            _close(it)
+        if batch is None:
+            return
+        vm = model.valid()
+        check_batch_type(vm, "valid_step", batch, "validation")
+        try:
+            item = vm.valid_step(batch)
+        except Exception as exc:
+            raise LearnerError(
+                f"model.valid_step raised {type(exc).__name__} on the first validation batch ({describe(batch)}), "
+                f"before training started: {exc}. Check that the validation loader's batcher produces the batch "
+                "valid_step expects."
+            ) from exc
+        metrics.check(item)
+
+    def _train_epoch(self, model: Any, optim: Any, scheduler: Any, loader: Any, metrics: MetricsSet, epoch: int,
+                     skip: int, first: bool) -> tuple[Any, bool]:
+        s = self.s
+        _set_epoch(loader, epoch)
+        total = len(loader) if hasattr(loader, "__len__") else None
+        metrics.start_epoch(epoch, skip)
+        LOGGER.info("Training epoch %d/%d%s", epoch, s.num_epochs, f" from iteration {skip + 1}" if skip else "")
+        accumulator = None
+        acc_count = 0
+        if s.grads_accumulation:
+            from ember.optim import GradientsAccumulator
+
+            accumulator = GradientsAccumulator()
+        it = iter(loader)
+        start = time.perf_counter()
+        iteration = 0
+        completed = True
+        try:
+            for iteration, batch in enumerate(it, 1):
+                if iteration <= skip:
+                    continue
+                lr = float(scheduler.step())
+                if first:
+                    out = self._first_step(model, batch, metrics)
+                    first = False
+                else:
+                    out = model.train_step(batch)
+                if accumulator is not None:
+                    accumulator.accumulate(model, out.grads)
+                    acc_count += 1
+                    if acc_count >= s.grads_accumulation:  # type: ignore[operator]
+                        model = optim.step(lr, model, accumulator.grads())
+                        acc_count = 0
+                else:
+                    model = optim.step(lr, model, out.grads)
+                done, tot = _progress_of(it, iteration)
+                metrics.update(out.item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
+                if iteration % s.log_interval == 0 or iteration == total:
+                    self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
+                                                          time.perf_counter() - start))
+                if s.interrupter.should_stop():
+                    completed = iteration == total
+                    break
+        finally:
+            _close(it)
+        if iteration > skip:
+            done, tot = _progress_of(it, iteration)
+            self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
+                                                  time.perf_counter() - start))
+        self._last_iteration = iteration
+        if not completed:
+            return model, False
+        if acc_count:
+            LOGGER.info("Epoch %d ended with %d accumulated step(s) not applied (as Burn).", epoch, acc_count)
+        values = metrics.end_epoch()
+        LOGGER.info("Epoch %d train: %s", epoch, values)
+        return model, True
+
+    def _first_step(self, model: Any, batch: Any, metrics: MetricsSet) -> TrainOutput[Any]:
+        check_batch_type(model, "train_step", batch, "training")
+        try:
+            out = model.train_step(batch)
+        except Exception as exc:
+            raise LearnerError(
+                f"model.train_step raised {type(exc).__name__} on the first training batch ({describe(batch)}): "
+                f"{exc}. Check that the training loader's batcher produces the batch train_step expects."
+            ) from exc
+        if not isinstance(out, TrainOutput):
+            raise LearnerError(
+                f"model.train_step must return TrainOutput(model, grads, item), got {describe(out)}. "
+                "Build it as TrainOutput(self, loss.backward(), ClassificationOutput(loss, output, targets))."
+            )
+        try:
+            metrics.check(out.item)
+        except MetricAdaptError:
+            raise
+        return out
+
+    def _flush(self, metrics: MetricsSet, progress: TrainingProgress) -> None:
+        bad = metrics.flush(progress)
+        if bad is None or self.s.nan_loss == "ignore":
+            return
+        iteration, value = bad
+        where = f"epoch {metrics.epoch}, iteration {iteration}"
+        if metrics.split is Split.VALID:
+            where = f"validation of {where}"
+        msg = (f"the loss is {value} at {where}. Lower the learning rate, clip gradients "
+               "(GradientClippingConfig), or check the batch for NaN/inf inputs; "
+               "LearnerBuilder.on_nan_loss('warn') keeps training.")
+        if self.s.nan_loss == "warn":
+            self._note("Warning: " + msg, logging.WARNING)
+            return
+        LOGGER.error("Training stopped: %s", msg)
+        raise NonFiniteLossError("Training stopped: " + msg, metrics.epoch, iteration, metrics.split.value)
+
+    def _valid_epoch(self, model: Any, loader: Any, metrics: MetricsSet, epoch: int) -> bool:
+        s = self.s
+        _set_epoch(loader, epoch)
+        total = len(loader) if hasattr(loader, "__len__") else None
+        metrics.start_epoch(epoch)
+        vm = model.valid()
+        it = iter(loader)
+        start = time.perf_counter()
+        iteration = 0
+        try:
+            for iteration, batch in enumerate(it, 1):
+                item = vm.valid_step(batch)
+                done, tot = _progress_of(it, iteration)
+                metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
+                if iteration % s.log_interval == 0 or iteration == total:
+                    self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
+                                                          time.perf_counter() - start))
+                if s.interrupter.should_stop():
+                    break
+        finally:
+            _close(it)
+        if s.interrupter.should_stop() and iteration != total:
+            return False  # the epoch's training is complete; resuming runs this validation again
+        done, tot = _progress_of(it, iteration)
+        self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
+                                              time.perf_counter() - start))
+        values = metrics.end_epoch()
+        LOGGER.info("Epoch %d valid: %s", epoch, values)
+        return True
+
+    def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, model: Any, optim: Any, scheduler: Any,
+                          epoch: int) -> int | None:
+        it = self._last_iteration
+        if checkpointer is None:
+            self._note(f"Training interrupted at epoch {epoch}, iteration {it}. No checkpointer is configured "
+                       "(LearnerBuilder.with_file_checkpointer), so nothing was saved to resume from.")
+            return None
+        checkpointer.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+                          state_record(scheduler, "scheduler"), progress={"epoch": epoch, "iteration": it})
+        self._note(
+            f"Training interrupted at epoch {epoch}, iteration {it}; checkpoint saved in "
+            f"{checkpointer.directory}. Resume with LearnerBuilder({str(self.s.artifact_dir)!r})...."
+            f"checkpoint({epoch}).build(...).fit(...): it continues epoch {epoch} after iteration {it}."
+        )
+        return epoch
+
+    def _summary(self, model: Any, store: MetricStore, metrics_train: list[tuple[Metric, bool]],
+                 metrics_valid: list[tuple[Metric, bool]]) -> LearnerSummary:
+        out = LearnerSummary(model=f"{type(model).__name__} ({model.num_params():,} parameters)")
+        for split, metrics in ((Split.TRAIN, metrics_train), (Split.VALID, metrics_valid)):
+            for m, _numeric in metrics:
+                hist = store.history(m.name(), split)
+                if not hist:
+                    continue
+                hib = m.higher_is_better if isinstance(m, Numeric) else None
+                out.metrics.append(MetricSummary(split.value, m.name(), hist, hib))
+                out.epochs = max(out.epochs, hist[-1][0])
+        return out

@@ -1,0 +1,168 @@
+"""Resume: from a checkpoint, after an interrupt (interrupter and a real SIGINT), after SIGKILL mid-epoch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import helpers as h
+import resume_run
+from ember_train import TrainingInterrupter, last_checkpoint
+
+HERE = Path(__file__).parent
+
+
+def _logs(d: Path) -> dict[str, str]:
+    return {str(p.relative_to(d)): p.read_text() for p in sorted(d.glob("*/epoch-*/*.log"))}
+
+
+def _params(model) -> list[np.ndarray]:
+    return [p.val().to_numpy() for p in model.params()]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ref")
+    res = resume_run.run(d, 4)
+    return d, res
+
+
+def _same_as_reference(d: Path, res, reference) -> None:
+    ref_dir, ref = reference
+    for a, b in zip(_params(res.model), _params(ref.model)):
+        np.testing.assert_array_equal(a, b)   # bitwise: numpy float64, full-precision checkpoints
+    assert _logs(d) == _logs(ref_dir)
+    assert res.summary.table() == ref.summary.table()
+
+
+def test_resume_from_checkpoint_is_identical(tmp_path, reference):
+    first = resume_run.run(tmp_path, 2)
+    assert first.epoch == 2 and last_checkpoint(tmp_path) == 2
+    res = resume_run.run(tmp_path, 4, checkpoint=2)
+    assert res.epoch == 4
+    _same_as_reference(tmp_path, res, reference)
+
+
+def test_interrupter_mid_epoch_then_resume(tmp_path, reference):
+    stopper = TrainingInterrupter()
+
+    def fn(p):
+        if p.epoch == 2 and p.iteration == 3:
+            stopper.stop("test")
+
+    res = resume_run.run(tmp_path, 4, resume_run.Hook(fn), interrupter=stopper)
+    assert res.interrupted and res.epoch == 2 and res.resume_epoch == 2
+    assert (tmp_path / "checkpoint" / "progress-2.json").exists()
+    assert len((tmp_path / "train/epoch-2/Loss.log").read_text().splitlines()) == 3
+    assert not (tmp_path / "valid/epoch-2").exists()
+    res = resume_run.run(tmp_path, 4, checkpoint=2)
+    assert not (tmp_path / "checkpoint" / "progress-2.json").exists()
+    _same_as_reference(tmp_path, res, reference)
+
+
+def test_ctrl_c_stops_gracefully_and_says_how_to_resume(tmp_path, reference):
+    notes = []
+
+    class R(resume_run.Hook):
+        def message(self, text):
+            notes.append(text)
+
+    def fn(p):
+        if p.epoch == 1 and p.iteration == 4 and not notes:
+            signal.raise_signal(signal.SIGINT)   # what Ctrl-C sends
+
+    res = resume_run.run(tmp_path, 4, R(fn))
+    assert res.interrupted and res.epoch == 1
+    # the step in flight finished; nothing after it ran
+    assert len((tmp_path / "train/epoch-1/Loss.log").read_text().splitlines()) == 4
+    text = "\n".join(notes)
+    assert "Ctrl-C" in text and ".checkpoint(1)" in text and "after iteration 4" in text
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    res = resume_run.run(tmp_path, 4, checkpoint=1)
+    _same_as_reference(tmp_path, res, reference)
+
+
+def test_sigkill_mid_epoch_then_resume_from_last_complete_checkpoint(tmp_path, reference):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    err = tmp_path.parent / f"{tmp_path.name}-stderr.txt"
+    with open(err, "wb") as errf:
+        proc = subprocess.Popen([sys.executable, str(HERE / "resume_run.py"), str(tmp_path), "4", "--block-at", "3",
+                                 "2"], env=env, stdout=subprocess.DEVNULL, stderr=errf)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "blocked").exists():
+            assert proc.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, "the subprocess never reached epoch 3"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    (tmp_path / "blocked").unlink()
+    assert (tmp_path / "train/epoch-3").exists()          # killed inside epoch 3
+    k = last_checkpoint(tmp_path)
+    assert k == 2
+    res = resume_run.run(tmp_path, 4, checkpoint=k)
+    _same_as_reference(tmp_path, res, reference)
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    from ember_train import CheckpointError
+
+    with pytest.raises(CheckpointError, match="no complete checkpoint for epoch 3"):
+        resume_run.run(tmp_path, 4, checkpoint=3)
+    assert h.NUM_CLASSES == 3
+
+
+class Noisy(h.Classifier):
+    """Adds uniform noise to the inputs in training (like Dropout, it draws from the backend's generator)."""
+
+    def train_step(self, batch):
+        from ember import Distribution, Tensor
+
+        noise = Tensor.random(list(batch.inputs.shape), Distribution.uniform(-0.5, 0.5), batch.inputs.device)
+        return super().train_step(h.Batch(batch.inputs.add(noise), batch.targets))
+
+
+def _noisy_run(d, epochs, checkpoint=None, seed=11):
+    from ember.optim import AdamConfig
+
+    dev = h.devices()
+    m = h.Classifier.init(dev)
+    b = resume_run.builder(d, epochs, checkpoint=checkpoint).seed(seed)
+    train, valid = h.loaders()
+    return b.build(Noisy(weight=m.weight, bias=m.bias), AdamConfig().init(), 0.05).fit(train, valid)
+
+
+def test_seed_makes_random_steps_resume_identically(tmp_path):
+    ref = _noisy_run(tmp_path / "ref", 3)
+    _noisy_run(tmp_path / "r", 1)
+    res = _noisy_run(tmp_path / "r", 3, checkpoint=1)
+    for a, b in zip(_params(res.model), _params(ref.model)):
+        np.testing.assert_array_equal(a, b)
+    _noisy_run(tmp_path / "o", 1, seed=12)   # the noise matters: another seed, another first epoch
+    assert _logs(tmp_path / "o")["train/epoch-1/Loss.log"] != _logs(tmp_path / "ref")["train/epoch-1/Loss.log"]
+
+
+def test_interrupt_at_the_last_training_step_resumes_with_validation(tmp_path, reference):
+    stopper = TrainingInterrupter()
+
+    def fn(p):
+        if p.epoch == 2 and p.iteration == p.iterations_total:
+            stopper.stop("test")
+
+    res = resume_run.run(tmp_path, 4, resume_run.Hook(fn), interrupter=stopper)
+    assert res.interrupted and res.resume_epoch == 2
+    assert not (tmp_path / "valid/epoch-2").exists()     # validation is left to the resumed run
+    res = resume_run.run(tmp_path, 4, checkpoint=2)
+    _same_as_reference(tmp_path, res, reference)
