@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 import pickle
 import sqlite3
+import subprocess
+import sys
 import threading
-import warnings
 
 import numpy as np
 import pytest

@@ -109,7 +109,9 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
         return np.zeros(shape, dtype=_NP[dtype])
 
     def ones(self, shape: tuple[int, ...], dtype: DType, handle: Any) -> Any:
-        return np.ones(shape, dtype=_NP[dtype])
+        out = np.empty(shape, dtype=_NP[dtype])  # np.ones is a Python function: 1 µs more
+        out.fill(1)
+        return out
 
     def arange(self, start: Any, end: Any, step: Any, dtype: DType, handle: Any) -> Any:
         return np.arange(start, end, step, dtype=_NP[dtype])

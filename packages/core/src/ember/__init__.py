@@ -12,7 +12,14 @@ decorator, modules as immutable parameter trees, configs, records and a training
 
 from __future__ import annotations
 
-from . import backend
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # At run time ``ember.backend`` is a callable module (``ember.backend("numpy")`` and
+    # ``ember.backend.Backend`` both work); type checkers see the function.
+    from .backend._registry import backend
+else:
+    from . import backend
 from ._data import TensorData, Tolerance
 from ._distribution import Distribution
 from ._dtype import DType
@@ -22,10 +29,12 @@ from ._errors import (
     DeviceError,
     DTypeError,
     EmberError,
-    IndexError_ as IndexError,  # noqa: A004 - exported under the natural name
     KindError,
     RecordError,
     ShapeError,
+)
+from ._errors import (
+    IndexError_ as IndexError,  # noqa: A004 - exported under the natural name
 )
 from ._kind import Bool, Float, Int, Kind
 from .backend import Backend, Device, backends, device

@@ -72,9 +72,17 @@ class Gradients:
             if node.__class__ is not Leaf:
                 return None
             g = self._grads.get(node.id)
-        else:
-            i = grad_id(tensor, "grad")  # raises for tensors off an autodiff device
-            g = None if i is None else self._grads.get(i)
+            if g is None:
+                return None
+            inner = tensor.device.inner
+            t = _new_obj(_core.Tensor)
+            t.primitive = g
+            t.device = inner
+            t.kind = Float
+            t.ops = inner.ops[0]
+            return t  # type: ignore[no-any-return]
+        i = grad_id(tensor, "grad")  # raises for tensors off an autodiff device
+        g = None if i is None else self._grads.get(i)
         return None if g is None else _wrap(g, tensor)
 
     def remove(self, tensor: Tensor) -> Tensor | None:

@@ -248,5 +248,13 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         """``p`` cut from any autodiff graph (identity on plain backends)."""
         return p
 
+    def inner(self, p: Any) -> Any:
+        """The inner backend's primitive of ``p`` (``Autodiff`` unwraps; identity otherwise)."""
+        return p
+
+    def from_inner(self, p: Any) -> Any:
+        """An inner backend's primitive as this backend's, untracked (identity on plain backends)."""
+        return p
+
     def cast_list(self, ps: Sequence[Any], dtype: DType) -> list[Any]:
         return [self.cast(p, dtype) for p in ps]

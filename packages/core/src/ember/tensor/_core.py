@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import EmberError, KindError
 from .._kind import Bool, Float, Int, Kind
-from ._util import broadcast_shapes, check_same, norm_dim
+from ._util import broadcast_shapes, norm_dim
 
 if TYPE_CHECKING:
     from ._tensor import Tensor as _T

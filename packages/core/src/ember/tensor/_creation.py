@@ -9,12 +9,11 @@ import numpy as np
 
 from .._data import TensorData
 from .._distribution import Distribution
-from .._dtype import DType
 from .._errors import DTypeError, EmberError, KindError, ShapeError
 from .._kind import Bool, Float, Int, Kind
 from ..backend._device import Device
 from . import _core
-from ._util import as_shape, numel
+from ._util import as_shape
 
 _BY_NUMPY_KIND = {"b": Bool, "i": Int, "u": Int, "f": Float}
 
@@ -112,7 +111,9 @@ class CreationOps:
         return cls.from_data(data, device, Bool)
 
     @classmethod
-    def full(cls, shape: Sequence[int] | int, fill_value: float | int | bool, device: Device, kind: Kind | None = None) -> Any:
+    def full(
+        cls, shape: Sequence[int] | int, fill_value: float | int | bool, device: Device, kind: Kind | None = None
+    ) -> Any:
         """A tensor of ``shape`` filled with ``fill_value``; the kind follows the value unless given."""
         dev = _check_device("full", device)
         shp = as_shape("full", shape)
@@ -124,22 +125,17 @@ class CreationOps:
     @classmethod
     def zeros(cls, shape: Sequence[int] | int, device: Device, kind: Kind = Float) -> Any:
         """A tensor of zeros (``False`` for Bool)."""
-        dev = _check_device("zeros", device)
-        ops = dev.ops[kind.index]
-        return _core.new(ops.zeros(as_shape("zeros", shape), dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+        return _constant("zeros", shape, device, kind)
 
     @classmethod
     def ones(cls, shape: Sequence[int] | int, device: Device, kind: Kind = Float) -> Any:
-        dev = _check_device("ones", device)
-        ops = dev.ops[kind.index]
-        return _core.new(ops.ones(as_shape("ones", shape), dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+        """A tensor of ones (``True`` for Bool)."""
+        return _constant("ones", shape, device, kind)
 
     @classmethod
     def empty(cls, shape: Sequence[int] | int, device: Device, kind: Kind = Float) -> Any:
         """A tensor whose values must not be relied on (Ember fills zeros)."""
-        dev = _check_device("empty", device)
-        ops = dev.ops[kind.index]
-        return _core.new(ops.empty(as_shape("empty", shape), dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
+        return _constant("empty", shape, device, kind)
 
     def zeros_like(self) -> Any:
         return type(self).zeros(self.shape, self.device, self.kind)  # type: ignore[attr-defined]
@@ -248,5 +244,10 @@ class CreationOps:
         return cls.stack(cols, n)  # type: ignore[attr-defined]
 
 
-def numel_of(shape: Sequence[int]) -> int:
-    return numel(shape)
+def _constant(op: str, shape: Sequence[int] | int, device: Device, kind: Kind) -> Any:
+    """``zeros`` / ``ones`` / ``empty``: one backend call with the kind's dtype."""
+    dev = _check_device(op, device)
+    ops = dev.ops[kind.index]
+    p = getattr(ops, op)(as_shape(op, shape), dev.backend.dtype_for(kind.index), dev.handle)
+    return _core.new(p, dev, kind, ops)
+

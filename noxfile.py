@@ -1,0 +1,121 @@
+"""Ember's sessions: ``nox`` runs them all; ``nox -l`` lists them; ``nox -s NAME`` runs one.
+
+- ``conformance(<backend>)``: the conformance suite (``python -m ember.testing --backend NAME``) on
+  numpy, torch and jax; a backend whose package is not in ``packages/`` yet is skipped. One backend:
+  ``nox -s conformance -k numpy``.
+- ``tests``: each package's own ``packages/*/tests``.
+- ``lint``: ruff. ``typecheck``: mypy on every distribution's package.
+
+Every session builds its own virtualenv and installs the repository's packages editable with
+``-c constraints.txt`` (torch is always 2.13.0, the CPU wheel pip finds on disk), so
+``python -m pip install nox && nox`` works on a fresh machine. Environments are reused when
+they exist (``reuse_venv = "yes"``); ``nox -R`` also skips the installs, ``nox --reuse-venv=no``
+rebuilds from scratch. Arguments after ``--`` go to pytest / ruff / mypy
+(``nox -s conformance -k numpy -- -k sort -x``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+from nox.command import CommandFailed
+
+ROOT = Path(__file__).resolve().parent
+PYTHON = "3.11"
+CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
+
+# pip, not uv: pip reads the machine's find-links (the torch 2.13.0 CPU wheel on disk); uv does not.
+nox.options.default_venv_backend = "virtualenv"
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+#: backend name -> its package directory (the torch and jax issues add theirs)
+BACKENDS = {
+    "numpy": "packages/backend-numpy",
+    "torch": "packages/backend-torch",
+    "jax": "packages/backend-jax",
+}
+#: the source trees mypy checks: every distribution's package
+def _typechecked() -> list[str]:
+    return [str(src.relative_to(ROOT)) for p in _packages() for src in sorted((p / "src").iterdir()) if src.is_dir()]
+
+
+def _packages() -> list[Path]:
+    """Every distribution in ``packages/``, ember-core first."""
+    found = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
+    return sorted(found, key=lambda p: p.name != "core")
+
+
+def _has_test_extra(package: Path) -> bool:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10 running nox: install without extras
+        return False
+    with open(package / "pyproject.toml", "rb") as f:
+        meta = tomllib.load(f)
+    return "test" in meta.get("project", {}).get("optional-dependencies", {})
+
+
+def _editable(*packages: Path) -> list[str]:
+    args: list[str] = []
+    for p in packages:
+        rel = p.relative_to(ROOT).as_posix()
+        args += ["-e", f"{rel}[test]" if _has_test_extra(p) else rel]
+    return args
+
+
+def _install(session: nox.Session, *packages: Path, extra: tuple[str, ...] = ()) -> None:
+    session.install(*CONSTRAINTS, *_editable(*packages), *extra)
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("backend", list(BACKENDS), ids=list(BACKENDS))
+def conformance(session: nox.Session, backend: str) -> None:
+    """The conformance suite on one backend."""
+    package = ROOT / BACKENDS[backend]
+    if not (package / "pyproject.toml").is_file():
+        session.skip(f"{BACKENDS[backend]} is not in the repository yet (its backend issue adds it)")
+    _install(session, ROOT / "packages/core", package)
+    session.run("python", "-m", "ember", "backends")
+    session.run("python", "-m", "ember.testing", "--backend", backend, "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Each package's own tests (``packages/*/tests``), one pytest run per package."""
+    packages = _packages()
+    _install(session, *packages)
+    failed: list[str] = []
+    for package in packages:
+        tests_dir = package / "tests"
+        if not any(tests_dir.glob("**/test_*.py")):
+            session.log(f"{package.name}: no tests in {tests_dir.relative_to(ROOT)}")
+            continue
+        try:  # run every package's tests, then fail naming the packages that failed
+            # with a selection (`nox -s tests -- -k name`) a package may have no test left: exit 5 is fine
+            ok = [0, 5] if session.posargs else [0]
+            session.run("python", "-m", "pytest", tests_dir.relative_to(ROOT).as_posix(), *session.posargs,
+                        success_codes=ok)
+        except CommandFailed:
+            failed.append(package.name)
+    if failed:
+        session.error(f"tests failed in: {', '.join(failed)}")
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff check over the whole repository (settings in the root pyproject.toml)."""
+    session.install(*CONSTRAINTS, "ruff")
+    session.run("ruff", "check", *(session.posargs or ["."]))
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy on the public packages (settings in the root pyproject.toml)."""
+    # ember-core with its dependencies; the other distributions without theirs (torch and jax are
+    # not needed to type-check: the root pyproject tells mypy to skip them)
+    session.install(*CONSTRAINTS, "-e", "packages/core", "mypy")
+    others = [arg for p in _packages() if p.name != "core" for arg in ("-e", p.relative_to(ROOT).as_posix())]
+    session.install("--no-deps", *others)
+    session.run("mypy", *(session.posargs or _typechecked()))

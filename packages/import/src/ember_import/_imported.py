@@ -1,0 +1,157 @@
+"""``ImportedFile``: what a model file holds, as Ember values: ``TensorData`` leaves plus plain values.
+
+The unpickled object of a ``.pt`` file is a tree (dicts, ``OrderedDict`` s, lists, tuples) whose tensor leaves
+become :class:`~ember.TensorData`. :attr:`ImportedFile.tensors` flattens it to dotted keys, as
+``state_dict`` keys are already written (``{"model": {"fc.weight": t}}`` gives ``"model.fc.weight"``; list
+items get their index), and :attr:`ImportedFile.values` holds every non-tensor leaf (epoch numbers, config
+dicts, strings) under the same kind of key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ember import TensorData
+
+from ._errors import ModelImportError
+from ._storage import Storage
+from ._torch_types import StorageType, TorchDType
+from ._views import PendingTensor
+
+__all__ = ["ImportedFile", "flatten", "map_tree"]
+
+
+#: deepest nesting of containers accepted (a state_dict is a few levels deep; hostile pickles can nest millions)
+MAX_DEPTH = 200
+#: most leaves ``flatten`` yields (shared references in a pickle can make a tiny file describe a huge tree)
+MAX_LEAVES = 10_000_000
+
+
+def _is_container(v: Any) -> bool:
+    return isinstance(v, (dict, list, tuple))
+
+
+def map_tree(obj: Any, fn: Callable[[PendingTensor | Storage], TensorData]) -> Any:
+    """``obj`` with every :class:`PendingTensor` (or bare :class:`Storage`) replaced by ``fn(t)``.
+
+    Containers are rebuilt (``OrderedDict`` s as plain dicts, order kept); dtype markers become strings such
+    as ``"torch.float32"``. An object referenced twice in the pickle is converted once and shared.
+
+    Raises:
+        ModelImportError: nesting deeper than :data:`MAX_DEPTH`.
+    """
+    memo: dict[int, Any] = {}
+
+    def walk(v: Any, depth: int) -> Any:
+        key = id(v)
+        if key in memo:
+            return memo[key]
+        if isinstance(v, (PendingTensor, Storage)):
+            out: Any = fn(v)
+        elif isinstance(v, TorchDType):
+            return str(v)
+        elif isinstance(v, StorageType):
+            return repr(v)
+        elif not _is_container(v):
+            return v
+        elif depth >= MAX_DEPTH:
+            raise ModelImportError(f"the pickled object nests containers deeper than {MAX_DEPTH} levels; refused.")
+        elif isinstance(v, dict):
+            out = memo[key] = {}  # registered before the children: a cycle comes back to this dict
+            for k, c in v.items():
+                out[k] = walk(c, depth + 1)
+        elif isinstance(v, list):
+            out = memo[key] = []
+            out.extend(walk(c, depth + 1) for c in v)
+        else:
+            out = tuple(walk(c, depth + 1) for c in v)
+        memo[key] = out
+        return out
+
+    try:
+        return walk(obj, 0)
+    finally:
+        memo.clear()  # `walk` is a closure cycle holding `memo`: never let it keep the tree alive
+
+
+def flatten(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Yield ``(dotted_key, leaf)`` for every leaf of a tree of dicts, lists and tuples (depth-first, in order).
+
+    Empty containers yield nothing; a non-container root yields ``(prefix, obj)``; a list or tuple of plain
+    scalars is one leaf. A container shared under two keys yields its leaves under both.
+
+    Raises:
+        ModelImportError: a cycle (a container inside itself), or more than :data:`MAX_LEAVES` leaves.
+    """
+    path: set[int] = set()
+    count = 0
+
+    def walk(key: str, v: Any) -> Iterator[tuple[str, Any]]:
+        nonlocal count
+        if isinstance(v, dict):
+            children: Any = ((f"{key}.{k}" if key else str(k), c) for k, c in v.items())
+        elif isinstance(v, (list, tuple)) and not (key and _is_value_tuple(v)):
+            children = ((f"{key}.{i}" if key else str(i), c) for i, c in enumerate(v))
+        else:
+            count += 1
+            if count > MAX_LEAVES:
+                raise ModelImportError(f"the file's object has more than {MAX_LEAVES} leaves; refused.")
+            yield key, v
+            return
+        if id(v) in path:
+            raise ModelImportError(f"the file's object contains itself (a cycle at {key or 'the root'!r}); refused.")
+        path.add(id(v))
+        for k, c in children:
+            yield from walk(k, c)
+        path.discard(id(v))
+
+    yield from walk(prefix, obj)
+
+
+def _is_value_tuple(v: Any) -> bool:
+    """A list/tuple of plain scalars (e.g. a config's ``kernel_size=(3, 3)``) is one value, not a subtree."""
+    return bool(v) and all(isinstance(x, (int, float, str, bool, type(None))) for x in v)
+
+
+class ImportedFile:
+    """The contents of a model file: its object tree with ``TensorData`` leaves, flattened views of it.
+
+    Attributes:
+        path: the file.
+        format: ``"pytorch-zip"``, ``"pytorch-legacy"`` or ``"safetensors"``.
+        root: the file's object as Ember values (dicts, lists, tuples, ``TensorData``, plain values).
+        tensors: every tensor leaf under its dotted key, in file order.
+        values: every non-tensor leaf (epoch numbers, strings, config entries) under its dotted key.
+        metadata: format details (``byteorder``, safetensors header ``__metadata__``, ...).
+    """
+
+    __slots__ = ("path", "format", "root", "tensors", "values", "metadata")
+
+    def __init__(self, path: Path, format: str, root: Any, metadata: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.format = format
+        self.root = root
+        self.metadata = dict(metadata or {})
+        self.tensors: dict[str, TensorData] = {}
+        self.values: dict[str, Any] = {}
+        for key, leaf in flatten(root):
+            if isinstance(leaf, TensorData):
+                self.tensors[key] = leaf
+            else:
+                self.values[key] = leaf
+
+    @property
+    def num_params(self) -> int:
+        """Total number of tensor elements."""
+        return sum(t.num_elements for t in self.tensors.values())
+
+    @property
+    def num_bytes(self) -> int:
+        """Total bytes of the tensors' elements."""
+        return sum(t.num_elements * t.dtype.itemsize for t in self.tensors.values())
+
+    def __repr__(self) -> str:
+        return (f"ImportedFile({str(self.path)!r}, format={self.format!r}, {len(self.tensors)} tensors, "
+                f"{len(self.values)} values)")

@@ -1,0 +1,182 @@
+"""Reader of the zip format written by ``torch.save`` (PyTorch >= 1.6, the default).
+
+Layout (source: ``torch/serialization.py`` ``_save`` and ``caffe2/serialize/inline_container.cc``)::
+
+    <prefix>/data.pkl            the pickled object; storages appear as persistent ids
+                                 ("storage", torch.<X>Storage, key, location, numel)
+    <prefix>/data/<key>          each storage's raw bytes, stored uncompressed, 64-byte aligned
+    <prefix>/byteorder           "little" or "big" (absent in old files: little)
+    <prefix>/version, .format_version, .storage_alignment, .data/serialization_id
+
+``<prefix>`` is any directory name (``archive`` by default, the file's stem in older versions). The zip is
+only *read*: entry names are checked (no ``..``, no absolute or drive paths, one prefix) but never used as
+file-system paths. Storage sizes declared by the pickle must equal their entries' sizes before any byte is
+read, and stored entries are read in place (``mmap`` or one ``readinto`` per storage).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zipfile
+from pathlib import PurePosixPath
+from typing import Any, BinaryIO
+
+from ._errors import ModelImportError
+from ._storage import Storage
+from ._torch_types import StorageType
+from ._unpickler import SafeUnpickler, safe_load
+
+__all__ = ["read_zip"]
+
+_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, (skipped fields), name length, extra length
+
+
+def check_member_name(name: str, origin: str) -> None:
+    """Refuse a zip entry name that could escape a directory if it were ever extracted.
+
+    Raises:
+        ModelImportError: ``..`` components, an absolute path, a drive letter, backslashes or NUL.
+    """
+    parts = PurePosixPath(name).parts
+    if (not name or name.startswith(("/", "\\")) or "\\" in name or "\x00" in name or ".." in parts
+            or re.match(r"^[A-Za-z]:", name)):
+        raise ModelImportError(
+            f"{origin}: the zip archive has an entry named {name!r} (absolute, with '..' or a drive); a file "
+            "written by torch.save never does. Refusing the file."
+        )
+
+
+def _prefix(infos: list[zipfile.ZipInfo], origin: str) -> str:
+    tops = {i.filename.split("/", 1)[0] for i in infos}
+    if len(tops) != 1:
+        raise ModelImportError(
+            f"{origin}: the zip archive has entries under several top-level names ({', '.join(sorted(tops)[:5])}); "
+            "a torch.save archive has exactly one directory. Is it a PyTorch file?"
+        )
+    return tops.pop()
+
+
+def _data_offset(f: BinaryIO, info: zipfile.ZipInfo, file_size: int, origin: str) -> int:
+    f.seek(info.header_offset)
+    head = f.read(_LOCAL_HEADER.size)
+    if len(head) != _LOCAL_HEADER.size:
+        raise ModelImportError(f"{origin}: the zip entry {info.filename!r} is truncated.")
+    sig, name_len, extra_len = _LOCAL_HEADER.unpack(head)
+    if sig != b"PK\x03\x04":
+        raise ModelImportError(f"{origin}: the zip entry {info.filename!r} has a corrupted local header.")
+    offset = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+    if offset + info.compress_size > file_size:
+        raise ModelImportError(
+            f"{origin}: the zip entry {info.filename!r} ({info.compress_size} bytes at offset {offset}) extends past "
+            f"the end of the file ({file_size} bytes); the file is truncated."
+        )
+    return offset
+
+
+def read_zip(
+    f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int
+) -> tuple[Any, list[Storage], bool]:
+    """Unpickle a torch.save zip archive. Returns ``(root, storages, big_endian)``; storages are not read yet.
+
+    Raises:
+        ModelImportError: not a valid zip, unsafe entry names, a TorchScript archive, a missing or
+            oversized ``data.pkl``, storage declarations that do not match the archive, a refused global.
+    """
+    try:
+        zf = zipfile.ZipFile(f)
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise ModelImportError(
+            f"{origin}: not a valid zip archive ({exc}); the file is truncated or corrupted."
+        ) from None
+    if not infos:
+        raise ModelImportError(f"{origin}: the zip archive is empty; not a torch.save file.")
+    for info in infos:
+        check_member_name(info.filename, origin)
+    prefix = _prefix(infos, origin)
+    by_name = {i.filename: i for i in infos}
+    if f"{prefix}/constants.pkl" in by_name or any(n.startswith(f"{prefix}/code/") for n in by_name):
+        raise ModelImportError(
+            f"{origin}: this is a TorchScript archive (torch.jit.save), which holds code. Load it in PyTorch and "
+            "save `model.state_dict()` with torch.save, then import that."
+        )
+    pkl = by_name.get(f"{prefix}/data.pkl")
+    if pkl is None:
+        raise ModelImportError(f"{origin}: the zip archive has no '{prefix}/data.pkl'; not a torch.save file.")
+    limit = max(64 * file_size, 1 << 26)  # a compressed pickle may expand, but not absurdly
+    if pkl.file_size > limit:
+        raise ModelImportError(
+            f"{origin}: '{pkl.filename}' declares {pkl.file_size} bytes (file: {file_size}); refusing to expand it."
+        )
+    try:
+        data = zf.read(pkl)
+        order = zf.read(by_name[f"{prefix}/byteorder"]) if f"{prefix}/byteorder" in by_name else b"little"
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise ModelImportError(f"{origin}: cannot read the archive's pickle ({exc}); the file is corrupted.") from None
+    if order not in (b"little", b"big"):
+        raise ModelImportError(f"{origin}: the byteorder record is {order[:16]!r}, expected 'little' or 'big'.")
+
+    storages: dict[str, Storage] = {}
+
+    def persistent_load(pid: Any) -> Storage:
+        if not isinstance(pid, tuple) or len(pid) != 5:
+            raise ModelImportError(f"{origin}: unexpected persistent id {pid!r:.200} (expected a storage reference).")
+        typename, stype, key, _location, numel = pid
+        if isinstance(typename, bytes):
+            typename = typename.decode("ascii", "replace")
+        if typename != "storage" or not isinstance(stype, StorageType):
+            raise ModelImportError(f"{origin}: unexpected persistent id {pid!r:.200} (expected a storage reference).")
+        if isinstance(key, bytes):
+            key = key.decode("ascii", "replace")
+        if not isinstance(key, str) or not _KEY.match(key) or ".." in key:
+            raise ModelImportError(f"{origin}: a storage key is {key!r:.80}, expected a short name such as '0'.")
+        if stype.unsupported:
+            raise ModelImportError(
+                f"{origin}: storage '{key}' holds {stype.unsupported} elements, which Ember does not support; "
+                "convert the tensor in PyTorch before saving (e.g. t.float())."
+            )
+        if isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
+            raise ModelImportError(f"{origin}: storage '{key}' declares {numel!r} elements, expected an int >= 0.")
+        if key in storages:
+            return storages[key]
+        name = f"{prefix}/data/{key}"
+        info = by_name.get(name)
+        if info is None:
+            raise ModelImportError(f"{origin}: the pickle refers to storage '{key}' but the archive has no '{name}'.")
+        itemsize = stype.dtype.itemsize if stype.dtype is not None else 1
+        nbytes = numel * itemsize
+        if info.file_size != nbytes:
+            raise ModelImportError(
+                f"{origin}: storage '{key}' declares {numel} elements ({nbytes} bytes) but '{name}' holds "
+                f"{info.file_size} bytes; the file is corrupted or malicious."
+            )
+        st = Storage(key, nbytes, stype.dtype, name)
+        if info.compress_type == zipfile.ZIP_STORED:
+            if info.compress_size != nbytes:
+                raise ModelImportError(
+                    f"{origin}: '{name}' is stored with {info.compress_size} bytes, expected {nbytes}."
+                )
+            st.set(file_offset=_data_offset(f, info, file_size, origin))
+        else:  # torch never compresses; other zip tools might. Read (and bound) it now.
+            if nbytes > max_tensor_bytes:
+                raise ModelImportError(
+                    f"{origin}: compressed entry '{name}' declares {nbytes} bytes, above the {max_tensor_bytes}-byte "
+                    "limit."
+                )
+            import numpy as np
+
+            try:
+                st.set(array=np.frombuffer(bytearray(zf.read(info)), dtype=np.uint8))
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+                raise ModelImportError(f"{origin}: cannot read '{name}' ({exc}); the file is corrupted.") from None
+        storages[key] = st
+        return st
+
+    import io
+
+    unpickler = SafeUnpickler(io.BytesIO(data), origin=origin, persistent_load=persistent_load,
+                              max_tensor_bytes=max_tensor_bytes)
+    root = safe_load(unpickler, origin, f"'{pkl.filename}'")
+    return root, list(storages.values()), order == b"big"

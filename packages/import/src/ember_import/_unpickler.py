@@ -1,0 +1,245 @@
+"""The safe unpickler: the only globals a PyTorch ``state_dict`` needs, and nothing else.
+
+A ``.pt`` file is a pickle, and unpickling a hostile pickle runs arbitrary code (``os.system``,
+``builtins.eval``, ``subprocess.Popen`` reached through ``GLOBAL``/``STACK_GLOBAL`` + ``REDUCE``).
+:class:`SafeUnpickler` overrides ``find_class`` so that every global resolves through an explicit table to an
+inert stand-in defined by Ember (never the real torch object, and torch is never imported); any other name
+raises :class:`ModelImportError` naming it, before anything is called. ``persistent_load`` hands storage
+references to the format reader (zip or legacy).
+
+The allow-list (compare ``torch._weights_only_unpickler``):
+
+- ``torch._utils._rebuild_tensor_v2`` / ``_rebuild_tensor_v3``: a tensor view (checked by :func:`make_view`);
+- ``torch._utils._rebuild_parameter`` / ``_rebuild_parameter_with_state``: ``nn.Parameter`` (the data kept);
+- ``torch._tensor._rebuild_from_type_v2`` with ``torch.Tensor`` / ``torch.nn.parameter.Parameter``;
+- ``torch.<X>Storage``, ``torch.storage.UntypedStorage`` (markers) and ``torch.<dtype>`` (markers);
+- ``collections.OrderedDict``, ``builtins.set`` / ``frozenset`` / ``complex`` / ``bytearray`` (from bytes only),
+  ``torch.Size`` (a tuple), ``torch.device`` (a string), ``_codecs.encode`` (latin-1 only: how protocol 2
+  writes ``bytes``).
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+import codecs
+import pickle
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from ember import DType
+
+from ._errors import ModelImportError
+from ._frozen import Frozen
+from ._torch_types import STORAGE_TYPES, TORCH_DTYPES, TorchDType
+from ._views import PendingTensor, make_view
+
+__all__ = ["SafeUnpickler", "TensorType", "safe_load"]
+
+
+class TensorType(Frozen):
+    """Marker for ``torch.Tensor`` / ``torch.nn.Parameter`` used as a type argument; never callable."""
+
+    __slots__ = ("name",)
+    name: str
+
+    def __init__(self, name: str) -> None:
+        object.__setattr__(self, "name", name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_TENSOR = TensorType("torch.Tensor")
+_PARAMETER = TensorType("torch.nn.Parameter")
+
+_PICKLE_ERRORS = (
+    pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+    OverflowError, RecursionError, UnicodeDecodeError, MemoryError,
+)
+
+
+class _Allowed(Frozen):
+    """An allowed callable as the pickle sees it: callable, but its attributes cannot be changed (``BUILD``)."""
+
+    __slots__ = ("_fn", "_name")
+    _fn: Callable[..., Any]
+    _name: str
+
+    def __init__(self, fn: Callable[..., Any], name: str) -> None:
+        object.__setattr__(self, "_fn", fn)
+        object.__setattr__(self, "_name", name)
+
+    def __call__(self, *args: Any) -> Any:
+        return self._fn(*args)
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+def _size(items: Any = ()) -> tuple[int, ...]:
+    if not isinstance(items, (tuple, list)) or any(isinstance(i, bool) or not isinstance(i, int) for i in items):
+        raise ModelImportError(f"torch.Size({items!r}): expected a tuple of ints.")
+    return tuple(items)
+
+
+def _device(spec: Any, index: Any = None) -> str:
+    if not isinstance(spec, str) or (index is not None and not isinstance(index, int)):
+        raise ModelImportError(f"torch.device({spec!r}, {index!r}): expected a device string.")
+    return spec if index is None else f"{spec}:{index}"
+
+
+def _codecs_encode(obj: Any, encoding: Any = "utf-8", errors: Any = "strict") -> bytes:
+    if not isinstance(obj, str) or encoding not in ("latin1", "latin-1") or errors != "strict":
+        raise ModelImportError(
+            f"_codecs.encode({type(obj).__name__}, {encoding!r}): only a latin-1 string (protocol 2 bytes) is "
+            "allowed."
+        )
+    return codecs.encode(obj, "latin1")
+
+
+def _bytearray(value: Any = b"", encoding: Any = None) -> bytearray:
+    if isinstance(value, str) and encoding in ("latin1", "latin-1"):
+        return bytearray(value, "latin1")
+    if isinstance(value, (bytes, bytearray)) and encoding is None:
+        return bytearray(value)
+    raise ModelImportError(f"bytearray({type(value).__name__}): only bytes or a latin-1 string are allowed.")
+
+
+def _complex(real: Any = 0.0, imag: Any = 0.0) -> complex:
+    if not all(isinstance(v, (int, float)) for v in (real, imag)):
+        raise ModelImportError("complex(...): only numbers are allowed.")
+    return complex(real, imag)
+
+
+def _rebuild_parameter(data: Any, requires_grad: Any = True, backward_hooks: Any = None, state: Any = None) -> Any:
+    if not isinstance(data, PendingTensor):
+        raise ModelImportError(f"torch.nn.Parameter rebuilt from a {type(data).__name__}, expected a tensor.")
+    return data
+
+
+class SafeUnpickler(pickle.Unpickler):
+    """``pickle.Unpickler`` resolving globals only through Ember's allow-list (see the module docstring).
+
+    Args:
+        file: a binary file positioned at the pickle.
+        origin: the file's name, for messages.
+        persistent_load: resolves a persistent id (a storage reference) or raises ModelImportError; None
+            refuses every persistent id.
+        max_tensor_bytes: the largest tensor :func:`make_view` accepts.
+
+    Raises (``load``):
+        ModelImportError: a global outside the allow-list (named), a malformed or truncated pickle, a bad
+            tensor declaration.
+    """
+
+    def __init__(self, file: BinaryIO, *, origin: str, persistent_load: Callable[[Any], Any] | None = None,
+                 max_tensor_bytes: int = 1 << 30) -> None:
+        super().__init__(file)
+        self._origin = origin
+        self._persistent = persistent_load
+        self._max_bytes = max_tensor_bytes
+        v2 = _Allowed(self._rebuild_v2, "torch._utils._rebuild_tensor_v2")
+        v3 = _Allowed(self._rebuild_v3, "torch._utils._rebuild_tensor_v3")
+        self._rebuilders: tuple[_Allowed, ...] = (v2, v3)
+        from_type = _Allowed(self._rebuild_from_type_v2, "torch._tensor._rebuild_from_type_v2")
+        param = _Allowed(_rebuild_parameter, "torch._utils._rebuild_parameter")
+        allowed: dict[tuple[str, str], Any] = {
+            ("torch._utils", "_rebuild_tensor_v2"): v2,
+            ("torch._utils", "_rebuild_tensor_v3"): v3,
+            ("torch._utils", "_rebuild_parameter"): param,
+            ("torch._utils", "_rebuild_parameter_with_state"): param,
+            ("torch._tensor", "_rebuild_from_type_v2"): from_type,
+            ("torch.tensor", "_rebuild_from_type_v2"): from_type,
+            ("torch", "Tensor"): _TENSOR,
+            ("torch._tensor", "Tensor"): _TENSOR,
+            ("torch.nn.parameter", "Parameter"): _PARAMETER,
+            ("torch.nn", "Parameter"): _PARAMETER,
+            ("collections", "OrderedDict"): OrderedDict,  # immutable C types: BUILD cannot modify them
+            ("builtins", "set"): set,
+            ("builtins", "frozenset"): frozenset,
+            ("builtins", "complex"): _Allowed(_complex, "complex"),
+            ("builtins", "bytearray"): _Allowed(_bytearray, "bytearray"),
+            ("torch", "Size"): _Allowed(_size, "torch.Size"),
+            ("torch", "device"): _Allowed(_device, "torch.device"),
+            ("_codecs", "encode"): _Allowed(_codecs_encode, "_codecs.encode"),
+        }
+        allowed.update(STORAGE_TYPES)
+        allowed.update(TORCH_DTYPES)
+        self._allowed = allowed
+
+    def find_class(self, module: str, name: str) -> Any:
+        key = (module, name)
+        if key in _compat_pickle.NAME_MAPPING:  # Python 2 names written by protocol < 3
+            key = _compat_pickle.NAME_MAPPING[key]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            key = (_compat_pickle.IMPORT_MAPPING[module], name)
+        try:
+            return self._allowed[key]
+        except (KeyError, TypeError):
+            pass
+        hint = ""
+        if module.startswith("__torch__") or module.startswith("torch.jit"):
+            hint = " The file looks like a TorchScript archive; save `model.state_dict()` instead."
+        elif name in ("Module",) or module.startswith("torch.nn.modules"):
+            hint = " The file pickles a whole nn.Module; save `model.state_dict()` instead."
+        raise ModelImportError(
+            f"{self._origin}: the pickle asks for the global '{module}.{name}', which is not on Ember's allow-list "
+            f"of what a state_dict needs (tensors, Parameters, storages, dtypes, OrderedDict, plain Python values). "
+            f"Ember refuses it and runs no code from the file.{hint} If you trust the file, load it with "
+            "torch.load and re-save only the tensors (torch.save(model.state_dict(), ...) or safetensors)."
+        )
+
+    def close(self) -> None:
+        """Drop the references to the reader's state: the pickle memo holds the allowed callables, which refer
+        back to this unpickler; without this the loaded buffers would wait for the cyclic garbage collector."""
+        self.memo = {}
+        self._allowed = {}
+        self._rebuilders = ()
+        self._persistent = None
+
+    def persistent_load(self, pid: Any) -> Any:
+        if self._persistent is None:
+            raise ModelImportError(f"{self._origin}: unexpected persistent id {pid!r} in this part of the file.")
+        return self._persistent(pid)
+
+    # --- tensor rebuilders (bound to this file's origin and limits) ---
+    def _rebuild_v2(self, storage: Any, storage_offset: Any, size: Any, stride: Any, requires_grad: Any = False,
+                    backward_hooks: Any = None, metadata: Any = None) -> PendingTensor:
+        return make_view(storage, storage_offset, size, stride, None, origin=self._origin, max_bytes=self._max_bytes)
+
+    def _rebuild_v3(self, storage: Any, storage_offset: Any, size: Any, stride: Any, requires_grad: Any,
+                    backward_hooks: Any, dtype: Any, metadata: Any = None) -> PendingTensor:
+        if not isinstance(dtype, TorchDType):
+            raise ModelImportError(f"{self._origin}: _rebuild_tensor_v3 got dtype {dtype!r}, expected a torch dtype.")
+        if dtype.dtype is None:
+            raise ModelImportError(
+                f"{self._origin}: a tensor has element type {dtype}, which Ember does not support (supported: "
+                f"{', '.join(d.value for d in DType)}). Convert it in PyTorch before saving, e.g. t.to(torch.int64)."
+            )
+        return make_view(storage, storage_offset, size, stride, dtype.dtype, origin=self._origin,
+                         max_bytes=self._max_bytes)
+
+    def _rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any = None) -> Any:
+        if not any(func is f for f in self._rebuilders) or not isinstance(new_type, TensorType):
+            raise ModelImportError(
+                f"{self._origin}: _rebuild_from_type_v2({func!r}, {new_type!r}) is not a plain tensor or Parameter."
+            )
+        if not isinstance(args, tuple):
+            raise ModelImportError(f"{self._origin}: _rebuild_from_type_v2 got malformed arguments.")
+        return func(*args)
+
+
+def safe_load(unpickler: SafeUnpickler, origin: str, what: str = "the pickle") -> Any:
+    """Run ``unpickler.load()``, turning every pickle failure into :class:`ModelImportError`."""
+    try:
+        return unpickler.load()
+    except ModelImportError:
+        raise
+    except _PICKLE_ERRORS as exc:
+        raise ModelImportError(
+            f"{origin}: {what} is malformed or truncated ({type(exc).__name__}: {exc}); the file is corrupted or "
+            "not a PyTorch file."
+        ) from None
+    finally:
+        unpickler.close()
