@@ -83,14 +83,14 @@ def conformance(session: nox.Session, backend: str) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Each package's own tests (``packages/*/tests``), one pytest run per package."""
+    """Each package's own tests (``packages/*/tests``), then ``examples/tests``; one pytest run each."""
     packages = _packages()
     _install(session, *packages)
     failed: list[str] = []
-    for package in packages:
-        tests_dir = package / "tests"
+    suites = [(package.name, package / "tests") for package in packages] + [("examples", ROOT / "examples/tests")]
+    for name, tests_dir in suites:
         if not any(tests_dir.glob("**/test_*.py")):
-            session.log(f"{package.name}: no tests in {tests_dir.relative_to(ROOT)}")
+            session.log(f"{name}: no tests in {tests_dir.relative_to(ROOT)}")
             continue
         try:  # run every package's tests, then fail naming the packages that failed
             # with a selection (`nox -s tests -- -k name`) a package may have no test left: exit 5 is fine
@@ -98,7 +98,7 @@ def tests(session: nox.Session) -> None:
             session.run("python", "-m", "pytest", tests_dir.relative_to(ROOT).as_posix(), *session.posargs,
                         success_codes=ok)
         except CommandFailed:
-            failed.append(package.name)
+            failed.append(name)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
 

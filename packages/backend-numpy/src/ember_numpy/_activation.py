@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from ._float import _work, erfc
-from ._quiet import quiet
+from ._quiet import enter, leave, quiet
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
-_max_reduce = np.maximum.reduce
-_add_reduce = np.add.reduce
+_max_reduce: Any = np.maximum.reduce
+_add_reduce: Any = np.add.reduce  # positional keepdims: the stubs want keywords (slower)
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -59,20 +59,26 @@ class NumpyActivationOps:
         return r.astype(a.dtype, copy=False)
 
     @staticmethod
-    @quiet
     def softmax(a: Any, dim: int) -> Any:
         dt = a.dtype
-        w = a.astype(_F32) if dt is _F16 else a
-        e = w - _max_reduce(w, dim, None, None, True)
-        np.exp(e, out=e)
-        e /= _add_reduce(e, dim, None, None, True)
-        return e if e.dtype is dt else e.astype(dt)
+        tok = enter()
+        try:
+            w = a.astype(_F32) if dt is _F16 else a
+            e = w - _max_reduce(w, dim, None, None, True)
+            np.exp(e, out=e)
+            e /= _add_reduce(e, dim, None, None, True)
+            return e if e.dtype is dt else e.astype(dt)
+        finally:
+            leave(tok)
 
     @staticmethod
-    @quiet
     def log_softmax(a: Any, dim: int) -> Any:
         dt = a.dtype
-        w = a.astype(_F32) if dt is _F16 else a
-        s = w - _max_reduce(w, dim, None, None, True)
-        s -= np.log(_add_reduce(np.exp(s), dim, None, None, True))
-        return s if s.dtype is dt else s.astype(dt)
+        tok = enter()
+        try:
+            w = a.astype(_F32) if dt is _F16 else a
+            s = w - _max_reduce(w, dim, None, None, True)
+            s -= np.log(_add_reduce(np.exp(s), dim, None, None, True))
+            return s if s.dtype is dt else s.astype(dt)
+        finally:
+            leave(tok)

@@ -22,8 +22,8 @@ from ._module import NumpyModuleOps
 from ._numeric import NumpyNumericOps
 from ._shape import NumpyShapeOps
 
-_NP = {d: d.to_numpy() for d in DType if d is not DType.BFLOAT16}
-_FROM_NP = {v: k for k, v in _NP.items()}
+_NP: dict[DType, np.dtype[Any]] = {d: d.to_numpy() for d in DType if d is not DType.BFLOAT16}
+_FROM_NP: dict[np.dtype[Any], DType] = {v: k for k, v in _NP.items()}
 
 
 class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
@@ -67,7 +67,7 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
             self.options["blas_threads"] = blas_threads
 
     #: the shape of an ndarray (or numpy scalar) is already a tuple of ints: no Python frame
-    shape = staticmethod(attrgetter("shape"))
+    shape = staticmethod(attrgetter("shape"))  # type: ignore[assignment]
 
     # ---- devices and seeding
     def _make_device(self, name: str) -> Device:

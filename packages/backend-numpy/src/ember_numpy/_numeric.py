@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._quiet import quiet, quiet2
+from ._quiet import enter, leave, quiet, quiet2
 
 __all__ = ["NumpyNumericOps", "quiet"]
 
@@ -29,9 +29,10 @@ _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
 
-_add_reduce = np.add.reduce
-_max_reduce = np.maximum.reduce
-_min_reduce = np.minimum.reduce
+_add_reduce: Any = np.add.reduce  # positional keepdims: the stubs want keywords (slower)
+_max_reduce: Any = np.maximum.reduce
+_min_reduce: Any = np.minimum.reduce
+_matmul = np.matmul
 
 
 def _acc(dt: np.dtype) -> np.dtype:
@@ -104,19 +105,18 @@ class NumpyNumericOps:
 
     # ---- reductions: whole-tensor ones give shape (1,), *_dim ones keep the dim
     # sums keep a's dtype (Bool: the backend's int dtype), accumulated in float32 for float16
-    @quiet
     def sum(self, a: Any) -> Any:
-        dt = a.dtype
-        if dt is _F16:
-            return _add_reduce(a, None, _F32, None, True).astype(_F16).reshape(1)
-        return _add_reduce(a, None, self._idt if dt is _BOOL else dt, None, True).reshape(1)  # type: ignore[attr-defined]
+        return self.sum_dim(a, None).reshape(1)
 
-    @quiet
-    def sum_dim(self, a: Any, dim: int) -> Any:
+    def sum_dim(self, a: Any, dim: int | None) -> Any:
         dt = a.dtype
-        if dt is _F16:
-            return _add_reduce(a, dim, _F32, None, True).astype(_F16)
-        return _add_reduce(a, dim, self._idt if dt is _BOOL else dt, None, True)  # type: ignore[attr-defined]
+        tok = enter()
+        try:
+            if dt is _F16:
+                return _add_reduce(a, dim, _F32, None, True).astype(_F16)
+            return _add_reduce(a, dim, self._idt if dt is _BOOL else dt, None, True)  # type: ignore[attr-defined]
+        finally:
+            leave(tok)
 
     @staticmethod
     @quiet
@@ -257,11 +257,14 @@ class NumpyNumericOps:
 
     # ---- linear algebra
     @staticmethod
-    @quiet
     def matmul(a: Any, b: Any) -> Any:
-        if a.dtype is _F16:
-            return np.matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-        return np.matmul(a, b)
+        tok = enter()
+        try:
+            if a.dtype is _F16:
+                return _matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
+            return _matmul(a, b)
+        finally:
+            leave(tok)
 
 
 def _mean(a: Any, dim: int | None, n: int) -> Any:

@@ -17,7 +17,10 @@ Robustness: these names are private, so the fast path is used only when (1) they
 self-test at import shows that the state they set is the "ignore" state (``np.geterr()``) and
 that the caller's state comes back after ``reset``. Otherwise (numpy 1.x, or a future numpy that
 changes them) :func:`quiet` falls back to ``np.errstate(all="ignore")``: same behaviour, slower.
-:data:`FAST` tells which path is in use. One difference with ``np.errstate``: the "ignore" state
+:data:`FAST` tells which path is in use.
+
+For a kernel of several statements, ``tok = enter()`` ... ``leave(tok)`` (in a ``try``/``finally``)
+does the same inline, without the wrapper's extra Python frame. One difference with ``np.errstate``: the "ignore" state
 is built at import, so a ufunc buffer size set later with ``np.setbufsize`` is not seen inside the
 kernels (it affects speed only, never results).
 """
@@ -25,11 +28,12 @@ kernels (it affects speed only, never results).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FAST", "quiet", "quiet1", "quiet2"]
+__all__ = ["FAST", "enter", "leave", "quiet", "quiet1", "quiet2"]
 
 F = Callable[..., Any]
 
@@ -68,6 +72,10 @@ def _named(op: F, f: F) -> F:
 
 if _FAST is not None:
     _set, _reset, _IGNORE = _FAST
+    #: ``tok = enter()``: numpy's errors ignored from here on (C-level calls, no Python frame)
+    enter: Callable[[], Any] = partial(_set, _IGNORE)
+    #: ``leave(tok)``: the state from before the matching :func:`enter` restored
+    leave: Callable[[Any], Any] = _reset
 
     def quiet(f: F) -> F:
         """``f`` (any arguments) run with every numpy floating-point error ignored."""
@@ -106,6 +114,16 @@ if _FAST is not None:
         return _named(op, f)
 
 else:  # pragma: no cover - numpy 1.x
+
+    def enter() -> Any:
+        """numpy's errors ignored from here on; returns the token for :func:`leave`."""
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def leave(tok: Any) -> None:
+        """The state from before the matching :func:`enter` restored."""
+        tok.__exit__(None, None, None)
 
     def quiet(f: F) -> F:
         """``f`` (any arguments) run with every numpy floating-point error ignored."""

@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from ._quiet import quiet
+from ._quiet import enter, leave
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+#: ``np.where`` without the ``__array_function__`` dispatch (a Python frame; primitives are plain
+#: ndarrays, so there is nothing to dispatch to); falls back to ``np.where`` if numpy changes
+_where = getattr(np.where, "_implementation", np.where)
 
 #: the builtin ``slice`` (the class below defines a method of that name)
 _Slice = slice
@@ -105,13 +108,15 @@ class NumpyShapeOps:
         return out
 
     @staticmethod
-    @quiet
     def mask_fill(a: Any, mask: Any, value: Any) -> Any:
         dt = a.dtype
-        if value.__class__ is float and (dt is _F32 or dt is _F64):
-            return np.where(mask, value, a)  # a Python float takes a's dtype (NEP 50)
-        # quiet: a value out of the dtype's range becomes inf, as torch's masked_fill gives
-        return np.where(mask, np.asarray(value, dtype=dt), a)
+        tok = enter()  # a value out of the dtype's range becomes inf (as torch's masked_fill), silently
+        try:
+            # a Python float takes a's float dtype as it is (NEP 50): no conversion needed
+            v = value if value.__class__ is float and (dt is _F32 or dt is _F64) else np.asarray(value, dtype=dt)
+            return _where(mask, v, a)
+        finally:
+            leave(tok)
 
     def mask_where(self, a: Any, mask: Any, value: Any) -> Any:
         return np.where(mask, value, a).astype(a.dtype, copy=False)

@@ -30,13 +30,15 @@ from . import _rules_math, _rules_reduce, _rules_shape  # noqa: F401  (fill RULE
 from ._errors import AutodiffError
 from ._gradients import Gradients
 from ._graph import AutodiffPrimitive as AP
-from ._graph import Leaf, Node
+from ._graph import Leaf, Node, new_leaf
 from ._graph import backward as _sweep
-from ._record import _wrap, make_creation, make_delegate, make_op
+from ._record import make_creation, make_delegate, make_op
 from ._rules_module import MODULE_COMPOSITE  # fills RULES with the module ops' rules
 from ._table import RULES
 
 __all__ = ["Autodiff", "AutodiffDevice", "DELEGATED", "CREATION", "COMPOSITE", "HANDLED"]
+
+_new = object.__new__
 
 #: ops whose result is not Float, or which read data: unwrap the arguments and call the inner op
 DELEGATED: frozenset[str] = frozenset({
@@ -211,14 +213,20 @@ class Autodiff(Backend):
 
     def from_inner(self, p: Any) -> Any:
         """An untracked autodiff primitive holding the inner primitive ``p``."""
-        return _wrap(p, None)
+        r = _new(AP)  # AP(p) without the __init__ frame: this runs for every parameter every step
+        r.p = p
+        r.node = None
+        return r
 
     def require_grad(self, p: Any) -> Any:
         """A tracked leaf holding ``p``'s values (``p`` itself if it is one already); the graph
         that produced ``p``, if any, is cut (Burn's ``require_grad``)."""
         if type(p.node) is Leaf:
             return p
-        return _wrap(p.p, Leaf())
+        r = _new(AP)
+        r.p = p.p
+        r.node = new_leaf()
+        return r
 
     def is_require_grad(self, p: Any) -> bool:
         """Whether ``p`` is tracked: a leaf or the result of an op on a tracked input."""
@@ -255,6 +263,6 @@ def _move_back(B: Any, g: Any, handle: Any, ps: Any) -> Any:
 
 #: every public method of the backend contract that Autodiff covers (checked by the tests)
 HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | frozenset(
-    {"shape", "cast", "to_device", "detach", "sort", "var_mean", "seed"}
+    {"shape", "cast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner"}
 )
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._errors import AutodiffError
 
-__all__ = ["AutodiffPrimitive", "Leaf", "Node", "backward"]
+__all__ = ["AutodiffPrimitive", "Leaf", "Node", "backward", "new_leaf"]
 
 #: rule(inner_backend, grad_out, saved, parents) -> one gradient (or None) per parent
 Rule = Callable[[Any, Any, Any, tuple[Any, ...]], Any]
@@ -39,6 +39,16 @@ class Leaf:
 
     def __repr__(self) -> str:
         return f"Leaf(id={self.id})"
+
+
+_new = object.__new__
+
+
+def new_leaf() -> Leaf:
+    """``Leaf()`` without the ``__init__`` frame (``require_grad`` runs per parameter per step)."""
+    leaf = _new(Leaf)
+    leaf.id = next(_ids)
+    return leaf
 
 
 class Node:

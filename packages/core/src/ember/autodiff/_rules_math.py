@@ -129,14 +129,18 @@ def _atan2(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
 @binary("matmul")
 def _matmul(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
     ga = gb = None
+    shape = B.shape
+    sa, sb = shape(a), shape(b)
     if na:
-        r = len(B.shape(b))
-        bt = B.permute(b, tuple(range(r - 2)) + (r - 1, r - 2))
-        ga = unbroadcast(B, B.matmul(g, bt), B.shape(a))
+        r = len(sb)
+        ga = B.matmul(g, B.permute(b, (1, 0) if r == 2 else tuple(range(r - 2)) + (r - 1, r - 2)))
+        if shape(ga) != sa:  # batch dims broadcast
+            ga = unbroadcast(B, ga, sa)
     if nb:
-        r = len(B.shape(a))
-        at = B.permute(a, tuple(range(r - 2)) + (r - 1, r - 2))
-        gb = unbroadcast(B, B.matmul(at, g), B.shape(b))
+        r = len(sa)
+        gb = B.matmul(B.permute(a, (1, 0) if r == 2 else tuple(range(r - 2)) + (r - 1, r - 2)), g)
+        if shape(gb) != sb:
+            gb = unbroadcast(B, gb, sb)
     return ga, gb
 
 
