@@ -1,0 +1,82 @@
+"""``python -m guide``: the guide's ``main.rs`` as a command line.
+
+    python -m guide train --backend numpy --epochs 1 --artifact-dir /tmp/guide
+    python -m guide infer --index 42 --artifact-dir /tmp/guide
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+import ember
+from ember.autodiff import Autodiff
+from ember.data import Dataset, PartialDataset
+from ember.data.vision import MnistDataset, MnistItem
+from ember.optim import AdamConfig
+
+from .inference import infer
+from .model import ModelConfig
+from .training import TrainingConfig, train
+
+BACKENDS = ("numpy", "torch", "jax")
+
+
+def make_backend(name: str) -> Any:
+    """The inner backend: numpy with one BLAS thread (the guide's matmuls are small and skinny; a second
+    BLAS thread only steals the core the element-wise work needs, see bench/README.md), torch or jax."""
+    if name == "numpy":
+        return ember.backend("numpy", blas_threads=1)
+    return ember.backend(name)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m guide", description="Burn's MNIST guide on Ember.")
+    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--backend", choices=BACKENDS, default="numpy", help="inner backend (default numpy)")
+    common.add_argument("--artifact-dir", default="/tmp/guide", help="artifact directory (default /tmp/guide)")
+    common.add_argument("--data-dir", default=None,
+                        help="directory holding the MNIST files (default: $EMBER_DATA_DIR/mnist, else "
+                             "~/.cache/ember/mnist; downloaded there when missing)")
+    t = sub.add_parser("train", parents=[common], help="train the model (recreates the artifact directory)")
+    t.add_argument("--epochs", type=int, default=10, help="number of epochs (default 10, the guide's)")
+    t.add_argument("--seed", type=int, default=42, help="seed (default 42)")
+    t.add_argument("--num-workers", type=int, default=4, help="data-loading threads (default 4)")
+    t.add_argument("--train-items", type=int, default=None, help="use only the first N training images (smoke runs)")
+    t.add_argument("--test-items", type=int, default=None, help="use only the first N test images (smoke runs)")
+    i = sub.add_parser("infer", parents=[common], help="classify one test image with the trained model")
+    i.add_argument("--index", type=int, default=42, help="index in the MNIST test set (default 42)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    backend = make_backend(args.backend)
+    if args.command == "train":
+        config = TrainingConfig(ModelConfig(num_classes=10, hidden_size=512), AdamConfig(),
+                                num_epochs=args.epochs, seed=args.seed, num_workers=args.num_workers)
+        train_set: Dataset[MnistItem] = MnistDataset.train(args.data_dir)
+        test_set: Dataset[MnistItem] = MnistDataset.test(args.data_dir)
+        if args.train_items is not None:
+            train_set = PartialDataset(train_set, 0, min(args.train_items, len(train_set)))
+        if args.test_items is not None:
+            test_set = PartialDataset(test_set, 0, min(args.test_items, len(test_set)))
+        start = time.perf_counter()
+        result = train(args.artifact_dir, config, Autodiff(backend).device(), train_dataset=train_set,
+                       test_dataset=test_set)
+        print(f"Trained {result.epoch} epoch(s) on {args.backend} in {time.perf_counter() - start:.1f} s; "
+              f"artifacts in {args.artifact_dir}")
+        return 0
+    item = MnistDataset.test(args.data_dir).get(args.index)
+    if item is None:
+        print(f"--index must be in 0..9999 (the MNIST test set), got {args.index}.", file=sys.stderr)
+        return 2
+    infer(args.artifact_dir, backend.device(), item)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
