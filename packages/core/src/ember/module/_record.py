@@ -57,7 +57,7 @@ class LoadReport:
 def _leaf_record(leaf: Param | RunningState, data: bool) -> dict[str, Any]:
     t = leaf.val()
     if data:
-        return {"id": leaf.id, "param": t.to_data()}
+        return {"id": leaf.id, "param": t.into_data()}
     from ..record._codec import TENSOR
 
     return {"id": leaf.id, "param": TENSOR}

@@ -61,7 +61,7 @@ def _as_data(node: Any) -> TensorData | None:
     if isinstance(node, np.ndarray):
         return TensorData(node)
     if hasattr(node, "primitive") and hasattr(node, "to_data"):
-        return node.to_data()  # type: ignore[no-any-return]
+        return node.into_data()  # type: ignore[no-any-return]
     return None
 
 

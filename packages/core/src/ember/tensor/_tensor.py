@@ -110,8 +110,17 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
         return TensorData.from_bits(np.array(arr, dtype=dt.to_numpy(), copy=True), dt)
 
     def into_data(self) -> TensorData:
-        """Same as :meth:`to_data` (Burn distinguishes ownership; Python does not need to)."""
-        return self.to_data()
+        """The elements as :class:`~ember.TensorData` **without a copy** where the backend allows
+        (Burn's ``into_data`` consumes the tensor): the data share the tensor's memory through a
+        read-only array, so neither can be written. Records use it to save without doubling memory;
+        use :meth:`to_data` for an independent copy."""
+        dt = self.dtype
+        if dt is DType.BFLOAT16:
+            return TensorData(self.ops.to_numpy(self.primitive), DType.BFLOAT16)
+        arr = self.to_numpy()
+        if arr.dtype != dt.to_numpy() or not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr, dtype=dt.to_numpy())
+        return TensorData.from_bits(arr, dt)
 
     def to_numpy(self) -> np.ndarray:
         """The elements as a **read-only** numpy array (bfloat16 widened to float32).
