@@ -21,6 +21,7 @@ from ember.backend import Backend, Device
 from ._activation import TorchActivationOps
 from ._float import TorchFloatOps
 from ._intbool import TorchIntBoolOps
+from ._module import TorchModuleOps
 from ._numeric import TorchNumericOps
 from ._shape import TorchShapeOps
 
@@ -44,7 +45,8 @@ _FROM_TORCH: dict[torch.dtype, DType] = {v: k for k, v in TORCH_DTYPES.items()}
 _HOST_NP = {d: d.to_numpy() for d in TORCH_DTYPES if d is not DType.BFLOAT16}
 
 
-class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOps, TorchActivationOps, Backend):
+class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOps, TorchActivationOps, TorchModuleOps,
+                   Backend):
     """The PyTorch backend: devices ``cpu`` (default, as Burn's ``LibTorchDevice::Cpu``),
     ``cuda:N`` and ``mps`` when the installed torch offers them.
 

@@ -124,7 +124,7 @@ def interp_matrix(size: int, out: int, mode: str, align_corners: bool) -> np.nda
     m = np.zeros((out, size), np.float64)
     rows = np.arange(out)
     if mode == "nearest":
-        src = np.minimum(np.floor(rows * (size / out)).astype(np.int64), size - 1)
+        src = np.minimum((rows.astype(np.int64) * size) // out, size - 1)  # exact integer floor
         m[rows, src] = 1.0
         return m
     if mode == "bilinear":

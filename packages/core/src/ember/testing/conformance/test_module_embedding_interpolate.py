@@ -125,3 +125,14 @@ def test_module_interpolate_errors(device: Any) -> None:
         M.interpolate(x, (0, 2))
     with pytest.raises(KindError, match="interpolate"):
         M.interpolate(x.int(), (2, 2))
+
+
+@pytest.mark.parametrize(("size", "out"), [(2, 98), (3, 123), (2, 82), (7, 5), (5, 13)])
+def test_interpolate_nearest_uses_the_exact_integer_floor(device: Any, size: int, out: int) -> None:
+    """``src = floor(dst * size / out)`` computed in integers: float rounding of ``size / out``
+    misplaces one pixel for some sizes (2→98, 3→123)."""
+    x = np.arange(size * size, dtype=np.float64).reshape(1, 1, size, size)
+    src = np.minimum((np.arange(out) * size) // out, size - 1)
+    expected = x[:, :, src][:, :, :, src]
+    got = M.interpolate(Tensor.from_data(x, device), [out, out], M.InterpolateOptions("nearest"))
+    assert_close(got, expected)
