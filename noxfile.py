@@ -121,7 +121,7 @@ def typecheck(session: nox.Session) -> None:
     """mypy on the public packages (settings in the root pyproject.toml)."""
     # ember-core with its dependencies; the other distributions without theirs (torch and jax are
     # not needed to type-check: the root pyproject tells mypy to skip them)
-    session.install(*CONSTRAINTS, "-e", "packages/core", "mypy")
+    session.install(*CONSTRAINTS, "-e", "packages/core[test]", "mypy")
     others = [arg for p in _packages() if p.name != "core" for arg in ("-e", p.relative_to(ROOT).as_posix())]
     session.install("--no-deps", *others)
     session.run("mypy", *(session.posargs or _typechecked()))

@@ -272,3 +272,19 @@ def test_ember_console_script(tmp_path: Path) -> None:
     proc = _run([str(script), "backends", "--json"], make_site(tmp_path / "site"))
     assert proc.returncode == 1
     assert {r["name"] for r in json.loads(proc.stdout)} >= {"fakeok", "fakebroken"}
+
+
+def test_defaults_spelled_out_give_the_same_instance_and_devices_unpickle_to_it() -> None:
+    import pickle
+
+    b = ember.backend("numpy")
+    assert ember.backend("numpy", float_dtype="float32", int_dtype="int64") is b
+    dev = b.device()
+    assert pickle.loads(pickle.dumps(dev)) is dev
+    b64 = ember.backend("numpy", float_dtype="float64")
+    assert b64 is not b and pickle.loads(pickle.dumps(b64.device())) is b64.device()
+
+
+def test_an_unknown_backend_option_is_a_backend_error_naming_it() -> None:
+    with pytest.raises(ember.BackendError, match="no option 'flot_dtype'.*float_dtype"):
+        ember.backend("numpy", flot_dtype="float64")

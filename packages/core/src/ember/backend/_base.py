@@ -162,9 +162,10 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
     def from_numpy(self, array: np.ndarray, dtype: DType, handle: Any) -> Any:
         """A primitive holding ``array``'s values as ``dtype`` on device ``handle``.
 
-        ``array`` is any numpy array (float64 from Python lists, or the user's array); for
-        ``BFLOAT16`` it holds float32 values. The backend may share memory with ``array`` only if
-        ``array`` is not written afterwards (the core passes fresh or read-only arrays).
+        ``array`` is any numpy array (float64 from Python lists, or the user's own array); for
+        ``BFLOAT16`` it holds float32 values. A *writable* array may be the user's and written
+        later, so the backend must copy it; a read-only array (a record, another tensor's
+        ``to_numpy()``) may be shared without a copy.
         """
         return required("from_numpy")
 

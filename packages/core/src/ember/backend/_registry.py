@@ -7,6 +7,7 @@ the same backend name is an error naming both distributions.
 from __future__ import annotations
 
 import importlib.metadata as md
+import inspect
 import os
 import threading
 from dataclasses import dataclass, field, replace
@@ -133,7 +134,12 @@ class _Registry:
                 raise BackendError(
                     f"backend {name!r} ({spec.distribution}) failed to load: {type(exc).__name__}: {exc}"
                 ) from exc
+            _check_options(name, cls, options)
             inst = cls(**options)
+            # the same backend asked for with its defaults spelled out (e.g. by an unpickled Device)
+            # must be the same instance: key also by the backend's own normalized options
+            norm = (name, tuple(sorted((k, str(v)) for k, v in inst.options.items())))
+            inst = self._instances.setdefault(norm, inst)
             self._instances[key] = inst
             return inst
 
@@ -159,6 +165,19 @@ class _Registry:
         with self._lock:
             self._specs = None
             self._instances.clear()
+
+
+def _check_options(name: str, cls: type[Backend], options: dict[str, Any]) -> None:
+    """Raise a BackendError naming unknown options (instead of the constructor's TypeError)."""
+    params = inspect.signature(cls).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        accepted = ", ".join(n for n in params if n != "self") or "none"
+        raise BackendError(
+            f"backend {name!r} has no option {', '.join(map(repr, unknown))}; its options are: {accepted}."
+        )
 
 
 _REGISTRY = _Registry()
