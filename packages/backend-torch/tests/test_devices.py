@@ -82,6 +82,6 @@ def test_import_ember_does_not_import_torch():
 
 
 def test_unknown_option_is_named():
-    # the registry passes options to the constructor; a misspelt one must not pass silently
-    with pytest.raises(TypeError, match="float_dtyp"):
+    # a misspelt option is an Ember error that names it and lists the accepted ones
+    with pytest.raises(ember.BackendError, match="no option 'float_dtyp'.*float_dtype, int_dtype"):
         ember.backend("torch", float_dtyp="float64")

@@ -61,38 +61,31 @@ def _forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
                                            groups=conv.groups))
 
 
-_CONFIG_DOC = """Configuration of :class:`{cls}` (Burn's ``{cls}Config``).
-
-    Args:
-        channels: ``(channels_in, channels_out)``.
-        kernel_size: {nd} ints.
-        stride: default all 1.
-        dilation: default all 1.
-        groups: default 1; must divide both channel counts.
-        padding: ``{pad}.Valid`` (default, Burn), ``.Same`` or ``.Explicit(...)``.
-        bias: default ``True``.
-        initializer: weight and bias; default ``KaimingUniform(gain=1/sqrt(3))`` (Burn), i.e.
-            ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in = channels_in / groups * prod(kernel)``
-            as PyTorch's default.
-
-    ``init`` raises ConfigError for groups not dividing the channels, sizes below 1, or ``Same`` padding
-    with a stride other than 1.
-"""
-
-_LAYER_DOC = """{nd}-D convolution (cross-correlation) (Burn's ``{cls}``; PyTorch ``nn.{cls}``, same weight layout).
-
-    Params: ``weight`` ``[channels_out, channels_in / groups, {kernel}]``, ``bias`` ``[channels_out]``.
-    Shapes: ``{layout}`` -> ``[batch, channels_out, {out}]`` with ``out = floor((n + pad - dilation
-    (k - 1) - 1) / stride) + 1`` per spatial dim.
-
-    Raises (forward):
-        ShapeError: a wrong rank or channel count (names the layout and the shape received), or a kernel
-            larger than the padded input. KindError: a non-Float input.
-"""
-
-
 @config
 class Conv1dConfig:
+    """Configuration of :class:`Conv1d` (Burn's ``burn::nn::conv::Conv1dConfig``; PyTorch ``nn.Conv1d``). See
+    :class:`Conv2dConfig` for the shared explanation.
+
+    Args:
+        channels: ``(channels_in, channels_out)``, ``tuple[int, int]``, each >= 1 (PyTorch ``in_channels``,
+            ``out_channels``).
+        kernel_size: ``tuple[int, ...]`` of 1 int >= 1, ``(kernel_length)``.
+        stride: 1 int >= 1, default ``(1,)`` (Burn, PyTorch).
+        dilation: 1 int >= 1, default ``(1,)`` (Burn, PyTorch).
+        groups: ``int`` >= 1 dividing both channel counts, default 1 (Burn, PyTorch).
+        padding: ``PaddingConfig1d``, default ``PaddingConfig1d.Valid`` (no padding; Burn's default, PyTorch's
+            ``padding=0``); ``.Same`` keeps the input size (stride 1 only; an even window pads one more on the
+            right, as PyTorch ``padding="same"``); ``.Explicit(p...)`` zero-pads ``p`` on both sides.
+        bias: ``bool``, default ``True`` (Burn, PyTorch): learn a ``[channels_out]`` bias.
+        initializer: ``AnyInitializer`` for the weight and the bias, default ``KaimingUniform(gain=1/sqrt(3),
+            fan_out_only=False)`` (Burn's default), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in =
+            channels_in / groups * prod(kernel_size)``, PyTorch's default weight init.
+
+    ``init(device)`` returns a :class:`Conv1d` on ``device``; it raises ConfigError for ``kernel_size``, ``stride``
+    or ``dilation`` not 1 int >= 1, channels or groups below 1, groups not dividing both channel counts, or ``Same``
+    padding with a stride other than 1.
+    """
+
     channels: tuple[int, int]
     kernel_size: tuple[int]
     stride: tuple[int] = (1,)
@@ -107,6 +100,28 @@ class Conv1dConfig:
 
 
 class Conv1d(Module):
+    """1-D convolution (cross-correlation, no kernel flip) (Burn's ``burn::nn::conv::Conv1d``; PyTorch ``nn.Conv1d``).
+    See :class:`Conv2d` for the shared explanation.
+
+    Shapes: input ``[batch, channels_in, length]`` -> output ``[batch, channels_out, length_out]``, with ``out =
+    floor((n + pad_left + pad_right - dilation * (kernel - 1) - 1) / stride) + 1`` per spatial dim (PyTorch's
+    formula; ``Valid``: no padding, ``Explicit(p)``: ``p`` each side, ``Same``: ``out = n``). Dtype: the input's
+    Float dtype.
+
+    Params: ``weight`` ``[channels_out, channels_in / groups, kernel_length]``, ``bias`` ``[channels_out]`` (or
+    ``None`` with ``bias=False``). This is PyTorch's layout, so ``torch.nn.Conv1d`` weights copy across unchanged
+    (``weight`` <- ``conv.weight``, ``bias`` <- ``conv.bias``). Attributes ``stride``, ``dilation``, ``groups``,
+    ``padding`` (left/top) and ``padding_right`` (right/bottom, differs only for ``Same`` with an even window, which
+    pads the input explicitly before the convolution).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 3, ``[batch, channels_in, length]``, or whose dim 1 is not
+            ``weight.shape[1] * groups`` (the message names the layout and the shape received), or a dilated kernel
+            larger than the padded input.
+        DeviceError: an input on another device than the parameters.
+    """
+
     weight: Param
     bias: Param | None
     stride: tuple[int, ...]
@@ -123,6 +138,28 @@ class Conv1d(Module):
 
 @config
 class Conv2dConfig:
+    """Configuration of :class:`Conv2d` (Burn's ``burn::nn::conv::Conv2dConfig``; PyTorch ``nn.Conv2d``).
+
+    Args:
+        channels: ``(channels_in, channels_out)``, ``tuple[int, int]``, each >= 1 (PyTorch ``in_channels``,
+            ``out_channels``).
+        kernel_size: ``tuple[int, ...]`` of 2 ints >= 1, ``(kernel_height, kernel_width)``.
+        stride: 2 ints >= 1, default ``(1, 1)`` (Burn, PyTorch).
+        dilation: 2 ints >= 1, default ``(1, 1)`` (Burn, PyTorch).
+        groups: ``int`` >= 1 dividing both channel counts, default 1 (Burn, PyTorch).
+        padding: ``PaddingConfig2d``, default ``PaddingConfig2d.Valid`` (no padding; Burn's default, PyTorch's
+            ``padding=0``); ``.Same`` keeps the input size (stride 1 only; an even window pads one more on the
+            right, as PyTorch ``padding="same"``); ``.Explicit(p...)`` zero-pads ``p`` on both sides.
+        bias: ``bool``, default ``True`` (Burn, PyTorch): learn a ``[channels_out]`` bias.
+        initializer: ``AnyInitializer`` for the weight and the bias, default ``KaimingUniform(gain=1/sqrt(3),
+            fan_out_only=False)`` (Burn's default), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in =
+            channels_in / groups * prod(kernel_size)``, PyTorch's default weight init.
+
+    ``init(device)`` returns a :class:`Conv2d` on ``device``; it raises ConfigError for ``kernel_size``, ``stride``
+    or ``dilation`` not 2 ints >= 1, channels or groups below 1, groups not dividing both channel counts, or
+    ``Same`` padding with a stride other than 1.
+    """
+
     channels: tuple[int, int]
     kernel_size: tuple[int, int]
     stride: tuple[int, int] = (1, 1)
@@ -137,6 +174,27 @@ class Conv2dConfig:
 
 
 class Conv2d(Module):
+    """2-D convolution (cross-correlation, no kernel flip) (Burn's ``burn::nn::conv::Conv2d``; PyTorch ``nn.Conv2d``).
+
+    Shapes: input ``[batch, channels_in, height, width]`` -> output ``[batch, channels_out, height_out,
+    width_out]``, with ``out = floor((n + pad_left + pad_right - dilation * (kernel - 1) - 1) / stride) + 1`` per
+    spatial dim (PyTorch's formula; ``Valid``: no padding, ``Explicit(p)``: ``p`` each side, ``Same``: ``out = n``).
+    Dtype: the input's Float dtype.
+
+    Params: ``weight`` ``[channels_out, channels_in / groups, kernel_height, kernel_width]``, ``bias``
+    ``[channels_out]`` (or ``None`` with ``bias=False``). This is PyTorch's layout, so ``torch.nn.Conv2d`` weights
+    copy across unchanged (``weight`` <- ``conv.weight``, ``bias`` <- ``conv.bias``). Attributes ``stride``,
+    ``dilation``, ``groups``, ``padding`` (left/top) and ``padding_right`` (right/bottom, differs only for ``Same``
+    with an even window, which pads the input explicitly before the convolution).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 4, ``[batch, channels_in, height, width]``, or whose dim 1 is not
+            ``weight.shape[1] * groups`` (the message names the layout and the shape received), or a dilated kernel
+            larger than the padded input.
+        DeviceError: an input on another device than the parameters.
+    """
+
     weight: Param
     bias: Param | None
     stride: tuple[int, ...]
@@ -153,6 +211,29 @@ class Conv2d(Module):
 
 @config
 class Conv3dConfig:
+    """Configuration of :class:`Conv3d` (Burn's ``burn::nn::conv::Conv3dConfig``; PyTorch ``nn.Conv3d``). See
+    :class:`Conv2dConfig` for the shared explanation.
+
+    Args:
+        channels: ``(channels_in, channels_out)``, ``tuple[int, int]``, each >= 1 (PyTorch ``in_channels``,
+            ``out_channels``).
+        kernel_size: ``tuple[int, ...]`` of 3 ints >= 1, ``(kernel_depth, kernel_height, kernel_width)``.
+        stride: 3 ints >= 1, default ``(1, 1, 1)`` (Burn, PyTorch).
+        dilation: 3 ints >= 1, default ``(1, 1, 1)`` (Burn, PyTorch).
+        groups: ``int`` >= 1 dividing both channel counts, default 1 (Burn, PyTorch).
+        padding: ``PaddingConfig3d``, default ``PaddingConfig3d.Valid`` (no padding; Burn's default, PyTorch's
+            ``padding=0``); ``.Same`` keeps the input size (stride 1 only; an even window pads one more on the
+            right, as PyTorch ``padding="same"``); ``.Explicit(p...)`` zero-pads ``p`` on both sides.
+        bias: ``bool``, default ``True`` (Burn, PyTorch): learn a ``[channels_out]`` bias.
+        initializer: ``AnyInitializer`` for the weight and the bias, default ``KaimingUniform(gain=1/sqrt(3),
+            fan_out_only=False)`` (Burn's default), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in =
+            channels_in / groups * prod(kernel_size)``, PyTorch's default weight init.
+
+    ``init(device)`` returns a :class:`Conv3d` on ``device``; it raises ConfigError for ``kernel_size``, ``stride``
+    or ``dilation`` not 3 ints >= 1, channels or groups below 1, groups not dividing both channel counts, or
+    ``Same`` padding with a stride other than 1.
+    """
+
     channels: tuple[int, int]
     kernel_size: tuple[int, int, int]
     stride: tuple[int, int, int] = (1, 1, 1)
@@ -167,6 +248,28 @@ class Conv3dConfig:
 
 
 class Conv3d(Module):
+    """3-D convolution (cross-correlation, no kernel flip) (Burn's ``burn::nn::conv::Conv3d``; PyTorch ``nn.Conv3d``).
+    See :class:`Conv2d` for the shared explanation.
+
+    Shapes: input ``[batch, channels_in, depth, height, width]`` -> output ``[batch, channels_out, depth_out,
+    height_out, width_out]``, with ``out = floor((n + pad_left + pad_right - dilation * (kernel - 1) - 1) / stride)
+    + 1`` per spatial dim (PyTorch's formula; ``Valid``: no padding, ``Explicit(p)``: ``p`` each side, ``Same``:
+    ``out = n``). Dtype: the input's Float dtype.
+
+    Params: ``weight`` ``[channels_out, channels_in / groups, kernel_depth, kernel_height, kernel_width]``, ``bias``
+    ``[channels_out]`` (or ``None`` with ``bias=False``). This is PyTorch's layout, so ``torch.nn.Conv3d`` weights
+    copy across unchanged (``weight`` <- ``conv.weight``, ``bias`` <- ``conv.bias``). Attributes ``stride``,
+    ``dilation``, ``groups``, ``padding`` (left/top) and ``padding_right`` (right/bottom, differs only for ``Same``
+    with an even window, which pads the input explicitly before the convolution).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 5, ``[batch, channels_in, depth, height, width]``, or whose dim 1 is not
+            ``weight.shape[1] * groups`` (the message names the layout and the shape received), or a dilated kernel
+            larger than the padded input.
+        DeviceError: an input on another device than the parameters.
+    """
+
     weight: Param
     bias: Param | None
     stride: tuple[int, ...]
@@ -180,10 +283,3 @@ class Conv3d(Module):
 
     __call__ = forward
 
-
-_KERNEL = {1: "kernel_length", 2: "kernel_height, kernel_width", 3: "kernel_depth, kernel_height, kernel_width"}
-_OUT = {1: "length_out", 2: "height_out, width_out", 3: "depth_out, height_out, width_out"}
-for _nd, _cfg, _layer in ((1, Conv1dConfig, Conv1d), (2, Conv2dConfig, Conv2d), (3, Conv3dConfig, Conv3d)):
-    _cfg.__doc__ = _CONFIG_DOC.format(cls=_layer.__name__, nd=_nd, pad=f"PaddingConfig{_nd}d")
-    _layer.__doc__ = _LAYER_DOC.format(cls=_layer.__name__, nd=_nd, kernel=_KERNEL[_nd], layout=_LAYOUTS[_nd],
-                                       out=_OUT[_nd])

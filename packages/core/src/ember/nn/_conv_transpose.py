@@ -61,36 +61,33 @@ def _forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
     return _FNS[nd](x, w, b, opts)
 
 
-_CONFIG_DOC = """Configuration of :class:`{cls}` (Burn's ``{cls}Config``).
-
-    Args:
-        channels: ``(channels_in, channels_out)``.
-        kernel_size: {nd} ints.
-        stride, dilation: default all 1.
-        padding: removed from both sides of the output, default all 0.
-        padding_out: added to one side of the output (PyTorch's ``output_padding``), default all 0;
-            smaller than stride or dilation.
-        groups: default 1; must divide both channel counts.
-        bias: default ``True``.
-        initializer: default ``KaimingUniform(gain=1/sqrt(3))`` (Burn) with ``fan_in = channels_out /
-            groups * prod(kernel)`` (PyTorch's fan of this layout).
-
-    ``init`` raises ConfigError for groups not dividing the channels, bad sizes or too large ``padding_out``.
-"""
-
-_LAYER_DOC = """{nd}-D transposed convolution (Burn's ``{cls}``; PyTorch ``nn.{cls}``, same layout).
-
-    Params: ``weight`` ``[channels_in, channels_out / groups, {kernel}]``, ``bias`` ``[channels_out]``.
-    Shapes: ``{layout}`` -> ``[batch, channels_out, ...]`` with ``out = (n - 1) stride - 2 padding +
-    dilation (k - 1) + padding_out + 1`` per spatial dim.
-
-    Raises (forward):
-        ShapeError: a wrong rank or channel count. KindError: a non-Float input.
-"""
-
-
 @config
 class ConvTranspose1dConfig:
+    """Configuration of :class:`ConvTranspose1d` (Burn's ``burn::nn::conv::ConvTranspose1dConfig``; PyTorch
+    ``nn.ConvTranspose1d``). See :class:`ConvTranspose2dConfig` for the shared explanation.
+
+    Args:
+        channels: ``(channels_in, channels_out)``, ``tuple[int, int]``, each >= 1.
+        kernel_size: 1 int >= 1, ``(kernel_length)``.
+        stride: 1 int >= 1, default ``(1,)`` (Burn, PyTorch).
+        dilation: 1 int >= 1, default ``(1,)`` (Burn, PyTorch).
+        padding: 1 int >= 0, default ``(0,)``: ``dilation * (kernel - 1) - padding`` zeros pad each side of the
+            stride-dilated input, i.e. ``padding`` is removed from both sides of the output (Burn, PyTorch).
+        padding_out: 1 int >= 0, default ``(0,)``: extra size added to one side (the end) of the output (Burn's
+            ``padding_out``, PyTorch's ``output_padding``); each must be smaller than its stride or its dilation
+            (PyTorch's rule).
+        groups: ``int`` >= 1 dividing both channel counts, default 1.
+        bias: ``bool``, default ``True``: learn a ``[channels_out]`` bias.
+        initializer: ``AnyInitializer`` for the weight and the bias, default ``KaimingUniform(gain=1/sqrt(3),
+            fan_out_only=False)`` (Burn's default), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in =
+            channels_out / groups * prod(kernel_size)`` (PyTorch's fan for this weight layout, so PyTorch's default
+            init).
+
+    ``init(device)`` returns a :class:`ConvTranspose1d` on ``device``; it raises ConfigError for ``kernel_size``,
+    ``stride`` or ``dilation`` not 1 int >= 1, ``padding`` or ``padding_out`` not 1 int >= 0, channels or groups
+    below 1, groups not dividing both channel counts, or a ``padding_out`` not smaller than its stride or dilation.
+    """
+
     channels: tuple[int, int]
     kernel_size: tuple[int]
     stride: tuple[int] = (1,)
@@ -106,6 +103,26 @@ class ConvTranspose1dConfig:
 
 
 class ConvTranspose1d(Module):
+    """1-D transposed convolution (gradient of :class:`Conv1d` w.r.t. its input) (Burn's
+    ``burn::nn::conv::ConvTranspose1d``; PyTorch ``nn.ConvTranspose1d``). See :class:`ConvTranspose2d` for the
+    shared explanation.
+
+    Shapes: input ``[batch, channels_in, length]`` -> output ``[batch, channels_out, length_out]``, with ``out = (n
+    - 1) * stride - 2 * padding + dilation * (kernel - 1) + padding_out + 1`` per spatial dim (PyTorch's formula,
+    ``padding_out`` = ``output_padding``). Dtype: the input's Float dtype.
+
+    Params: ``weight`` ``[channels_in, channels_out / groups, kernel_length]`` (note: channels_in first), ``bias``
+    ``[channels_out]`` (or ``None`` with ``bias=False``). This is PyTorch's layout, so ``torch.nn.ConvTranspose1d``
+    weights copy across unchanged (``weight`` <- ``conv.weight``, ``bias`` <- ``conv.bias``).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 3, ``[batch, channels_in, length]``, or whose dim 1 is not
+            ``weight.shape[0]`` (the message names the layout and the shape received), or an output size below 1
+            (too much ``padding``).
+        DeviceError: an input on another device than the parameters.
+    """
+
     weight: Param
     bias: Param | None
     stride: tuple[int, ...]
@@ -122,6 +139,31 @@ class ConvTranspose1d(Module):
 
 @config
 class ConvTranspose2dConfig:
+    """Configuration of :class:`ConvTranspose2d` (Burn's ``burn::nn::conv::ConvTranspose2dConfig``; PyTorch
+    ``nn.ConvTranspose2d``).
+
+    Args:
+        channels: ``(channels_in, channels_out)``, ``tuple[int, int]``, each >= 1.
+        kernel_size: 2 ints >= 1, ``(kernel_height, kernel_width)``.
+        stride: 2 ints >= 1, default ``(1, 1)`` (Burn, PyTorch).
+        dilation: 2 ints >= 1, default ``(1, 1)`` (Burn, PyTorch).
+        padding: 2 ints >= 0, default ``(0, 0)``: ``dilation * (kernel - 1) - padding`` zeros pad each side of the
+            stride-dilated input, i.e. ``padding`` is removed from both sides of the output (Burn, PyTorch).
+        padding_out: 2 ints >= 0, default ``(0, 0)``: extra size added to one side (the end) of the output (Burn's
+            ``padding_out``, PyTorch's ``output_padding``); each must be smaller than its stride or its dilation
+            (PyTorch's rule).
+        groups: ``int`` >= 1 dividing both channel counts, default 1.
+        bias: ``bool``, default ``True``: learn a ``[channels_out]`` bias.
+        initializer: ``AnyInitializer`` for the weight and the bias, default ``KaimingUniform(gain=1/sqrt(3),
+            fan_out_only=False)`` (Burn's default), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in =
+            channels_out / groups * prod(kernel_size)`` (PyTorch's fan for this weight layout, so PyTorch's default
+            init).
+
+    ``init(device)`` returns a :class:`ConvTranspose2d` on ``device``; it raises ConfigError for ``kernel_size``,
+    ``stride`` or ``dilation`` not 2 ints >= 1, ``padding`` or ``padding_out`` not 2 ints >= 0, channels or groups
+    below 1, groups not dividing both channel counts, or a ``padding_out`` not smaller than its stride or dilation.
+    """
+
     channels: tuple[int, int]
     kernel_size: tuple[int, int]
     stride: tuple[int, int] = (1, 1)
@@ -137,6 +179,26 @@ class ConvTranspose2dConfig:
 
 
 class ConvTranspose2d(Module):
+    """2-D transposed convolution (gradient of :class:`Conv2d` w.r.t. its input) (Burn's
+    ``burn::nn::conv::ConvTranspose2d``; PyTorch ``nn.ConvTranspose2d``).
+
+    Shapes: input ``[batch, channels_in, height, width]`` -> output ``[batch, channels_out, height_out,
+    width_out]``, with ``out = (n - 1) * stride - 2 * padding + dilation * (kernel - 1) + padding_out + 1`` per
+    spatial dim (PyTorch's formula, ``padding_out`` = ``output_padding``). Dtype: the input's Float dtype.
+
+    Params: ``weight`` ``[channels_in, channels_out / groups, kernel_height, kernel_width]`` (note: channels_in
+    first), ``bias`` ``[channels_out]`` (or ``None`` with ``bias=False``). This is PyTorch's layout, so
+    ``torch.nn.ConvTranspose2d`` weights copy across unchanged (``weight`` <- ``conv.weight``, ``bias`` <-
+    ``conv.bias``).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 4, ``[batch, channels_in, height, width]``, or whose dim 1 is not
+            ``weight.shape[0]`` (the message names the layout and the shape received), or an output size below 1
+            (too much ``padding``).
+        DeviceError: an input on another device than the parameters.
+    """
+
     weight: Param
     bias: Param | None
     stride: tuple[int, ...]
@@ -153,6 +215,31 @@ class ConvTranspose2d(Module):
 
 @config
 class ConvTranspose3dConfig:
+    """Configuration of :class:`ConvTranspose3d` (Burn's ``burn::nn::conv::ConvTranspose3dConfig``; PyTorch
+    ``nn.ConvTranspose3d``). See :class:`ConvTranspose2dConfig` for the shared explanation.
+
+    Args:
+        channels: ``(channels_in, channels_out)``, ``tuple[int, int]``, each >= 1.
+        kernel_size: 3 ints >= 1, ``(kernel_depth, kernel_height, kernel_width)``.
+        stride: 3 ints >= 1, default ``(1, 1, 1)`` (Burn, PyTorch).
+        dilation: 3 ints >= 1, default ``(1, 1, 1)`` (Burn, PyTorch).
+        padding: 3 ints >= 0, default ``(0, 0, 0)``: ``dilation * (kernel - 1) - padding`` zeros pad each side of
+            the dilated input, i.e. ``padding`` is removed from both sides of the output (Burn, PyTorch).
+        padding_out: 3 ints >= 0, default ``(0, 0, 0)``: extra size added to one side (the end) of the output
+            (Burn's ``padding_out``, PyTorch's ``output_padding``); each must be smaller than its stride or its
+            dilation (PyTorch's rule).
+        groups: ``int`` >= 1 dividing both channel counts, default 1.
+        bias: ``bool``, default ``True``: learn a ``[channels_out]`` bias.
+        initializer: ``AnyInitializer`` for the weight and the bias, default ``KaimingUniform(gain=1/sqrt(3),
+            fan_out_only=False)`` (Burn's default), i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` with ``fan_in =
+            channels_out / groups * prod(kernel_size)`` (PyTorch's fan for this weight layout, so PyTorch's default
+            init).
+
+    ``init(device)`` returns a :class:`ConvTranspose3d` on ``device``; it raises ConfigError for ``kernel_size``,
+    ``stride`` or ``dilation`` not 3 ints >= 1, ``padding`` or ``padding_out`` not 3 ints >= 0, channels or groups
+    below 1, groups not dividing both channel counts, or a ``padding_out`` not smaller than its stride or dilation.
+    """
+
     channels: tuple[int, int]
     kernel_size: tuple[int, int, int]
     stride: tuple[int, int, int] = (1, 1, 1)
@@ -168,6 +255,27 @@ class ConvTranspose3dConfig:
 
 
 class ConvTranspose3d(Module):
+    """3-D transposed convolution (gradient of :class:`Conv3d` w.r.t. its input) (Burn's
+    ``burn::nn::conv::ConvTranspose3d``; PyTorch ``nn.ConvTranspose3d``). See :class:`ConvTranspose2d` for the
+    shared explanation.
+
+    Shapes: input ``[batch, channels_in, depth, height, width]`` -> output ``[batch, channels_out, depth_out,
+    height_out, width_out]``, with ``out = (n - 1) * stride - 2 * padding + dilation * (kernel - 1) + padding_out +
+    1`` per spatial dim (PyTorch's formula, ``padding_out`` = ``output_padding``). Dtype: the input's Float dtype.
+
+    Params: ``weight`` ``[channels_in, channels_out / groups, kernel_depth, kernel_height, kernel_width]`` (note:
+    channels_in first), ``bias`` ``[channels_out]`` (or ``None`` with ``bias=False``). This is PyTorch's layout, so
+    ``torch.nn.ConvTranspose3d`` weights copy across unchanged (``weight`` <- ``conv.weight``, ``bias`` <-
+    ``conv.bias``).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 5, ``[batch, channels_in, depth, height, width]``, or whose dim 1 is not
+            ``weight.shape[0]`` (the message names the layout and the shape received), or an output size below 1
+            (too much ``padding``).
+        DeviceError: an input on another device than the parameters.
+    """
+
     weight: Param
     bias: Param | None
     stride: tuple[int, ...]
@@ -181,9 +289,3 @@ class ConvTranspose3d(Module):
 
     __call__ = forward
 
-
-_KERNEL = {1: "kernel_length", 2: "kernel_height, kernel_width", 3: "kernel_depth, kernel_height, kernel_width"}
-for _nd, _cfg, _layer in ((1, ConvTranspose1dConfig, ConvTranspose1d), (2, ConvTranspose2dConfig, ConvTranspose2d),
-                          (3, ConvTranspose3dConfig, ConvTranspose3d)):
-    _cfg.__doc__ = _CONFIG_DOC.format(cls=_layer.__name__, nd=_nd)
-    _layer.__doc__ = _LAYER_DOC.format(cls=_layer.__name__, nd=_nd, kernel=_KERNEL[_nd], layout=_LAYOUTS[_nd])

@@ -1,9 +1,10 @@
 """Pooling layers ``MaxPool1d/2d``, ``AvgPool1d/2d``, ``AdaptiveAvgPool1d/2d`` (Burn's
 ``nn::pool``), built on :mod:`ember.tensor.module`.
 
-Burn's defaults: ``strides`` = ``kernel_size`` (``None`` here means that), padding ``Valid``,
-dilation 1, ``ceil_mode`` ``False``, ``count_include_pad`` ``True``. ``Same`` padding (stride 1) pads
-``(kernel - 1) / 2`` on each side (odd kernels only for pooling: the ops pad symmetrically).
+Defaults: ``strides`` ``None`` = ``kernel_size`` (PyTorch's default; Burn's config defaults ``strides`` to 1),
+padding ``Valid`` (Burn), dilation 1, ``ceil_mode`` ``False``, ``count_include_pad`` ``True``.
+``Same`` padding (stride 1) pads ``(kernel - 1) / 2`` on each side
+(odd kernels only for pooling: the ops pad symmetrically).
 """
 
 from __future__ import annotations
@@ -47,38 +48,27 @@ def _check(layer: str, nd: int, x: Tensor) -> None:
     check_rank(layer, x, nd + 2, _LAYOUTS[nd])
 
 
-_MAX_CFG_DOC = """Configuration of :class:`{cls}` (Burn's ``{cls}Config``).
-
-    Args:
-        kernel_size: {nd} ints.
-        strides: default ``None`` = ``kernel_size`` (Burn, PyTorch).
-        padding: ``{pad}.Valid`` (default), ``.Same`` (odd kernels) or ``.Explicit(...)``; padded cells
-            count as ``-inf``; at most half the kernel.
-        dilation: default all 1.
-        ceil_mode: ceiling instead of floor for the output size (default ``False``).
-"""
-
-_AVG_CFG_DOC = """Configuration of :class:`{cls}` (Burn's ``{cls}Config``).
-
-    Args:
-        kernel_size: {nd} ints.
-        strides: default ``None`` = ``kernel_size``.
-        padding: ``{pad}.Valid`` (default), ``.Same`` (odd kernels) or ``.Explicit(...)``; at most half the kernel.
-        count_include_pad: padded zeros count in the divisor (default ``True``, Burn and PyTorch).
-        ceil_mode: ceiling instead of floor for the output size (default ``False``).
-"""
-
-_LAYER_DOC = """{nd}-D {what} pooling (Burn's ``{cls}``, PyTorch ``nn.{cls}``).
-
-    Shapes: ``{layout}`` -> same batch and channels, spatial ``floor((n + 2 p - d (k - 1) - 1) / s) + 1``.
-
-    Raises (forward):
-        ShapeError: a wrong rank, or a window larger than the padded input. KindError: non-Float input.
-"""
-
-
 @config
 class MaxPool1dConfig:
+    """Configuration of :class:`MaxPool1d` (Burn's ``burn::nn::pool::MaxPool1dConfig``; PyTorch ``nn.MaxPool1d``). See
+    :class:`MaxPool2dConfig` for the shared explanation.
+
+    Args:
+        kernel_size: 1 int >= 1, the window ``(kernel_length)``.
+        strides: 1 int >= 1 or ``None`` (default) meaning ``kernel_size``, PyTorch's default (Burn's ``strides``
+            defaults to all 1: set it explicitly when porting a Burn config).
+        padding: ``PaddingConfig1d``, default ``PaddingConfig1d.Valid`` (no padding, Burn; PyTorch ``padding=0``);
+            ``.Same`` (stride 1, odd kernels: ``(kernel - 1) / 2`` each side) or ``.Explicit(p...)`` (``p`` each
+            side, at most half the kernel, PyTorch's rule); padded cells count as ``-inf``.
+        dilation: 1 int >= 1, default ``(1,)`` (Burn, PyTorch).
+        ceil_mode: ``bool``, default ``False`` (PyTorch): round the output size up instead of down, so a last
+            partial window is kept (PyTorch's rule: it must start inside the input or left padding).
+
+    ``init(device=None)`` returns a :class:`MaxPool1d` (no parameters, so the device is unused); it raises
+    ConfigError for ``kernel_size``, ``strides``, ``dilation`` not 1 int >= 1, ``Same`` padding with a stride other
+    than 1 or an even kernel, or padding above half the kernel.
+    """
+
     kernel_size: tuple[int]
     strides: tuple[int] | None = None
     padding: PaddingConfig1d = PaddingConfig1d.Valid
@@ -91,6 +81,19 @@ class MaxPool1dConfig:
 
 
 class MaxPool1d(Module):
+    """1-D max pooling (Burn's ``burn::nn::pool::MaxPool1d``; PyTorch ``nn.MaxPool1d``): the maximum of each window;
+    padding counts as ``-inf``, NaN propagates. See :class:`MaxPool2d` for the shared explanation.
+
+    Shapes: ``[batch, channels, length]`` -> ``[batch, channels, length_out]``, with ``out = floor((n + 2 * padding
+    - dilation * (kernel - 1) - 1) / stride) + 1`` per spatial dim, ``ceil`` instead of ``floor`` in ``ceil_mode``
+    (PyTorch's formula). Dtype: the input's Float dtype. No parameters.
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 3, ``[batch, channels, length]`` (the message names the layout and the
+            shape received), a dilated window larger than the padded input, or an output size below 1.
+    """
+
     kernel_size: tuple[int, ...]
     stride: tuple[int, ...]
     padding: tuple[int, ...]
@@ -106,6 +109,24 @@ class MaxPool1d(Module):
 
 @config
 class MaxPool2dConfig:
+    """Configuration of :class:`MaxPool2d` (Burn's ``burn::nn::pool::MaxPool2dConfig``; PyTorch ``nn.MaxPool2d``).
+
+    Args:
+        kernel_size: 2 ints >= 1, the window ``(kernel_height, kernel_width)``.
+        strides: 2 ints >= 1 or ``None`` (default) meaning ``kernel_size``, PyTorch's default (Burn's ``strides``
+            defaults to all 1: set it explicitly when porting a Burn config).
+        padding: ``PaddingConfig2d``, default ``PaddingConfig2d.Valid`` (no padding, Burn; PyTorch ``padding=0``);
+            ``.Same`` (stride 1, odd kernels: ``(kernel - 1) / 2`` each side) or ``.Explicit(p...)`` (``p`` each
+            side, at most half the kernel, PyTorch's rule); padded cells count as ``-inf``.
+        dilation: 2 ints >= 1, default ``(1, 1)`` (Burn, PyTorch).
+        ceil_mode: ``bool``, default ``False`` (PyTorch): round the output size up instead of down, so a last
+            partial window is kept (PyTorch's rule: it must start inside the input or left padding).
+
+    ``init(device=None)`` returns a :class:`MaxPool2d` (no parameters, so the device is unused); it raises
+    ConfigError for ``kernel_size``, ``strides``, ``dilation`` not 2 ints >= 1, ``Same`` padding with a stride other
+    than 1 or an even kernel, or padding above half the kernel.
+    """
+
     kernel_size: tuple[int, int]
     strides: tuple[int, int] | None = None
     padding: PaddingConfig2d = PaddingConfig2d.Valid
@@ -118,6 +139,19 @@ class MaxPool2dConfig:
 
 
 class MaxPool2d(Module):
+    """2-D max pooling (Burn's ``burn::nn::pool::MaxPool2d``; PyTorch ``nn.MaxPool2d``): the maximum of each window;
+    padding counts as ``-inf``, NaN propagates.
+
+    Shapes: ``[batch, channels, height, width]`` -> ``[batch, channels, height_out, width_out]``, with ``out =
+    floor((n + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1`` per spatial dim, ``ceil`` instead of
+    ``floor`` in ``ceil_mode`` (PyTorch's formula). Dtype: the input's Float dtype. No parameters.
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 4, ``[batch, channels, height, width]`` (the message names the layout and
+            the shape received), a dilated window larger than the padded input, or an output size below 1.
+    """
+
     kernel_size: tuple[int, ...]
     stride: tuple[int, ...]
     padding: tuple[int, ...]
@@ -133,6 +167,25 @@ class MaxPool2d(Module):
 
 @config
 class AvgPool1dConfig:
+    """Configuration of :class:`AvgPool1d` (Burn's ``burn::nn::pool::AvgPool1dConfig``; PyTorch ``nn.AvgPool1d``). See
+    :class:`AvgPool2dConfig` for the shared explanation.
+
+    Args:
+        kernel_size: 1 int >= 1, the window ``(kernel_length)``.
+        strides: 1 int >= 1 or ``None`` (default) meaning ``kernel_size``, PyTorch's default (Burn's ``strides``
+            defaults to all 1: set it explicitly when porting a Burn config).
+        padding: ``PaddingConfig1d``, default ``PaddingConfig1d.Valid`` (no padding, Burn; PyTorch ``padding=0``);
+            ``.Same`` (stride 1, odd kernels: ``(kernel - 1) / 2`` each side) or ``.Explicit(p...)`` (``p`` each
+            side, at most half the kernel, PyTorch's rule); padded cells are zeros.
+        count_include_pad: ``bool``, default ``True`` (Burn, PyTorch): padded zeros count in the divisor.
+        ceil_mode: ``bool``, default ``False`` (PyTorch): round the output size up instead of down, so a last
+            partial window is kept (PyTorch's rule: it must start inside the input or left padding).
+
+    ``init(device=None)`` returns a :class:`AvgPool1d` (no parameters, so the device is unused); it raises
+    ConfigError for ``kernel_size`` or ``strides`` not 1 int >= 1, ``Same`` padding with a stride other than 1 or an
+    even kernel, or padding above half the kernel.
+    """
+
     kernel_size: tuple[int]
     strides: tuple[int] | None = None
     padding: PaddingConfig1d = PaddingConfig1d.Valid
@@ -146,6 +199,20 @@ class AvgPool1dConfig:
 
 
 class AvgPool1d(Module):
+    """1-D average pooling (Burn's ``burn::nn::pool::AvgPool1d``; PyTorch ``nn.AvgPool1d``): the mean of each window.
+    See :class:`AvgPool2d` for the shared explanation.
+
+    Shapes: ``[batch, channels, length]`` -> ``[batch, channels, length_out]``, with ``out = floor((n + 2 * padding
+    - kernel) / stride) + 1`` per spatial dim, ``ceil`` instead of ``floor`` in ``ceil_mode`` (PyTorch's formula).
+    Dtype: the input's Float dtype. No parameters. The divisor is the window clipped to the padded input when
+    ``count_include_pad`` (default), else the number of input elements in the window (PyTorch's rule).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 3, ``[batch, channels, length]`` (the message names the layout and the
+            shape received), a window larger than the padded input, or an output size below 1.
+    """
+
     kernel_size: tuple[int, ...]
     stride: tuple[int, ...]
     padding: tuple[int, ...]
@@ -161,6 +228,24 @@ class AvgPool1d(Module):
 
 @config
 class AvgPool2dConfig:
+    """Configuration of :class:`AvgPool2d` (Burn's ``burn::nn::pool::AvgPool2dConfig``; PyTorch ``nn.AvgPool2d``).
+
+    Args:
+        kernel_size: 2 ints >= 1, the window ``(kernel_height, kernel_width)``.
+        strides: 2 ints >= 1 or ``None`` (default) meaning ``kernel_size``, PyTorch's default (Burn's ``strides``
+            defaults to all 1: set it explicitly when porting a Burn config).
+        padding: ``PaddingConfig2d``, default ``PaddingConfig2d.Valid`` (no padding, Burn; PyTorch ``padding=0``);
+            ``.Same`` (stride 1, odd kernels: ``(kernel - 1) / 2`` each side) or ``.Explicit(p...)`` (``p`` each
+            side, at most half the kernel, PyTorch's rule); padded cells are zeros.
+        count_include_pad: ``bool``, default ``True`` (Burn, PyTorch): padded zeros count in the divisor.
+        ceil_mode: ``bool``, default ``False`` (PyTorch): round the output size up instead of down, so a last
+            partial window is kept (PyTorch's rule: it must start inside the input or left padding).
+
+    ``init(device=None)`` returns a :class:`AvgPool2d` (no parameters, so the device is unused); it raises
+    ConfigError for ``kernel_size`` or ``strides`` not 2 ints >= 1, ``Same`` padding with a stride other than 1 or an
+    even kernel, or padding above half the kernel.
+    """
+
     kernel_size: tuple[int, int]
     strides: tuple[int, int] | None = None
     padding: PaddingConfig2d = PaddingConfig2d.Valid
@@ -174,6 +259,20 @@ class AvgPool2dConfig:
 
 
 class AvgPool2d(Module):
+    """2-D average pooling (Burn's ``burn::nn::pool::AvgPool2d``; PyTorch ``nn.AvgPool2d``): the mean of each window.
+
+    Shapes: ``[batch, channels, height, width]`` -> ``[batch, channels, height_out, width_out]``, with ``out =
+    floor((n + 2 * padding - kernel) / stride) + 1`` per spatial dim, ``ceil`` instead of ``floor`` in ``ceil_mode``
+    (PyTorch's formula). Dtype: the input's Float dtype. No parameters. The divisor is the window clipped to the
+    padded input when ``count_include_pad`` (default), else the number of input elements in the window (PyTorch's
+    rule).
+
+    Raises (forward):
+        KindError: a non-Float input.
+        ShapeError: an input not of rank 4, ``[batch, channels, height, width]`` (the message names the layout and
+            the shape received), a window larger than the padded input, or an output size below 1.
+    """
+
     kernel_size: tuple[int, ...]
     stride: tuple[int, ...]
     padding: tuple[int, ...]
@@ -239,10 +338,3 @@ class AdaptiveAvgPool2d(Module):
 
     __call__ = forward
 
-
-_DOCS = ((1, MaxPool1dConfig, MaxPool1d, "max"), (2, MaxPool2dConfig, MaxPool2d, "max"),
-         (1, AvgPool1dConfig, AvgPool1d, "average"), (2, AvgPool2dConfig, AvgPool2d, "average"))
-for _nd, _cfg, _layer, _what in _DOCS:
-    _doc = _MAX_CFG_DOC if _what == "max" else _AVG_CFG_DOC
-    _cfg.__doc__ = _doc.format(cls=_layer.__name__, nd=_nd, pad=f"PaddingConfig{_nd}d")
-    _layer.__doc__ = _LAYER_DOC.format(cls=_layer.__name__, nd=_nd, what=_what, layout=_LAYOUTS[_nd])
