@@ -53,7 +53,31 @@ def _check_tensor(owner: str, tensor: Any) -> Tensor:
     return tensor
 
 
-class Param:
+class _HoldsTensor:
+    """What ``Param`` and ``RunningState`` share: read-only views of the held tensor's
+    ``shape``, ``dtype`` (:class:`~ember.DType`), ``kind`` and ``device``."""
+
+    __slots__ = ()
+    _tensor: Tensor
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._tensor.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self._tensor.dtype
+
+    @property
+    def kind(self) -> Kind:
+        return self._tensor.kind
+
+    @property
+    def device(self) -> Device:
+        return self._tensor.device
+
+
+class Param(_HoldsTensor):
     """A parameter: a tensor, a stable :class:`ParamId` and a ``require_grad`` flag (Burn's ``Param``).
 
     On an autodiff backend a Float parameter with ``require_grad=True`` holds a tracked leaf tensor, so
@@ -87,22 +111,6 @@ class Param:
     def val(self) -> Tensor:
         """The tensor (Burn's ``val()``). The same object on every call, so gradients find it."""
         return self._tensor
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._tensor.shape
-
-    @property
-    def dtype(self) -> DType:
-        return self._tensor.dtype
-
-    @property
-    def kind(self) -> Kind:
-        return self._tensor.kind
-
-    @property
-    def device(self) -> Device:
-        return self._tensor.device
 
     def num_params(self) -> int:
         """The number of elements."""
@@ -142,7 +150,7 @@ class Param:
         return (Param, (self._tensor, self.id, self.require_grad))
 
 
-class RunningState:
+class RunningState(_HoldsTensor):
     """A buffer saved with the module but never optimized (Burn's ``RunningState``), e.g. BatchNorm's
     running mean and variance.
 
@@ -199,22 +207,6 @@ class RunningState:
     def with_value(self, tensor: Tensor) -> RunningState:
         """A new state with the same id holding ``tensor`` (functional update)."""
         return RunningState(tensor, self.id)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._tensor.shape
-
-    @property
-    def dtype(self) -> DType:
-        return self._tensor.dtype
-
-    @property
-    def kind(self) -> Kind:
-        return self._tensor.kind
-
-    @property
-    def device(self) -> Device:
-        return self._tensor.device
 
     def __repr__(self) -> str:
         t = self._tensor
