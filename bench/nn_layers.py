@@ -16,15 +16,14 @@ Run: python bench/nn_layers.py [--rounds R] [--threads T] [--batch-ms MS] [-k TE
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import ember
+from _timing import forward_backward_args, time_per_call
 from ember import Tensor, nn
 from ember.autodiff import Autodiff
 
@@ -103,23 +102,8 @@ CASES: dict[str, Callable[[], tuple[Callable[[], Any], Callable[[], Any]]]] = {
 }
 
 
-def _time(step: Callable[[], Any], batch_s: float) -> float:
-    n, t0 = 0, time.perf_counter()
-    while True:
-        step()
-        n += 1
-        el = time.perf_counter() - t0
-        if el >= batch_s:
-            return el / n
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median reported)")
-    ap.add_argument("--threads", type=int, default=1, help="BLAS and torch intra-op threads")
-    ap.add_argument("--batch-ms", type=float, default=200.0, help="length of one timed batch")
-    ap.add_argument("-k", default="", help="only cases whose name contains this text")
-    args = ap.parse_args()
+    args = forward_backward_args(__doc__.split("\n\n")[0], 200.0)
 
     import torch
     from threadpoolctl import threadpool_limits
@@ -137,8 +121,8 @@ def main() -> None:
             te: list[float] = []
             tt: list[float] = []
             for _ in range(args.rounds):
-                te.append(_time(e, args.batch_ms / 1e3))
-                tt.append(_time(t, args.batch_ms / 1e3))
+                te.append(time_per_call(e, args.batch_ms / 1e3))
+                tt.append(time_per_call(t, args.batch_ms / 1e3))
             me, mt = statistics.median(te), statistics.median(tt)
             print(f"  {name:30s} {me * 1e3:9.2f} {mt * 1e3:9.2f} {mt / me:11.2f}x")
 

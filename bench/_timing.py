@@ -1,0 +1,30 @@
+"""Shared helpers of the nn benchmarks (``nn.py``, ``nn_layers.py``): the timed batch and the common
+command-line options. Scripts in ``bench/`` import it as ``_timing`` (their folder is on ``sys.path``)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def time_per_call(step: Callable[[], Any], batch_s: float) -> float:
+    """Seconds per call of ``step``, calling it until ``batch_s`` seconds of wall time have passed."""
+    n, t0 = 0, time.perf_counter()
+    while True:
+        step()
+        n += 1
+        el = time.perf_counter() - t0
+        if el >= batch_s:
+            return el / n
+
+
+def forward_backward_args(description: str, batch_ms: float) -> argparse.Namespace:
+    """Parse ``--rounds``, ``--threads``, ``--batch-ms`` (default ``batch_ms``) and ``-k``."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median reported)")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS and torch intra-op threads")
+    ap.add_argument("--batch-ms", type=float, default=batch_ms, help="length of one timed batch")
+    ap.add_argument("-k", default="", help="only cases whose name contains this text")
+    return ap.parse_args()
