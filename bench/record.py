@@ -9,8 +9,8 @@ The model: ``layers`` of ``Linear`` modules with ``weight [2500, 1000]`` and ``b
 backend) until the requested parameter count; 100M parameters are 400 MB.
 
 Load is measured twice: ``recorder.load(path)`` (file -> record of TensorData, what ``torch.load`` does: file
--> tensors) and ``module.load_file(path)`` (file -> a new module; adds the numpy backend's copy of each
-tensor into its own array).
+-> tensors) and ``module.load_file(path)`` (file -> a new module; the numpy backend adopts the record's
+read-only arrays without a copy, other backends would copy each tensor).
 
 Memory is measured in a fresh child process per operation: the parent samples the child's
 ``/proc/<pid>/status`` every 2 ms (a C call holding the GIL cannot hide a peak from another process) and

@@ -4,6 +4,8 @@ records, the documented on-disk layout, atomic writes and extensions."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import msgpack
 import numpy as np
@@ -237,6 +239,21 @@ def test_atomic_write_keeps_previous_file_on_failure(tmp_path, monkeypatch):
         r.record({"v": 2}, tmp_path / "m")
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.mpk"]  # no temporary file left
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+@pytest.mark.parametrize("recorder", [NamedMpkFileRecorder, SafetensorsFileRecorder], ids=lambda r: r.__name__)
+def test_atomic_write_gives_ordinary_permissions(tmp_path, recorder):
+    """A new file gets 0o666 minus the umask (like open(), not mkstemp's 0o600); a replaced file keeps its mode."""
+    old = os.umask(0o027)
+    try:
+        path = recorder().record({"v": TensorData([1.0])}, tmp_path / "m")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640
+        path.chmod(0o604)
+        recorder().record({"v": TensorData([2.0])}, path)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o604
+    finally:
+        os.umask(old)
 
 
 def test_named_mpk_layout_matches_the_documentation(tmp_path):

@@ -2,10 +2,12 @@
 
 Writing streams the item through ``msgpack.Packer`` one node at a time, so a tensor is copied once (into
 the packer's buffer, written without a further copy) and the whole file is never held in memory.
-Reading maps the file (``mmap``), checks the whole-stream checksum, and unpacks it with
-``msgpack.unpackb`` (one copy of the tensor bytes, into the record). Gzip files are decompressed in
-memory first (so loading a ``.gz`` record needs its uncompressed size once more). Container sizes are
-bounded, so corrupted length fields raise instead of allocating or waiting for data that never comes.
+Reading streams the file (``_mpk_stream``): the structure is decoded from a small window and each
+tensor's bytes are read straight into the array that becomes its storage (one copy, no mapping, so
+memory holds the data once), while the whole-stream checksum is summed on the way. Gzip files are
+decompressed in memory first and unpacked with ``msgpack.unpackb`` (so loading a ``.gz`` record needs its
+uncompressed size once more), as are bytes. Container sizes are bounded, so corrupted length fields raise
+instead of allocating or waiting for data that never comes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
-import mmap
 import os
 import zlib
 from pathlib import Path
@@ -24,6 +25,7 @@ import msgpack
 from .._errors import RecordError
 from ._checksum import Sum64, sum64
 from ._codec import decode_named, decode_positional, encode
+from ._mpk_stream import Malformed, StreamReader
 from ._recorder import BytesRecorder, FileRecorder, Recorder, sniff
 from ._settings import HalfPrecisionSettings
 
@@ -76,17 +78,29 @@ def _pack_envelope(write: Any, envelope: dict[str, Any]) -> None:
     write(msgpack.packb(acc.digest().to_bytes(8, "little"), use_bin_type=True))
 
 
+def _stored_checksum(tail: bytes, origin: str) -> int:
+    """The sum64 held by the last :data:`_TRAILER_LEN` bytes of a 3-entry envelope.
+
+    Raises:
+        RecordError: the trailer is missing (the data is truncated or corrupted).
+    """
+    if tail[: len(_TRAILER_KEY) + 2] != _TRAILER_KEY + b"\xc4\x08" or len(tail) != _TRAILER_LEN:
+        raise RecordError(f"{origin}: the checksum trailer is missing: the data is truncated or corrupted.")
+    return int.from_bytes(tail[-8:], "little")
+
+
+def _mismatch(origin: str) -> RecordError:
+    return RecordError(f"{origin}: checksum mismatch: the data is corrupted (altered or truncated bytes).")
+
+
 def _verify(buf: Any, origin: str) -> None:
     """Check the whole-stream checksum of an uncompressed envelope (skipped when it has none)."""
     n = len(buf)
     if n == 0 or buf[0] != 0x83:
         return  # a 2-entry envelope (written by another tool) carries no checksum
-    tail = bytes(buf[n - _TRAILER_LEN:]) if n >= _TRAILER_LEN else b""
-    if tail[: len(_TRAILER_KEY) + 2] != _TRAILER_KEY + b"\xc4\x08":
-        raise RecordError(f"{origin}: the checksum trailer is missing: the data is truncated or corrupted.")
-    stored = int.from_bytes(tail[-8:], "little")
+    stored = _stored_checksum(bytes(buf[n - _TRAILER_LEN:]) if n >= _TRAILER_LEN else b"", origin)
     if sum64(memoryview(buf)[: n - _TRAILER_LEN]) != stored:
-        raise RecordError(f"{origin}: checksum mismatch: the data is corrupted (altered or truncated bytes).")
+        raise _mismatch(origin)
 
 
 def _pack(packer: msgpack.Packer, node: Any, flush: Any) -> None:
@@ -121,6 +135,15 @@ def _limits(bound: int) -> dict[str, int]:
     }
 
 
+def _invalid(origin: str, problem: str, head: bytes) -> RecordError:
+    guess = sniff(head)
+    hint = f" The data looks like {guess}." if guess and "msgpack" not in guess else ""
+    return RecordError(
+        f"{origin}: not a valid msgpack record ({problem}); the file is truncated, corrupted or of another "
+        f"format.{hint}"
+    )
+
+
 def _unpack_buffer(buf: Any, origin: str) -> Any:
     n = len(buf)
     try:
@@ -128,13 +151,35 @@ def _unpack_buffer(buf: Any, origin: str) -> Any:
     except RecordError:
         raise
     except Exception as exc:
-        head = bytes(buf[:16])
-        guess = sniff(head)
-        hint = f" The data looks like {guess}." if guess and "msgpack" not in guess else ""
-        raise RecordError(
-            f"{origin}: not a valid msgpack record ({type(exc).__name__}: {exc}); the file is truncated, "
-            f"corrupted or of another format.{hint}"
-        ) from None
+        raise _invalid(origin, f"{type(exc).__name__}: {exc}", bytes(buf[:16])) from None
+
+
+def _unpack_file(f: Any, size: int, head: bytes, origin: str, verify: bool) -> Any:
+    """The envelope in the file ``f`` (at offset 0), streamed: tensors are read into their own arrays.
+
+    With ``verify`` and a 3-entry envelope, the whole-stream checksum is summed while reading; a stream
+    that fails to decode is read to the end first, so altered data is reported as a checksum mismatch.
+    """
+    stop = stored = None
+    if verify and head[:1] == b"\x83":
+        f.seek(max(0, size - _TRAILER_LEN))
+        stored = _stored_checksum(f.read(_TRAILER_LEN) if size >= _TRAILER_LEN else b"", origin)
+        f.seek(0)
+        stop = size - _TRAILER_LEN
+    reader = StreamReader(f, size, stop, max_container=min(size, _MAX_CONTAINER), max_str=min(size, _MAX_STR))
+    try:
+        envelope = reader.read_object()
+        if reader.position != size:
+            raise Malformed(f"{size - reader.position} bytes of extra data after the record")
+    except (Malformed, RecursionError) as exc:
+        if stop is not None:
+            reader.drain()
+            if reader.checksum != stored:
+                raise _mismatch(origin) from None
+        raise _invalid(origin, str(exc) if isinstance(exc, Malformed) else type(exc).__name__, head) from None
+    if stop is not None and reader.checksum != stored:
+        raise _mismatch(origin)
+    return envelope
 
 
 def _check_gzip_magic(head: bytes, origin: str) -> None:
@@ -168,7 +213,7 @@ class _MsgpackFile(_Msgpack, FileRecorder):
             _pack_envelope(f.write, item)
 
     def _read(self, path: Path, origin: str, template: Any) -> Any:
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 raise RecordError(f"{origin}: the file is empty.")
@@ -194,12 +239,9 @@ class _MsgpackFile(_Msgpack, FileRecorder):
                         f"{origin}: the file is gzip-compressed; load it with the matching Gz recorder "
                         f"({type(self).__name__.replace('File', 'GzFile')})."
                     )
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                    with contextlib.suppress(AttributeError, OSError):
-                        m.madvise(mmap.MADV_SEQUENTIAL)
-                    if self.verify:
-                        _verify(m, origin)
-                    envelope = _unpack_buffer(m, origin)
+                with contextlib.suppress(AttributeError, OSError):
+                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+                envelope = _unpack_file(f, size, head, origin, self.verify)
         return self._decode(envelope, origin, template)
 
 

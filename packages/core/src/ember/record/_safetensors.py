@@ -33,7 +33,9 @@ def _tensor_key(path: str) -> str:
 class SafetensorsFileRecorder(FileRecorder):
     """Safetensors files (``.safetensors``) with dotted keys and the Ember metadata in the header.
 
-    Uses the ``safetensors`` library's numpy API. Precision settings apply as for other recorders.
+    Writes with the ``safetensors`` library's numpy API; loads with the library's validation of the header
+    and reads each tensor into its own read-only array (the file is not mapped, so memory holds the data
+    once). Precision settings apply as for other recorders.
 
     Raises (load):
         RecordError: not a safetensors file, a truncated or corrupted header or data.
@@ -78,23 +80,23 @@ class SafetensorsFileRecorder(FileRecorder):
     def _read(self, path: Path, origin: str, template: Any) -> Any:
         from safetensors import safe_open
 
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
             head = f.read(16)
-        if len(head) < 8:
-            raise RecordError(f"{origin}: the file is empty or truncated (no safetensors header).")
-        try:
-            with safe_open(str(path), framework="numpy") as st:
-                meta = st.metadata() or {}
-                arrays = {k: st.get_tensor(k) for k in st.keys()}
-        except RecordError:
-            raise
-        except Exception as exc:
-            guess = sniff(head)
-            hint = f" It looks like {guess}." if guess and "safetensors" not in guess else ""
-            raise RecordError(
-                f"{origin}: not a valid safetensors file ({type(exc).__name__}: {exc}); truncated, corrupted or "
-                f"of another format.{hint}"
-            ) from None
+            if len(head) < 8:
+                raise RecordError(f"{origin}: the file is empty or truncated (no safetensors header).")
+            try:
+                with safe_open(str(path), framework="numpy") as st:  # validates the header and the offsets
+                    meta = st.metadata() or {}
+                    arrays = _read_arrays(f, st, origin)
+            except RecordError:
+                raise
+            except Exception as exc:
+                guess = sniff(head)
+                hint = f" It looks like {guess}." if guess and "safetensors" not in guess else ""
+                raise RecordError(
+                    f"{origin}: not a valid safetensors file ({type(exc).__name__}: {exc}); truncated, corrupted "
+                    f"or of another format.{hint}"
+                ) from None
         if not _EMBER_KEYS & set(meta):
             return _nest(arrays)  # written by another tool
         if "item" not in meta:
@@ -123,6 +125,47 @@ class SafetensorsFileRecorder(FileRecorder):
 
 
 _EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum"}
+
+# safetensors dtype -> numpy dtype of the arrays read directly (others go through the library)
+_NUMPY = {
+    "F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
+    "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?",
+}
+
+
+def _read_arrays(f: Any, st: Any, origin: str) -> dict[str, np.ndarray]:
+    """Each tensor of the file read with ``readinto`` into its own read-only array.
+
+    ``st`` is the library's open handle: it has validated the header (offsets inside the file, sizes
+    matching dtype x shape). Reading ourselves instead of ``st.get_tensor`` never touches the library's
+    memory map, so the file's pages do not count in the process's memory next to the loaded tensors,
+    and the arrays are read-only, which the numpy backend adopts without a copy.
+    """
+    f.seek(0)
+    n = int.from_bytes(f.read(8), "little")
+    header = json.loads(f.read(n))
+    start = 8 + n
+    out: dict[str, np.ndarray] = {}
+    for key in st.keys():
+        info = header[key]
+        dtype = _NUMPY.get(info["dtype"])
+        if dtype is None:
+            out[key] = st.get_tensor(key)  # e.g. BF16 or F8 from another tool: the library decides
+            continue
+        begin, end = info["data_offsets"]
+        buf = np.empty(end - begin, dtype=np.uint8)
+        f.seek(start + begin)
+        view, got = buf.data, 0
+        while got < len(view):
+            k = f.readinto(view[got:])
+            if not k:
+                raise RecordError(f"{origin}: the data of tensor {key!r} ends early (the file was truncated "
+                                  "while reading).")
+            got += k
+        arr = buf.view(dtype).reshape(info["shape"])
+        arr.flags.writeable = False
+        out[key] = arr
+    return out
 
 
 def _meta_checksum(meta: dict[str, str]) -> int:
