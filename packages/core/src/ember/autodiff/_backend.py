@@ -206,6 +206,16 @@ class Autodiff(Backend):
         """``(var, mean)`` along ``dim``, each with its own rule."""
         return self.var(a, dim, correction), self.mean_dim(a, dim)  # type: ignore[attr-defined]
 
+    # ------------------------------------------------------------------ compilation
+    def compile(self, fn: Any, **options: Any) -> Any:
+        """The inner backend's compiled ``fn`` (jax: :func:`ember_jax.jit`, which carries autodiff
+        tensors in as inner arrays and re-tracks them inside); eager inner backends return ``fn``."""
+        return self.inner_backend.compile(fn, **options)
+
+    def is_concrete(self, p: Any) -> bool:
+        """Whether the inner primitive of ``p`` holds concrete values (``False`` for a jax tracer)."""
+        return self.inner_backend.is_concrete(p.p if p.__class__ is AP else p)
+
     # ------------------------------------------------------------------ the autodiff API
     def inner(self, p: Any) -> Any:
         """The inner primitive of ``p`` (no graph)."""
@@ -263,6 +273,7 @@ def _move_back(B: Any, g: Any, handle: Any, ps: Any) -> Any:
 
 #: every public method of the backend contract that Autodiff covers (checked by the tests)
 HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | frozenset(
-    {"shape", "cast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner"}
+    {"shape", "cast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner", "compile",
+     "is_concrete"}
 )
 

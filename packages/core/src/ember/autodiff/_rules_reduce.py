@@ -4,9 +4,9 @@
   (no division, so zeros are handled exactly: the gradient at a zero is the product of the others).
 - ``max``/``min`` (and ``*_dim``) send the gradient to the position of the first extreme
   (the ``argmax``/``argmin`` index), as Burn's rule does.
-- ``cumsum``: reversed cumulative sum; ``cumprod``: ``revcumsum(g y) / x`` when no element is 0,
-  else an exact quadratic-memory form; ``cummax``/``cummin``: to the index that set the running
-  extreme.
+- ``cumsum``: reversed cumulative sum; ``cumprod``: ``revcumsum(g y) / x`` before the first zero
+  of each run, PyTorch's O(n) form at the first zero, 0 after it (masks only, no host read);
+  ``cummax``/``cummin``: to the index that set the running extreme.
 - Ops returning ``(values, indices)`` (``sort_with_indices``, ``topk``, ``median``,
   ``max_dim_with_indices`` ...) scatter the gradient back at the indices (pattern ``indexed``).
 """
@@ -131,26 +131,32 @@ def _cumsum(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
 
 @unary("cumprod", save="xy")
 def _cumprod(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
+    """``d/dx_k sum_j g_j y_j`` for ``y = cumprod(x)`` along ``dim``, exact with zeros, O(n), data-independent.
+
+    PyTorch's O(n) formula (``cumprod_backward``, torch/csrc/autograd/FunctionsManual.cpp), with its
+    ``masked_scatter`` steps replaced by element-wise masks so that no value is read on the host (the rule
+    can be traced by ``jax.jit``). With ``z1`` the first zero along the dim and ``z2`` the second (or the end):
+
+    - ``k < z1`` (``x_k != 0``): ``revcumsum(g y)_k / x_k``, the sums taken over ``j < z1`` only;
+    - ``k = z1``: ``prod(x[:z1]) * sum_{z1 <= j < z2} g_j prod_{z1 < i <= j} x_i``;
+    - ``k > z1``: 0 (every ``y_j``, ``j >= k``, holds the factor ``x_z1 = 0``).
+
+    Without zeros this is the plain ``revcumsum(g y) / x``.
+    """
     dim = args[0]
-    has_zero = B.to_numpy(B.any(B.equal(x, 0.0))).reshape(-1)[0]
-    if not has_zero:
-        return B.div(_revcumsum(B, B.mul(g, y), dim), x)
-    # exact form: grad_k = P_{k-1} * sum_{j >= k} g_j prod_{k < i <= j} x_i, with the inner
-    # products from a cumprod over a [.., n, n] matrix (x_j where j > k, 1 elsewhere)
-    s = B.shape(x)
-    r, n = len(s), s[dim]
-    perm = tuple(i for i in range(r) if i != dim) + (dim,)
-    inv = tuple(perm.index(i) for i in range(r))
-    xs, gs = B.permute(x, perm), B.permute(g, perm)
-    lead = B.shape(xs)[:-1]
-    ar = B.arange(0, n, 1, B.int_dtype, B.device_handle(x))
-    j_le_k = B.lower_equal(B.reshape(ar, (1, n)), B.reshape(ar, (n, 1)))  # [k, j]
-    m = B.expand(B.reshape(xs, lead + (1, n)), lead + (n, n))
-    c = B.cumprod(B.mask_fill(m, j_le_k, 1.0), r)
-    w = B.mask_fill(c, B.lower(B.reshape(ar, (1, n)), B.reshape(ar, (n, 1))), 0.0)
-    sk = B.reshape(B.sum_dim(B.mul(w, B.reshape(gs, lead + (1, n))), r), lead + (n,))
-    out = B.mul(sk, _exclusive_cumprod(B, xs, r - 1, False))
-    return B.permute(out, inv)
+    zero = B.equal(x, 0.0)
+    count = B.cumsum(B.cast(zero, B.dtype(x)), dim)  # zeros met so far, per position (exact small integers)
+    after = B.not_equal(count, 0.0)  # at or after the first zero
+    # k < z1: the division formula, sums cut at the first zero, divisions by x_k != 0 only
+    before = B.div(_revcumsum(B, B.mask_fill(B.mul(g, y), after, 0.0), dim), B.mask_fill(x, after, 1.0))
+    out = B.mask_fill(before, after, 0.0)
+    # k = z1: x_i for z1 < i < z2 (1 elsewhere), cumulated, weighted by g_j for z1 <= j < z2, summed
+    not_run = B.not_equal(count, 1.0)  # outside [z1, z2)
+    inside = B.cumprod(B.mask_fill(B.mask_fill(x, not_run, 1.0), zero, 1.0), dim)
+    tail = B.sum_dim(B.mul(inside, B.mask_fill(g, not_run, 0.0)), dim)
+    head = B.prod_dim(B.mask_fill(x, after, 1.0), dim)  # prod(x[:z1])
+    first = B.logical_and(zero, B.equal(count, 1.0))
+    return B.mask_where(out, first, B.mul(tail, head))
 
 
 def _cum_extreme(B: Any, g: Any, x: Any, y: Any, dim: int) -> Any:

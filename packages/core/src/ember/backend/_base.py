@@ -120,8 +120,10 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         dev = self._devices.get(key)
         if dev is None:
             dev = self._make_device(key)
+            # an alias ("cpu" for "cpu:0") resolves to the device already made under its canonical name:
+            # one Device object per device, so ``is`` comparisons (and Autodiff's ``inner``) keep holding
+            dev = self._devices.setdefault(dev.name, dev)
             self._devices[key] = dev
-            self._devices[dev.name] = dev
         return dev
 
     def devices(self) -> list[Device]:
@@ -131,6 +133,29 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
     def seed(self, seed: int) -> None:
         """Seed the backend's random generator: every random op after it is reproducible."""
         required("seed")
+
+    def compile(self, fn: Any, **options: Any) -> Any:
+        """A compiled version of ``fn``, a whole step (forward, backward, optimizer update, or a
+        validation step) taking and returning Ember objects (tensors, modules, optimizers,
+        batches, outputs).
+
+        Backends that compile (jax: :func:`ember_jax.jit`) trace ``fn`` once per argument
+        structure and run the compiled program afterwards; mutable state (optimizer state,
+        ``RunningState`` values, the backend's random key) is carried through the call and
+        written back. ``options`` are the backend's own (jax: ``static_argnames``, ``donate``).
+        The default, used by eager backends (numpy, torch), returns ``fn`` unchanged and
+        ignores ``options``, so callers can always write ``step = device.backend.compile(step)``.
+        """
+        return fn
+
+    def is_concrete(self, p: Any) -> bool:
+        """Whether primitive ``p`` holds concrete values that the host can read now.
+
+        ``False`` only inside a compiled step (a jax tracer): data-dependent checks (``to_data``,
+        value validation, Python branches on values) must then be skipped or written with tensor
+        ops. Default: ``True`` (eager backends always hold values).
+        """
+        return True
 
     def dtype_for(self, kind_index: int) -> DType:
         """Element type of the kind with index ``kind_index`` (0 Float, 1 Int, 2 Bool)."""

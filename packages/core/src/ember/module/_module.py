@@ -18,10 +18,16 @@ from ._record import load_into, to_record
 from ._tree import fields_of, map_leaves, rebuild, walk_state
 from ._visitor import ModuleMapper, ModuleVisitor
 
-__all__ = ["Module"]
+__all__ = ["Module", "SUBCLASS_HOOKS"]
 
 M = TypeVar("M", bound="Module")
 _building = threading.local()
+
+#: callables run with every new Module subclass once it is set up (``hook(cls)``). A backend that needs to know
+#: module types registers here without the core importing its array library: ``ember_jax`` makes every module
+#: class a JAX pytree. Classes defined before a hook was added are the hook owner's to handle
+#: (``Module.__subclasses__()`` recursively).
+SUBCLASS_HOOKS: list[Callable[[type], None]] = []
 
 
 def _in_init(obj: Any) -> bool:
@@ -109,6 +115,8 @@ class Module:
             cls.__init__ = _wrap_init(init)  # type: ignore[method-assign]
         cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign, assignment]
         cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign, assignment]
+        for hook in SUBCLASS_HOOKS:
+            hook(cls)
 
     # ------------------------------------------------------------------ structure
     def replace(self: M, **changes: Any) -> M:

@@ -9,6 +9,7 @@ from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
 from ._decay import WeightDecayConfig, weight_decay
+from ._scalar import Scalar, add, div, increment, mul
 
 __all__ = ["AdaGradConfig", "AdaGrad"]
 
@@ -22,13 +23,13 @@ class AdaGrad(SimpleOptimizer):
     weight_decay: WeightDecayConfig | None
     name = "adagrad"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         grad = weight_decay(self.weight_decay, grad, tensor)
         if state is None:
             time, total = 1, grad.square()
         else:
-            time, total = int(state["time"]) + 1, state["sum"].add(grad.square())
-        clr = lr / (1.0 + (time - 1) * self.lr_decay)
+            time, total = increment(state["time"]), state["sum"].add(grad.square())
+        clr = lr if self.lr_decay == 0.0 else div(lr, add(1.0, mul(add(time, -1), self.lr_decay)))
         update = grad.div(total.sqrt().add_scalar(self.epsilon)).mul_scalar(clr)
         return tensor.sub(update), {"time": time, "sum": total}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass
 
 from ..config import config
@@ -10,8 +10,21 @@ from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
 from ._decay import WeightDecayConfig, weight_decay
+from ._scalar import Count, Scalar, div, increment, mul, one_minus_pow, sqrt
 
 __all__ = ["AdamConfig", "Adam", "adaptive_moment"]
+
+
+def _bias_scalars(beta_1: float, beta_2: float, epsilon: float, time: Count) -> tuple[Scalar, Scalar]:
+    """``(sqrt(bc2) / bc1, epsilon * sqrt(bc2))`` with ``bc = 1 - beta^time``: Python floats for an int ``time``,
+    ``[1]`` tensors for a tensor ``time``."""
+    bc2_sqrt = sqrt(one_minus_pow(beta_2, time))
+    return div(bc2_sqrt, one_minus_pow(beta_1, time)), mul(epsilon, bc2_sqrt)
+
+
+#: :func:`_bias_scalars` memoized for Python-int times: the parameters of one eager step share the values, and
+#: the lookup costs less than the helper calls (the same function, so the same floats)
+_bias_scalars_cached = functools.lru_cache(maxsize=256)(_bias_scalars)
 
 
 def adaptive_moment(
@@ -23,6 +36,9 @@ def adaptive_moment(
     ``m_hat = m / (1 - b1^t)``, ``v_hat = v / (1 - b2^t)`` (with AMSGrad ``v`` is replaced by its running
     maximum). Computed as Burn does, ``m * (sqrt(bc2) / bc1) / (sqrt(v) + eps * sqrt(bc2))``, which is the
     same value.
+
+    ``state["time"]`` is a Python int (eager training) or an Int tensor of shape ``[1]`` (a compiled step, see
+    :mod:`ember.optim._scalar`); the new state keeps its form.
     """
     if state is None:
         time = 1
@@ -30,14 +46,15 @@ def adaptive_moment(
         v = grad.square().mul_scalar(1.0 - beta_2)
         v_max = v if amsgrad else None
     else:
-        time = int(state["time"]) + 1
+        time = increment(state["time"])
         m = state["moment_1"].mul_scalar(beta_1).add(grad.mul_scalar(1.0 - beta_1))
         v = state["moment_2"].mul_scalar(beta_2).add(grad.square().mul_scalar(1.0 - beta_2))
         prev = state.get("max_moment_2")
         v_max = (v if prev is None else prev.max_pair(v)) if amsgrad else None
-    bc2_sqrt = math.sqrt(1.0 - beta_2**time)
-    factor = bc2_sqrt / (1.0 - beta_1**time)
-    denom = (v_max if v_max is not None else v).sqrt().add_scalar(epsilon * bc2_sqrt)
+    factor, eps_term = (_bias_scalars_cached if time.__class__ is int else _bias_scalars)(
+        beta_1, beta_2, epsilon, time
+    )
+    denom = (v_max if v_max is not None else v).sqrt().add_scalar(eps_term)
     direction = m.mul_scalar(factor).div(denom)
     new: State = {"time": time, "moment_1": m, "moment_2": v}
     if amsgrad:
@@ -56,7 +73,7 @@ class Adam(SimpleOptimizer):
     weight_decay: WeightDecayConfig | None
     name = "adam"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         grad = weight_decay(self.weight_decay, grad, tensor)
         direction, new = adaptive_moment(grad, state, self.beta_1, self.beta_2, self.epsilon, self.amsgrad)
         return tensor.sub(direction.mul_scalar(lr)), new

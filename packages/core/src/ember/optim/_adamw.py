@@ -9,6 +9,7 @@ from ..tensor import Tensor
 from ._adam import adaptive_moment
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
+from ._scalar import Scalar, is_zero, mul, rsub
 
 __all__ = ["AdamWConfig", "AdamW"]
 
@@ -25,17 +26,17 @@ class AdamW(SimpleOptimizer):
     amsgrad: bool
     name = "adamw"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         direction, new = adaptive_moment(grad, state, self.beta_1, self.beta_2, self.epsilon, self.amsgrad)
-        rate = lr * self.weight_decay
-        if rate == 0.0:
+        rate = mul(lr, self.weight_decay)
+        if self.weight_decay == 0.0 or is_zero(rate):
             decayed = tensor
         elif self.cautious_weight_decay:
             # decay only where the parameter and the first moment agree in sign (Chen et al., 2025)
             differ = tensor.greater_equal_elem(0.0).not_equal(new["moment_1"].greater_equal_elem(0.0))
             decayed = tensor.sub(tensor.mul_scalar(rate).mask_fill(differ, 0.0))
         else:
-            decayed = tensor.mul_scalar(1.0 - rate)
+            decayed = tensor.mul_scalar(rsub(1.0, rate))
         return decayed.sub(direction.mul_scalar(lr)), new
 
 

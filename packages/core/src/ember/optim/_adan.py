@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..config import config
 from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
+from ._scalar import Scalar, add, div, increment, is_zero, mul, one_minus_pow, rsub, sqrt
 
 __all__ = ["AdanConfig", "Adan"]
 
@@ -25,7 +25,7 @@ class Adan(SimpleOptimizer):
     no_prox: bool
     name = "adan"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         b1, b2, b3 = self.beta_1, self.beta_2, self.beta_3
         if state is None:
             time = 1
@@ -33,24 +33,25 @@ class Adan(SimpleOptimizer):
             exp_avg_sq = grad.square().mul_scalar(1.0 - b3)
             exp_avg_diff = grad.zeros_like()
         else:
-            time = int(state["time"]) + 1
+            time = increment(state["time"])
             diff = grad.sub(state["pre_grad"])
             exp_avg = state["exp_avg"].mul_scalar(b1).add(grad.mul_scalar(1.0 - b1))
             exp_avg_diff = state["exp_avg_diff"].mul_scalar(b2).add(diff.mul_scalar(1.0 - b2))
             mixed = diff.mul_scalar(b2).add(grad)
             exp_avg_sq = state["exp_avg_sq"].mul_scalar(b3).add(mixed.square().mul_scalar(1.0 - b3))
-        denom = exp_avg_sq.sqrt().div_scalar(math.sqrt(1.0 - b3**time)).add_scalar(self.epsilon)
+        denom = exp_avg_sq.sqrt().div_scalar(sqrt(one_minus_pow(b3, time))).add_scalar(self.epsilon)
         update = (
-            exp_avg.div_scalar(1.0 - b1**time)
-            .add(exp_avg_diff.mul_scalar(b2 / (1.0 - b2**time)))
+            exp_avg.div_scalar(one_minus_pow(b1, time))
+            .add(exp_avg_diff.mul_scalar(div(b2, one_minus_pow(b2, time))))
             .div(denom)
         )
-        rate = lr * self.weight_decay
+        rate = mul(lr, self.weight_decay)
+        no_decay = self.weight_decay == 0.0 or is_zero(rate)
         if self.no_prox:
-            out = (tensor if rate == 0.0 else tensor.mul_scalar(1.0 - rate)).sub(update.mul_scalar(lr))
+            out = (tensor if no_decay else tensor.mul_scalar(rsub(1.0, rate))).sub(update.mul_scalar(lr))
         else:
             out = tensor.sub(update.mul_scalar(lr))
-            out = out if rate == 0.0 else out.div_scalar(1.0 + rate)
+            out = out if no_decay else out.div_scalar(add(1.0, rate))
         new: State = {
             "time": time, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq, "exp_avg_diff": exp_avg_diff,
             "pre_grad": grad,

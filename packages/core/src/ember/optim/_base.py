@@ -2,6 +2,10 @@
 
 - :class:`SimpleOptimizer`: the update rule of one tensor, ``step(lr, tensor, grad, state) -> (tensor, state)``.
   ``state`` is a small ``dict`` of tensors and Python numbers (``None`` before the first step).
+- Every rule is traceable by ``jax.jit`` (``ember_jax.jit`` compiles whole training steps): no host reads, no
+  Python branch on a tensor's value. In a compiled step the learning rate is a Float tensor of shape ``[1]``
+  and the Python numbers of a state (step counters) arrive as tensors of shape ``[1]``; the rules take both
+  forms through the helpers of :mod:`ember.optim._scalar`.
 - :class:`Optimizer`: what ``XConfig().init()`` returns. It maps a module (``module.map``), applies the rule
   to every trainable parameter that has a gradient, keeps the per-parameter state keyed by
   :class:`~ember.module.ParamId`, and saves/loads it as a record.
@@ -13,14 +17,15 @@ import math
 from typing import Any, ClassVar, TypeVar
 
 from .._data import TensorData
-from .._errors import RecordError, ShapeError
-from .._kind import Float
+from .._errors import DeviceError, RecordError, ShapeError
+from .._kind import Bool, Float, Int
 from ..backend._device import Device
 from ..module import Module, ModuleMapper, Param, ParamId, ad_enabled
 from ..tensor import Tensor
 from ._clipping import GradientClippingConfig
 from ._errors import OptimizerError
 from ._grads_params import GradientsParams
+from ._scalar import Scalar
 
 __all__ = ["Optimizer", "SimpleOptimizer", "State", "check_lr", "RECORD_VERSION"]
 
@@ -35,21 +40,28 @@ RECORD_VERSION = 1
 class SimpleOptimizer:
     """The update rule of one parameter tensor (Burn's ``SimpleOptimizer``).
 
-    Subclasses implement :meth:`step` with tensor ops only (no numpy, no host reads), so the rule runs on
-    every backend and can be traced by ``jax.jit``.
+    Subclasses implement :meth:`step` with tensor ops only (no numpy, no host reads, no Python branch on a
+    tensor's value), so the rule runs on every backend and can be traced by ``jax.jit``. ``lr`` and the Python
+    numbers of ``state`` may be tensors of shape ``[1]``: combine them with the helpers of
+    :mod:`ember.optim._scalar`, which keep the plain Python arithmetic for Python numbers, and apply them with
+    ``mul_scalar``/``add_scalar``/``div_scalar``, which take both forms.
     """
 
     #: the name written in records (checked on load)
     name: ClassVar[str] = ""
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         """One update.
 
+        Tensor scalars (``lr``, counters) have shape ``[1]`` and broadcast: with a rank-0 ``tensor`` the result
+        then has shape ``[1]`` (:class:`Optimizer` reshapes it back to rank 0).
+
         Args:
-            lr: the learning rate (>= 0).
+            lr: the learning rate (>= 0): a float, or a Float tensor of shape ``[1]`` on ``tensor``'s device.
             tensor: the parameter, on the inner (non-autodiff) device, shape ``[...]``.
             grad: its gradient, same device, shape and dtype.
-            state: the state returned by the previous step of this parameter, ``None`` at the first one.
+            state: the state returned by the previous step of this parameter, ``None`` at the first one. Its
+                counters are Python ints or Int tensors of shape ``[1]``; the new state keeps their form.
 
         Returns:
             ``(new tensor, new state)``.
@@ -57,19 +69,36 @@ class SimpleOptimizer:
         raise NotImplementedError
 
 
-def check_lr(lr: Any) -> float:
-    """``lr`` as a float.
+def check_lr(lr: Any) -> Scalar:
+    """``lr`` as a float, or a Float tensor of shape ``[1]`` returned as it is.
+
+    A tensor learning rate (what a compiled training step is given, so that a new value does not recompile it)
+    is checked for its kind and shape only: its value is not read (no host synchronization), so a negative or
+    NaN value is not detected.
 
     Raises:
-        OptimizerError: ``lr`` is negative, NaN or infinite. TypeError: not a real number.
+        OptimizerError: a float ``lr`` is negative, NaN or infinite. TypeError: not a real number, or a tensor
+        that is not Float. ShapeError: a tensor whose shape is not ``[1]``.
     """
+    if isinstance(lr, Tensor):
+        if lr.kind is not Float:
+            raise TypeError(
+                f"optimizer step: a tensor learning rate must be a Float tensor of shape [1], got a {lr.kind} "
+                "tensor; convert it with .float()."
+            )
+        if lr.shape != (1,):
+            raise ShapeError(
+                f"optimizer step: a tensor learning rate must have shape [1], got {list(lr.shape)}; build it with "
+                "Tensor.from_data([lr], device) (or pass a float)."
+            )
+        return lr
     if isinstance(lr, bool) or not isinstance(lr, (int, float)):
         try:
             lr = float(lr)
         except (TypeError, ValueError):
             raise TypeError(
-                f"optimizer step: the learning rate must be a float, got {type(lr).__name__}; pass "
-                "scheduler.step() when using an LrScheduler."
+                f"optimizer step: the learning rate must be a float or a Float tensor of shape [1], got "
+                f"{type(lr).__name__}; pass scheduler.step() when using an LrScheduler."
             ) from None
     lr = float(lr)
     if not math.isfinite(lr) or lr < 0.0:
@@ -92,11 +121,13 @@ def _state_to_record(node: Any) -> Any:
 
 
 def _materialize(node: Any, device: Device) -> Any:
-    """Loaded state on ``device``: TensorData -> Tensor, tensors elsewhere moved."""
+    """Loaded state on ``device``: TensorData -> Tensor of the data's kind (a counter saved as an Int tensor
+    stays Int), tensors elsewhere moved."""
     if isinstance(node, Tensor):
         return node if node.device is device else node.to_device(device)
     if isinstance(node, TensorData):
-        return Tensor.from_data(node, device, Float)
+        dt = node.dtype
+        return Tensor.from_data(node, device, Float if dt.is_float else Int if dt.is_int else Bool)
     if isinstance(node, dict):
         return {k: _materialize(v, device) for k, v in node.items()}
     if isinstance(node, list):
@@ -104,10 +135,42 @@ def _materialize(node: Any, device: Device) -> Any:
     return node
 
 
+def _has_nan(path: str, grad: Tensor) -> bool:
+    """Whether ``grad`` holds a NaN (one host read).
+
+    Raises:
+        OptimizerError: inside a compiled step (the gradient is traced), where the value cannot be read.
+    """
+    if not grad.ops.is_concrete(grad.primitive):
+        raise OptimizerError(
+            f"optimizer step: nan_check cannot run inside a compiled step (the gradient of {path!r} is traced, its "
+            "values cannot be read on the host). Disable it for compiled training (nan_check=False / "
+            "optim.with_nan_check(False)) and check the loss returned by the step outside it instead "
+            "(e.g. math.isnan(loss.into_scalar()))."
+        )
+    return bool(grad.is_nan().any())
+
+
+def _lr_on(lr: Tensor, device: Device, path: str) -> Tensor:
+    """A tensor learning rate on the device of a parameter's inner tensor: an autodiff tensor is taken as its
+    ``inner()`` (no graph, no copy).
+
+    Raises:
+        DeviceError: ``lr`` lives on another device (it is not moved: that could copy through the host).
+    """
+    inner = lr.inner()
+    if inner.device is not device:
+        raise DeviceError(
+            f"optimizer step: the learning rate tensor lives on {lr.device}, the parameter {path!r} on {device}; "
+            "create it on the model's device (Tensor.from_data([lr], device)) or pass a float."
+        )
+    return inner
+
+
 class _StepMapper(ModuleMapper):
     """Applies one optimizer step to the Float parameters of a module."""
 
-    def __init__(self, optim: Optimizer, lr: float, grads: GradientsParams) -> None:
+    def __init__(self, optim: Optimizer, lr: Scalar, grads: GradientsParams) -> None:
         self.optim = optim
         self.lr = lr
         self.grads = grads
@@ -130,13 +193,14 @@ class _StepMapper(ModuleMapper):
         x = t.inner() if ad else t
         if grad.device is not x.device:
             grad = grad.to_device(x.device)
-        if grad.shape != x.shape:
+        shape = x.shape
+        if grad.shape != shape:
             raise ShapeError(
                 f"optimizer step: the gradient of {path!r} has shape {list(grad.shape)}, the parameter "
-                f"{list(x.shape)}; the gradients do not belong to this model."
+                f"{list(shape)}; the gradients do not belong to this model."
             )
         optim = self.optim
-        if optim.nan_check and bool(grad.is_nan().any()):
+        if optim.nan_check and _has_nan(path, grad):
             raise OptimizerError(
                 f"optimizer step: the gradient of {path!r} (shape {list(x.shape)}) contains NaN. Nothing was "
                 "updated. Look for a log/sqrt/division of zero or an exploding loss (lower the learning rate, "
@@ -147,7 +211,12 @@ class _StepMapper(ModuleMapper):
         state = optim._states.get(pid)
         if state is not None:
             state = _materialize(state, x.device)
-        new_x, new_state = optim.simple.step(self.lr, x, grad, state)
+        lr = self.lr
+        if lr.__class__ is Tensor and lr.device is not x.device:
+            lr = _lr_on(lr, x.device, path)
+        new_x, new_state = optim.simple.step(lr, x, grad, state)
+        if not shape and new_x.shape:  # a rank-0 parameter broadcast to [1] by a tensor lr or counter
+            new_x = new_x.reshape(())
         self.pending[pid] = new_state
         new_t = Tensor.from_inner(new_x, t.device) if ad else new_x
         self.done[pid] = new_t
@@ -196,17 +265,20 @@ class Optimizer:
         """Check every gradient for NaN before updating (in place; returns ``self``).
 
         The check reads one boolean per parameter from the device (a host synchronization per parameter),
-        so it is off by default.
+        so it is off by default. It cannot run inside a compiled step (``ember_jax.jit``), where values are
+        traced: :meth:`step` then raises :class:`~ember.optim.OptimizerError`; check the returned loss instead.
         """
         self.nan_check = bool(enabled)
         return self
 
     # ------------------------------------------------------------------ step
-    def step(self, lr: float, module: M, grads: GradientsParams) -> M:
+    def step(self, lr: Scalar, module: M, grads: GradientsParams) -> M:
         """Update ``module`` with ``grads`` at learning rate ``lr``; returns the new module.
 
         Args:
-            lr: the learning rate (a float >= 0; ``scheduler.step()`` gives one).
+            lr: the learning rate: a float >= 0 (``scheduler.step()`` gives one), or a Float tensor of shape
+                ``[1]`` on the model's device or its inner device (what a compiled step is given; its value is
+                not read, so it is not range-checked).
             module: the model (usually on an autodiff backend).
             grads: the :class:`GradientsParams` of ``module`` (not modified).
 
@@ -214,7 +286,10 @@ class Optimizer:
             OptimizerError: ``lr`` negative/NaN; ``grads`` is not empty but no gradient matches a trainable
                 parameter of ``module`` (gradients of another model); a NaN gradient with ``nan_check``. On any
                 error the optimizer state is unchanged.
-            ShapeError: a gradient's shape differs from its parameter's.
+            ShapeError: a gradient's shape differs from its parameter's, or a tensor ``lr`` is not of shape ``[1]``.
+            TypeError: ``lr`` is neither a real number nor a Float tensor. DeviceError: a tensor ``lr`` on
+                another device than the parameters.
+            OptimizerError: ``nan_check`` inside a compiled step (it reads values; disable it there).
         """
         lr = check_lr(lr)
         if not isinstance(grads, GradientsParams):
@@ -252,7 +327,8 @@ class Optimizer:
     def to_record(self) -> dict[str, Any]:
         """The state as a record: ``{"version": 1, "optimizer": name, "state": {"<param id>": {...}}}``.
 
-        Tensors become :class:`~ember.TensorData` (copied to the host); save it with a named recorder
+        Tensors become :class:`~ember.TensorData` (copied to the host; a counter that is an Int tensor after a
+        compiled step is saved as Int data and loaded back as an Int tensor); save it with a named recorder
         (``NamedMpk*``, ``*Json*``; the positional ``Bin*`` recorders need a template of the same structure)::
 
             NamedMpkFileRecorder().record(optim.to_record(), "optim")

@@ -56,7 +56,7 @@ class GradientClippingConfig:
             return grad.clamp(-t, t)
         norm = grad.square().sum().sqrt()  # [1]
         coef = norm.add_scalar(_TINY).recip().mul_scalar(t).clamp_max(1.0)
-        return grad.mul(coef)
+        return grad.mul(coef if grad.shape else coef.reshape(()))  # a rank-0 gradient stays rank 0
 
 
 #: float32's smallest positive normal number, Burn's ``min_positive`` guard against a zero norm

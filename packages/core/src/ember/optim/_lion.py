@@ -8,6 +8,7 @@ from ..config import config
 from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
+from ._scalar import Scalar, is_zero, mul, rsub
 
 __all__ = ["LionConfig", "Lion"]
 
@@ -21,7 +22,7 @@ class Lion(SimpleOptimizer):
     weight_decay: float
     name = "lion"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         b1, b2 = self.beta_1, self.beta_2
         if state is None:
             update = grad.mul_scalar(1.0 - b1).sign()
@@ -30,8 +31,8 @@ class Lion(SimpleOptimizer):
             m = state["momentum"]
             update = m.mul_scalar(b1).add(grad.mul_scalar(1.0 - b1)).sign()
             momentum = m.mul_scalar(b2).add(grad.mul_scalar(1.0 - b2))
-        rate = lr * self.weight_decay
-        decayed = tensor if rate == 0.0 else tensor.mul_scalar(1.0 - rate)
+        rate = mul(lr, self.weight_decay)
+        decayed = tensor if self.weight_decay == 0.0 or is_zero(rate) else tensor.mul_scalar(rsub(1.0, rate))
         return decayed.sub(update.mul_scalar(lr)), {"momentum": momentum}
 
 

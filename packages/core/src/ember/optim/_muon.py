@@ -14,6 +14,7 @@ from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
 from ._decay import WeightDecayConfig
 from ._momentum import MomentumConfig, momentum_transform
+from ._scalar import Scalar, mul, rsub
 
 __all__ = ["AdjustLrFn", "MuonConfig", "Muon", "zeropower_via_newtonschulz"]
 
@@ -77,7 +78,7 @@ class Muon(SimpleOptimizer):
     fallback: AdamW | None
     name = "muon"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         if tensor.rank != 2:
             if self.fallback is None:
                 raise ConfigError(
@@ -88,9 +89,9 @@ class Muon(SimpleOptimizer):
             return self.fallback.step(lr, tensor, grad, state)
         direction, new = momentum_transform(self.momentum, grad, state)
         update = zeropower_via_newtonschulz(direction, self.coefficients, self.ns_steps, self.epsilon)
-        adjusted = lr * self.adjust_lr_fn.ratio(tensor.shape)
+        adjusted = mul(lr, self.adjust_lr_fn.ratio(tensor.shape))
         if self.weight_decay is not None and self.weight_decay.penalty != 0.0:
-            tensor = tensor.mul_scalar(1.0 - lr * self.weight_decay.penalty)
+            tensor = tensor.mul_scalar(rsub(1.0, mul(lr, self.weight_decay.penalty)))
         return tensor.sub(update.mul_scalar(adjusted)), new
 
 

@@ -9,6 +9,7 @@ from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
 from ._decay import WeightDecayConfig, weight_decay
+from ._scalar import Scalar
 
 __all__ = ["RmsPropConfig", "RmsProp"]
 
@@ -24,7 +25,7 @@ class RmsProp(SimpleOptimizer):
     weight_decay: WeightDecayConfig | None
     name = "rmsprop"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         a = self.alpha
         grad = weight_decay(self.weight_decay, grad, tensor)
         g2 = grad.square().mul_scalar(1.0 - a)

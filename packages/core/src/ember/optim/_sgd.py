@@ -10,6 +10,7 @@ from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
 from ._decay import WeightDecayConfig, weight_decay
 from ._momentum import MomentumConfig, momentum_transform
+from ._scalar import Scalar
 
 __all__ = ["SgdConfig", "Sgd"]
 
@@ -22,7 +23,7 @@ class Sgd(SimpleOptimizer):
     weight_decay: WeightDecayConfig | None
     name = "sgd"
 
-    def step(self, lr: float, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+    def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
         grad = weight_decay(self.weight_decay, grad, tensor)
         new: State | None = None
         if self.momentum is not None:

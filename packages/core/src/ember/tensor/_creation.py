@@ -209,13 +209,17 @@ class CreationOps:
         """One-hot with ``on_value``/``off_value`` placed on a new dim ``axis`` (Burn's ``one_hot_fill``);
         output kind Float for Float input, else Int.
 
+        The range check reads the smallest and largest value on the host, so it runs on concrete data only:
+        inside a compiled step (``ember_jax.jit``, the values are traced) it is skipped, and a value outside
+        ``[0, num_classes)`` then gives a row of ``off_value`` (no position matches).
+
         Raises:
-            KindError: a Bool tensor. ValueError: values outside ``[0, num_classes)``.
+            KindError: a Bool tensor. ValueError: values outside ``[0, num_classes)`` (concrete data).
         """
         if self.kind is Bool:  # type: ignore[attr-defined]
             raise KindError("one_hot needs an Int (or Float with integral values) tensor, got Bool.")
         idx = self.int()  # type: ignore[attr-defined]
-        if idx.num_elements():
+        if idx.num_elements() and idx.ops.is_concrete(idx.primitive):
             lo, hi = int(idx.min().into_scalar()), int(idx.max().into_scalar())
             if lo < 0 or hi >= num_classes:
                 raise ValueError(

@@ -17,6 +17,11 @@ __all__ = ["CTCLossConfig", "CTCLoss"]
 _NEG = -1.0e30
 
 
+def _on(t: Tensor, device: Device) -> Tensor:
+    """Int ``t`` on ``device`` (the lengths may come on another device than ``log_probs``)."""
+    return t if t.device is device else t.to_device(device)
+
+
 @config
 class CTCLossConfig:
     """Configuration of :class:`CTCLoss` (PyTorch's ``nn.CTCLoss`` defaults).
@@ -53,7 +58,9 @@ class CTCLoss(Module):
     Returns ``[1]`` (``MEAN`` / ``SUM``). ``forward_no_reduction`` gives ``[batch]``.
 
     Raises:
-        ShapeError: inconsistent shapes, lengths beyond the tensors, or the blank outside the classes.
+        ShapeError: inconsistent shapes, lengths beyond the tensors, or the blank outside the classes. The
+        length ranges are read on the host, so they are checked on concrete data only: inside a compiled step
+        (``ember_jax.jit``) lengths out of range are not reported.
     """
 
     blank: int = 0
@@ -86,12 +93,15 @@ class CTCLoss(Module):
                              f"{list(target_lengths.shape)}.")
         if not 0 <= self.blank < classes:
             raise ShapeError(f"{name}: blank {self.blank} is not a class of log_probs (num_classes = {classes}).")
-        in_len = [int(v) for v in input_lengths.to_numpy().reshape(-1)]
-        tg_len = [int(v) for v in target_lengths.to_numpy().reshape(-1)]
         s_max = targets.shape[1]
-        if any(n_ < 1 or n_ > steps for n_ in in_len) or any(n_ < 0 or n_ > s_max for n_ in tg_len):
-            raise ShapeError(f"{name}: input_lengths must be in [1, {steps}] and target_lengths in [0, {s_max}], got "
-                             f"{in_len} and {tg_len}.")
+        # the range check reads the lengths on the host: concrete data only (skipped inside a compiled step)
+        if input_lengths.ops.is_concrete(input_lengths.primitive) and \
+                target_lengths.ops.is_concrete(target_lengths.primitive):
+            in_len = [int(v) for v in input_lengths.to_numpy().reshape(-1)]
+            tg_len = [int(v) for v in target_lengths.to_numpy().reshape(-1)]
+            if any(n_ < 1 or n_ > steps for n_ in in_len) or any(n_ < 0 or n_ > s_max for n_ in tg_len):
+                raise ShapeError(f"{name}: input_lengths must be in [1, {steps}] and target_lengths in [0, {s_max}], "
+                                 f"got {in_len} and {tg_len}.")
         dev = log_probs.device
         # extended labels [batch, 2 S + 1]: blank, l1, blank, l2, ..., blank
         lab = targets.clamp(0, classes - 1)
@@ -113,7 +123,7 @@ class CTCLoss(Module):
         pos = Tensor.arange(0, width, dev).reshape([1, width])
         start = pos.lower_elem(2)
         alpha = emit[0].reshape([batch, width]).mask_fill(start.bool_not(), _NEG)
-        lengths = Tensor.from_data(in_len, dev, Int).reshape([batch, 1])
+        lengths = _on(input_lengths, dev).reshape([batch, 1])
         for t in range(1, steps):
             a1 = Tensor.cat([neg_col, alpha.narrow(1, 0, width - 1)], 1)
             a2 = Tensor.cat([neg_two, alpha.narrow(1, 0, width - 2)], 1) if width > 2 else neg_col.expand(
@@ -124,7 +134,7 @@ class CTCLoss(Module):
             new = lse + emit[t].reshape([batch, width])
             alpha = alpha.mask_where(lengths.greater_elem(t), new)
         # end: positions 2 L and 2 L - 1 (only 2 L when L = 0)
-        tl = Tensor.from_data(tg_len, dev, Int).reshape([batch, 1])
+        tl = _on(target_lengths, dev).reshape([batch, 1])
         last = alpha.gather(1, tl * 2)
         before = alpha.gather(1, (tl * 2 - 1).clamp_min(0)).mask_fill(tl.equal_elem(0), _NEG)
         m = last.max_pair(before).detach()
