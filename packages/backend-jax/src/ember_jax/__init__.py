@@ -2,7 +2,10 @@
 
 Users select it with ``ember.backend("jax")``; this package only needs to be installed. The
 plugin registry imports this package to discover the entry point, so jax is imported lazily:
-only when the backend is first used (or ``ember_jax.JaxBackend`` is accessed).
+only when the backend is first used (or ``ember_jax.JaxBackend`` / ``ember_jax.jit`` is accessed).
+
+``ember_jax.jit`` compiles a whole training or validation step (see :func:`ember_jax._jit.jit` and
+``docs/jax.md``); ``device.backend.compile(step)`` gives the same on this backend.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._backend import JaxBackend
+    from ._jit import CompiledStep, jit
 
-__all__ = ["JaxBackend"]
+__all__ = ["JaxBackend", "jit", "CompiledStep"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +24,8 @@ def __getattr__(name: str) -> Any:
         from ._backend import JaxBackend
 
         return JaxBackend
+    if name in ("jit", "CompiledStep"):
+        from . import _jit
+
+        return getattr(_jit, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,9 +19,10 @@ from ember._distribution import Distribution
 from ember._errors import BackendError, DTypeError
 from ember.backend import Backend, Device
 
-from . import _random
+from . import _pytree, _random
 from ._activation import JaxActivationOps
 from ._float import JaxFloatOps
+from ._host import host_read_error
 from ._intbool import JaxIntBoolOps
 from ._kernel import FROM_JNP, JNP, is_tracer, kernel, require, x64
 from ._module import JaxModuleOps
@@ -132,6 +133,28 @@ class JaxBackend(
             )
         return Device(self, handle, key)
 
+    def compile(self, fn: Any, **options: Any) -> Any:
+        """``ember_jax.jit(fn, **options)``: the whole step compiled by XLA (see :func:`ember_jax.jit`).
+
+        Options: ``donate_state`` (default ``True``) and ``donate_argnums`` (default ``()``), as in
+        :func:`ember_jax.jit`.
+
+        Raises:
+            TypeError: an unknown option.
+        """
+        unknown = sorted(set(options) - {"donate_state", "donate_argnums"})
+        if unknown:
+            raise TypeError(
+                f"jax backend: compile() options are donate_state and donate_argnums, got {', '.join(unknown)}."
+            )
+        from ._jit import jit
+
+        return jit(fn, **options)
+
+    def is_concrete(self, p: Any) -> bool:
+        """``False`` for a jax tracer (inside ``ember_jax.jit`` / ``jax.jit``): its values cannot be read."""
+        return not is_tracer(p)
+
     def seed(self, seed: int) -> None:
         """Reset the backend's PRNG key to ``seed`` (modulo ``2**64``): the random ops that follow
         are reproducible (same values for the same seed and call order)."""
@@ -189,13 +212,7 @@ class JaxBackend(
             BackendError: ``p`` is traced (inside ``jax.jit``): its values do not exist yet.
         """
         if is_tracer(p):
-            raise BackendError(
-                "jax backend: reading values (to_data, into_scalar, numpy conversion, a Python "
-                "bool/int/float of a tensor) is not possible inside a compiled (jax.jit) function: "
-                "the values do not exist while tracing. Return the tensor from the compiled function "
-                "and read it outside, or use tensor ops (mask_where, clamp ...) instead of Python "
-                "control flow on values."
-            )
+            raise host_read_error()
         a = np.asarray(p)
         return a.astype(np.float32) if a.dtype == JNP[DType.BFLOAT16] else a
 
@@ -261,3 +278,6 @@ class JaxBackend(
 
     def float_into_int(self, p: Any) -> Any:
         return _cast(p, self._idt)
+
+
+_pytree.register()  # Ember's objects are JAX pytrees once the backend is loaded

@@ -7,9 +7,11 @@ subkey. :meth:`KeyState.seed` resets the key: the sequence of random ops that fo
 reproducible (same values for the same seed and the same calls, on any jax version that keeps
 its threefry stream).
 
-Key handling lives here only. A compiled training step (``ember_jax.jit``, next) threads the key
-as state: before tracing it puts a traced key in ``KeyState.key``, the random ops of the step
-split that traced key like a concrete one, and after the call it stores the step's final key.
+Key handling lives here only. A compiled training step (``ember_jax.jit``) threads the key of
+each backend of its arguments as state: the key goes in as an argument of the compiled program,
+while tracing ``KeyState.key`` holds the traced key (the random ops of the step split it like a
+concrete one), and after the call the step's final key is stored. The same ops therefore draw
+the same numbers compiled or eager, for the same seed.
 
 The key uses the ``threefry2x32`` implementation whatever jax's default PRNG is, so a seed gives
 the same stream in every process. Seeds are taken modulo ``2**64`` (the 64 bits become the two
@@ -105,8 +107,9 @@ def _draw(state: KeyState, k: Any, *args: Any) -> Any:
         raise BackendError(
             "jax backend: a random op (random, dropout, random init ...) ran inside jax.jit with the "
             "backend's concrete PRNG key: every call of the compiled function would repeat the same "
-            "numbers. Compile the step with ember_jax.jit, which threads the key through the call, "
-            "or draw the random tensors outside and pass them in."
+            "numbers. Compile the step with ember_jax.jit, which threads the key of the backend of every "
+            "tensor among the step's arguments (pass a tensor or module of this backend in), or draw the "
+            "random tensors outside and pass them in."
         )
     state.key = new
     return out

@@ -1,0 +1,288 @@
+"""``ember_jax.jit``: compile a whole step (forward, Ember's backward, optimizer update) with ``jax.jit``.
+
+One call:
+
+1. the arguments are flattened (:mod:`._tree`) into jax arrays (the dynamic leaves) and a nested tuple of
+   plain values (the structure: classes, devices, shapes, dtypes, ``ParamId`` s, static values). The
+   structure and the jax backends involved are the cache key;
+2. on a cache miss a new entry is made: a ``jax.jit`` of a function that, while jax traces it, rebuilds the
+   arguments with tracers, puts a traced PRNG key into each backend, runs the step, and walks its results and
+   the state to write back into output arrays and generated rebuilding code (:mod:`._out`);
+3. the entry's compiled program runs on the leaves and the PRNG keys;
+4. the generated code rebuilds the results and writes the state back (optimizer states, running-state cells,
+   PRNG keys).
+
+See ``docs/jax.md`` for the user's view (what is static, state write-back, random numbers, errors, limits).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from ember import Tensor
+from ember._errors import BackendError
+from ember.module import Module
+
+from ._out import OutWalk, generate
+from ._rebuild import Rebuild, rebuild
+from ._scan import Scan, foreign_error
+from ._tree import Flat, ForeignTensor, fast_spec
+from ._tree import _f_dict as _flat_dict
+from ._tree import _f_seq as _flat_seq
+
+__all__ = ["jit", "CompiledStep"]
+
+_JAX_READ_ERRORS: tuple[type[BaseException], ...] = tuple(
+    e for e in (
+        getattr(jax.errors, "ConcretizationTypeError", None),
+        getattr(jax.errors, "TracerBoolConversionError", None),
+        getattr(jax.errors, "TracerIntegerConversionError", None),
+        getattr(jax.errors, "TracerArrayConversionError", None),
+    ) if e is not None
+)
+
+_GUIDE = (
+    "Inside a compiled step the tensors hold no values yet (jax traces the step once, then runs the compiled "
+    "program). Return the tensor from the step and read it after the call, and write value-dependent logic "
+    "with tensor ops (mask_where, clamp, max_pair ...) instead of Python if/while on tensor values."
+)
+
+
+class _Entry:
+    """One argument structure: its compiled program, the jax backends whose keys it threads, and the code
+    rebuilding its results."""
+
+    __slots__ = ("jitted", "build", "source", "traces", "keys", "n_leaves", "keep_out", "cells", "rekeyed")
+
+    def __init__(self) -> None:
+        self.jitted: Any = None
+        self.build: Callable[[Any, list[Any]], Any] | None = None
+        self.source = ""
+        self.traces = 0
+        self.keys: tuple[Any, ...] = ()  # the KeyState of each backend
+        self.n_leaves = 0
+        self.keep_out: frozenset[int] = frozenset()
+        self.cells: tuple[int, ...] = ()
+        self.rekeyed = 0
+
+
+class CompiledStep:
+    """A step function compiled by :func:`jit` (callable like the function).
+
+    Attributes:
+        fn: the original function.
+        trace_count: how many times the step was traced (once per new argument structure: shapes, dtypes,
+            static values, parameter ids, optimizer-state layout).
+        donate_state: the optimizers' per-parameter state buffers are donated (see :func:`jit`).
+        donate_argnums: the positional arguments whose buffers are donated.
+    """
+
+    def __init__(self, fn: Callable[..., Any], donate_state: bool = True, donate_argnums: Any = ()) -> None:
+        if not callable(fn):
+            raise TypeError(f"ember_jax.jit: expected a function, got {type(fn).__name__}.")
+        nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in nums):
+            raise TypeError(f"ember_jax.jit: donate_argnums must be non-negative ints, got {donate_argnums!r}.")
+        self.fn = fn
+        self.donate_state = bool(donate_state)
+        self.donate_argnums = frozenset(nums)
+        self.trace_count = 0
+        self._cache: dict[Any, _Entry] = {}
+        self._fast: dict[int, Any] = {}  # the last call's results flattened ahead (see _tree.fast_spec)
+        self._tls = threading.local()
+        functools.update_wrapper(self, fn, updated=())
+
+    # ------------------------------------------------------------------ info
+    @property
+    def cache_size(self) -> int:
+        """The number of argument structures compiled so far."""
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        """Forget every compiled structure (the next call traces again) and the last call's results."""
+        self._cache.clear()
+        self._fast = {}
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        return f"ember_jax.jit({name}, structures={len(self._cache)}, traces={self.trace_count})"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """Decorating a method: the instance is passed as the first argument (walked like the others)."""
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fl = Flat(self._fast)
+        key = (_flat_seq(fl, args), _flat_dict(fl, kwargs) if kwargs else None)
+        found = self._cache.get(key)
+        if found is not None and fl.hits and found.rekeyed < 3:
+            # store this key instead: its structures of results flattened ahead are the objects the next calls
+            # bring again, so comparing keys then finds the same objects at once (done for the first few calls,
+            # until the steady state)
+            del self._cache[key]
+            self._cache[key] = found
+            found.rekeyed += 1
+        if found is None and fl.hits:
+            # walk everything: the entry may be new, and tracing needs complete memos
+            fl = Flat()
+            key = (_flat_seq(fl, args), _flat_dict(fl, kwargs) if kwargs else None)
+            found = self._cache.get(key)
+        new = found is None
+        entry = self._new_entry(key, args, kwargs, fl) if found is None else found
+        leaves = fl.leaves
+        for ks in entry.keys:
+            k = ks.key
+            leaves.append(k if k is not None else ks.current())
+        tls = self._tls
+        tls.call = (args, kwargs, fl, entry)
+        try:
+            out = entry.jitted(*leaves)
+        finally:
+            tls.call = None
+        if new:  # cached once the trace worked
+            self._cache[key] = entry
+        build: Any = entry.build
+        result, self._fast = build(out, fl.objs)
+        return result
+
+    def _new_entry(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fl: Flat) -> _Entry:
+        scan = Scan()
+        scan.run(*key)
+        try:
+            backends = scan.backends()
+        except ForeignTensor:
+            bad = next(t for t in fl.objs if isinstance(t, Tensor) and not _is_jax(t))
+            raise foreign_error(ForeignTensor(bad), args, kwargs) from None
+        entry = _Entry()
+        entry.keys = tuple(b._keys for b in backends)
+        entry.n_leaves = len(fl.leaves)
+        donated, entry.keep_out, entry.cells = scan.donation(self.donate_state, self.donate_argnums)
+        fn = self.fn
+        tls = self._tls
+
+        def traced(*leaves: Any) -> tuple[Any, ...]:
+            args, kwargs, fl, entry = tls.call
+            self.trace_count += 1
+            entry.traces += 1
+            rb = Rebuild(leaves, fl)
+            a = rebuild(rb, args)
+            kw = rebuild(rb, kwargs) if kwargs else {}
+            keys_in = leaves[entry.n_leaves:]
+            states = entry.keys
+            saved = [s.key for s in states]
+            for s, k in zip(states, keys_in):
+                s.key = k
+            try:
+                try:
+                    result = fn(*a, **kw)
+                except _JAX_READ_ERRORS as exc:
+                    first = str(exc).splitlines()[0] if str(exc) else ""
+                    raise BackendError(
+                        f"ember_jax.jit: the step needed the value of a traced tensor ({type(exc).__name__}: "
+                        f"{first}). {_GUIDE}"
+                    ) from exc
+                keys_out = [s.key for s in states]
+            finally:
+                for s, k in zip(states, saved):
+                    s.key = k
+            ow = OutWalk(rb, entry.keep_out)
+            rnode = ow.walk(result, "result")
+            cells = [(n, ow.tensor(cell._tensor, f"running state {cell.id}"))
+                     for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
+            optims = [(n, ow.state(o._states, None, "optimizer state")) for n, o in rb.optims]
+            keys = [(s, ow.leaf(k)) for s, k, k0 in zip(states, keys_out, keys_in) if k is not k0]
+            entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb))
+            return tuple(ow.leaves)
+
+        entry.jitted = jax.jit(traced, donate_argnums=donated)
+        return entry
+
+
+def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild) -> list[tuple[str, Any, Any]]:
+    """The results the next call can take without walking them: the result's top-level modules and each
+    optimizer's new state (see :func:`~._tree.fast_spec`)."""
+    out: list[tuple[str, Any, Any]] = []
+    tops = list(result) if isinstance(result, (tuple, list)) else [result]
+    for x in tops:
+        if isinstance(x, Module):
+            spec = fast_spec(x)
+            e = ow.expr(x)
+            fe = ow.fast_entry(spec) if spec is not None and e is not None else None
+            if fe is not None and spec is not None:
+                out.append(("module", e, (fe[0], spec[1], fe[1], fe[2])))
+    for n, o in rb.optims:
+        try:
+            spec = fast_spec(o._states)
+        except Exception:  # a Python number or TensorData in the state: this call's results take the walk
+            spec = None
+        fe = ow.fast_entry(spec) if spec is not None and spec[1] else None
+        if fe is not None:
+            out.append(("optim", n, fe))
+    return out
+
+
+def _is_jax(t: Any) -> bool:
+    from ._backend import JaxBackend
+
+    return isinstance(t.device.inner.backend, JaxBackend)
+
+
+def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, donate_argnums: Any = ()) -> Any:
+    """Compile a whole step function of Ember objects with ``jax.jit`` (issue 10).
+
+    ::
+
+        @ember_jax.jit
+        def train_step(model, optim, batch, lr):
+            out = model.train_step(batch)               # forward + Ember's backward on Autodiff(jax)
+            model = optim.step(lr, model, out.grads)    # Ember's optimizer
+            return model, out.item
+
+        model, item = train_step(model, optim, batch, lr)   # lr: a Float tensor [1] (dynamic)
+
+    Arguments and results may nest ``Tensor``, ``Param``, ``RunningState``, ``Module``, ``Optimizer``,
+    ``GradientsParams``, dataclass instances, lists, tuples, namedtuples, dicts, ``None`` and plain values.
+    Tensors are dynamic (traced); plain values (int, float, bool, str, configs) are static: part of the cache
+    key, so a new value compiles again (pass values that change every step, such as the learning rate, as
+    tensors). Tensors must be on the jax backend or ``Autodiff(jax)``.
+
+    State is carried through the call and written back afterwards: each optimizer's per-parameter state (a
+    Python int/float in it, e.g. Adam's step count, becomes an Int/Float ``[1]`` tensor and stays one), new
+    ``RunningState`` values (BatchNorm's running statistics), and the PRNG key of each jax backend of the
+    arguments, so the random ops of the step draw the numbers the same ops would draw eagerly.
+
+    The step is traced once per argument structure (shapes, dtypes, static values, parameter ids, optimizer
+    state layout); later calls run the compiled program and rebuild the results with generated code. Python
+    side effects of the step (prints, appends) therefore happen at tracing only.
+
+    Args:
+        fn: the step function.
+        donate_state: give the optimizers' per-parameter state buffers to the compiled program, which updates
+            them in place (default ``True``): the state tensors read from the optimizer before a call are
+            invalid after it (``optim.state(id)`` after the call, or ``optim.to_record()``, gives the new ones).
+        donate_argnums: positional arguments whose buffers are given to the program as well, e.g. ``(0,)`` for
+            the model of ``step(model, optim, batch, lr)``: faster (no new allocation per step) but the model
+            passed in can no longer be read after the call (jax raises ``RuntimeError: Array has been
+            deleted``); use the returned one. Nothing is donated when a donated buffer is also reachable from
+            an argument that is not donated.
+
+    Returns:
+        A :class:`CompiledStep` (callable; ``trace_count`` counts the traces).
+
+    Raises:
+        BackendError: at call time, a tensor of another backend among the arguments; inside the step, a host
+            read of a traced value (``into_scalar``, ``to_data``, ``bool(tensor)`` ...), with what to do instead.
+        TypeError: ``fn`` is not callable; the step returned something that cannot leave it (e.g. a
+            ``Gradients``).
+    """
+    if fn is None:
+        return functools.partial(jit, donate_state=donate_state, donate_argnums=donate_argnums)
+    return CompiledStep(fn, donate_state=donate_state, donate_argnums=donate_argnums)

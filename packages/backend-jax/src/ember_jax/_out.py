@@ -1,0 +1,364 @@
+"""The results of a compiled step: walked once while tracing, rebuilt by generated code at every call.
+
+While jax traces the step, :class:`OutWalk` walks what the step returned plus the state to write back (new
+``RunningState`` values, the optimizers' per-parameter states, the advanced PRNG keys) and collects the
+tracers to return from the compiled program. :func:`generate` then writes the Python function that rebuilds
+the Ember objects from the program's output arrays: straight-line code, one statement per object, generated
+once per argument structure (jax does not re-run the step's Python on later calls, so the structure of the
+results must be recorded now). Inputs returned unchanged come back as the caller's own objects (the same
+module, the same running-state cell, the same optimizer).
+
+Result tensors come back as fresh values: on an ``Autodiff`` device a tracked tensor becomes a new leaf
+(``require_grad``), an untracked one stays untracked; the graph never crosses the call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import numpy as np
+
+from ember import Float, Int, Tensor
+from ember.autodiff import Gradients
+from ember.autodiff._graph import AutodiffPrimitive, new_leaf
+from ember.backend import Device
+from ember.module import Module, Param, RunningState
+from ember.optim import GradientsParams, Optimizer
+
+from ._kernel import is_tracer
+from ._rebuild import Rebuild
+from ._tree import ForeignTensor, device_info
+
+__all__ = ["OutWalk", "generate"]
+
+_SAFE_STATIC = (int, float, bool, str, bytes, complex, type(None), type, range, slice)
+
+
+class OutWalk:
+    """Walks the step's results into nodes and output tracers (``leaves``)."""
+
+    def __init__(self, rb: Rebuild, keep_out: frozenset[int] = frozenset()) -> None:
+        # inputs returned as they are come back as the caller's objects, except those whose buffers are donated
+        self.inputs = {id(o): n for n, o in enumerate(rb.inner) if o is not None and n not in keep_out}
+        self.leaves: list[Any] = []
+        self._leaf_ix: dict[int, int] = {}
+        self._memo: dict[int, int] = {}
+        self._keep: list[Any] = []  # new objects stay alive while walking, so their ids stay unique
+
+    # ------------------------------------------------------------------ leaves
+    def leaf(self, p: Any) -> int:
+        i = self._leaf_ix.get(id(p))
+        if i is None:
+            i = self._leaf_ix[id(p)] = len(self.leaves)
+            self.leaves.append(p)
+        return i
+
+    def _memoize(self, x: Any) -> tuple[int, Any] | tuple[None, Any]:
+        n = self.inputs.get(id(x))
+        if n is not None:
+            return None, ("IN", n)
+        k = self._memo.get(id(x))
+        if k is not None:
+            return None, ("REF", k)
+        k = self._memo[id(x)] = len(self._memo)
+        self._keep.append(x)
+        return k, None
+
+    # ------------------------------------------------------------------ expressions of the generated code
+    def expr(self, x: Any) -> str | None:
+        """The generated code's name for an object walked here (``O[n]`` an input, ``s<k>`` a new object)."""
+        n = self.inputs.get(id(x))
+        if n is not None:
+            return f"O[{n}]"
+        k = self._memo.get(id(x))
+        return None if k is None else f"s{k}"
+
+    def fast_entry(self, spec: tuple[Any, bool, list[Any], list[Any]]) -> tuple[str, list[str], list[str]] | None:
+        """``(structure, object expressions, leaf expressions)`` of a :func:`~._tree.fast_spec`, or ``None`` when an
+        object of it was not walked here."""
+        node, _free, objs, leaves = spec
+        exprs = [self.expr(o) for o in objs]
+        if any(e is None for e in exprs):
+            return None
+        owner: dict[int, str] = {}
+        for o, e in zip(objs, exprs):
+            if isinstance(o, Tensor):
+                p = o.primitive
+                if p.__class__ is AutodiffPrimitive:
+                    owner.setdefault(id(p.p), f"{e}.primitive.p")
+                else:
+                    owner.setdefault(id(p), f"{e}.primitive")
+        lexprs = []
+        for p in leaves:
+            i = self._leaf_ix.get(id(p))
+            e = f"L[{i}]" if i is not None else owner.get(id(p))
+            if e is None:
+                return None
+            lexprs.append(e)
+        return node, exprs, lexprs  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ nodes
+    def walk(self, x: Any, path: str) -> Any:
+        if isinstance(x, Tensor):
+            return self.tensor(x, path)
+        if isinstance(x, (Param, RunningState, Module, GradientsParams, Optimizer)):
+            k, seen = self._memoize(x)
+            if seen is not None:
+                return seen
+            if isinstance(x, Param):
+                return ("P", k, x.id, x.require_grad, self.tensor(x._tensor, path))
+            if isinstance(x, RunningState):
+                return ("RS", k, x.id, self.tensor(x._tensor, path))
+            if isinstance(x, Module):
+                items = [(f, self.walk(v, f"{path}.{f}") if f in x.__class__.__ember_fields__ else ("C", v))
+                         for f, v in x.__dict__.items()]
+                return ("M", k, x.__class__, tuple(items))
+            if isinstance(x, GradientsParams):
+                return ("G", k, tuple((pid, self.tensor(t, f"{path}[{pid}]")) for pid, t in x._grads.items()))
+            raise TypeError(
+                f"ember_jax.jit: the step returned an Optimizer created inside it ({path}); pass the optimizer "
+                "in as an argument (its state is written back after the call) and return that one, or nothing."
+            )
+        if x is None or x.__class__ in _SAFE_STATIC:
+            return ("C", x)
+        if isinstance(x, (list, tuple)):
+            return ("SEQ", x.__class__, tuple(self.walk(v, f"{path}[{i}]") for i, v in enumerate(x)))
+        if isinstance(x, dict):
+            return ("DICT", x.__class__, tuple(x), tuple(self.walk(v, f"{path}[{k!r}]") for k, v in x.items()))
+        if isinstance(x, jax.Array) or is_tracer(x):
+            return ("A", self.leaf(x))
+        if isinstance(x, Gradients):
+            raise TypeError(
+                f"ember_jax.jit: the step returned an ember.autodiff.Gradients ({path}); it is keyed by graph "
+                "leaves that exist only inside the call. Return GradientsParams.from_grads(grads, model) instead."
+            )
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            names = tuple(f.name for f in dataclasses.fields(x))
+            d = getattr(x, "__dict__", None)
+            base = None if d is None else tuple((k, v) for k, v in d.items() if k not in names)
+            return ("DC", x.__class__, base,
+                    tuple((f, self.walk(getattr(x, f), f"{path}.{f}")) for f in names))
+        if isinstance(x, np.ndarray):
+            return ("C", x)
+        if _holds_traced(x):
+            raise TypeError(
+                f"ember_jax.jit: the step returned a {type(x).__name__} ({path}) holding tensors; only tensors, "
+                "modules, params, running states, GradientsParams, optimizers, dataclasses, lists, tuples, dicts "
+                "and plain values can leave a compiled step. Make it a dataclass, or return its tensors."
+            )
+        return ("C", x)
+
+    def tensor(self, t: Any, path: str) -> Any:
+        k, seen = self._memoize(t)
+        if seen is not None:
+            return seen
+        dev = t.device
+        try:
+            ad, _b = device_info(dev, t)
+        except ForeignTensor:
+            raise TypeError(
+                f"ember_jax.jit: the step returned a tensor on {dev} ({path}); results must be tensors of the jax "
+                "backend (move them after the call instead)."
+            ) from None
+        p = t.primitive
+        kind = t.kind
+        if ad and kind is Float:
+            flag = 1 if p.node is None else 2
+            p = p.p
+        else:
+            flag = 0
+        return ("T", k, self.leaf(p), dev, kind, flag)
+
+    def state(self, x: Any, dev: Device | None, path: str) -> Any:
+        """An optimizer state: a Python int/float next to tensors becomes an Int/Float ``[1]`` tensor on their
+        device (it stays a tensor in the optimizer afterwards)."""
+        c = x.__class__
+        if c is dict:
+            d = _first_device(x.values()) or dev
+            return ("DICT", dict, tuple(x), tuple(self.state(v, d, f"{path}[{k!r}]") for k, v in x.items()))
+        if c is list or c is tuple:
+            d = _first_device(x) or dev
+            return ("SEQ", c, tuple(self.state(v, d, f"{path}[{i}]") for i, v in enumerate(x)))
+        if (c is int or c is float) and dev is not None:
+            t = Tensor.from_data(np.asarray([x], np.int64 if c is int else np.float64), dev, Int if c is int else Float)
+            return self.tensor(t, path)
+        return self.walk(x, path)
+
+
+def _first_device(xs: Any) -> Device | None:
+    for v in xs:
+        if isinstance(v, Tensor):
+            return v.device
+    return None
+
+
+def _holds_traced(x: Any, depth: int = 2) -> bool:
+    """Whether a plain object holds Ember objects or tracers in its attributes (``__dict__`` or ``__slots__``) or
+    in containers there, looking ``depth`` levels down: returned as a constant it would leak tracers."""
+    if isinstance(x, (Tensor, Param, RunningState, Module, GradientsParams, Gradients)) or is_tracer(x):
+        return True
+    if depth == 0:
+        return False
+    if isinstance(x, (list, tuple)):
+        return any(_holds_traced(v, depth - 1) for v in x)
+    if isinstance(x, dict):
+        return any(_holds_traced(v, depth - 1) for v in x.values())
+    values = list(getattr(x, "__dict__", {}).values())
+    for cls in type(x).__mro__:
+        for name in cls.__dict__.get("__slots__", ()):
+            if isinstance(name, str) and hasattr(x, name):
+                values.append(getattr(x, name))
+    return any(_holds_traced(v, depth - 1) for v in values)
+
+
+# ---------------------------------------------------------------------- code generation
+class _Gen:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ns: dict[str, Any] = {
+            "_new": object.__new__, "_set": object.__setattr__, "_Tensor": Tensor, "_AP": AutodiffPrimitive,
+            "_leaf": new_leaf, "_Param": Param, "_RS": RunningState, "_GP": GradientsParams,
+            # the slots of the immutable Param / RunningState, set without their __setattr__ guard
+            "_Pid": Param.__dict__["id"].__set__, "_Prg": Param.__dict__["require_grad"].__set__,
+            "_Pt": Param.__dict__["_tensor"].__set__, "_RSid": RunningState.__dict__["id"].__set__,
+            "_RSt": RunningState.__dict__["_tensor"].__set__,
+        }
+        self._consts: dict[int, str] = {}
+        self.tmp = 0
+
+    def const(self, v: Any) -> str:
+        if v is None or v is True or v is False or (v.__class__ in (int, str) and len(repr(v)) < 40):
+            return repr(v)
+        name = self._consts.get(id(v))
+        if name is None:
+            name = self._consts[id(v)] = f"k{len(self._consts)}"
+            self.ns[name] = v
+        return name
+
+    def var(self) -> str:
+        self.tmp += 1
+        return f"v{self.tmp}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def node(self, n: Any) -> str:  # noqa: C901 - one branch per node kind
+        tag = n[0]
+        if tag == "IN":
+            return f"O[{n[1]}]"
+        if tag == "REF":
+            return f"s{n[1]}"
+        if tag == "C":
+            return self.const(n[1])
+        if tag == "A":
+            return f"L[{n[1]}]"
+        if tag == "T":
+            _t, k, i, dev, kind, flag = n
+            v = f"s{k}"
+            if flag:
+                a = self.var()
+                self.emit(f"{a} = _new(_AP); {a}.p = L[{i}]; {a}.node = {'_leaf()' if flag == 2 else 'None'}")
+                prim = a
+            else:
+                prim = f"L[{i}]"
+            ops = dev.ops[kind.index]
+            self.emit(f"{v} = _new(_Tensor); {v}.primitive = {prim}; {v}.device = {self.const(dev)}; "
+                      f"{v}.kind = {self.const(kind)}; {v}.ops = {self.const(ops)}")
+            return v
+        if tag == "P":
+            _t, k, pid, rg, tn = n
+            t = self.node(tn)
+            v = f"s{k}"
+            self.emit(f"{v} = _new(_Param); _Pid({v}, {self.const(pid)}); _Prg({v}, {rg!r}); _Pt({v}, {t})")
+            return v
+        if tag == "RS":
+            _t, k, pid, tn = n
+            t = self.node(tn)
+            v = f"s{k}"
+            self.emit(f"{v} = _new(_RS); _RSid({v}, {self.const(pid)}); _RSt({v}, {t})")
+            return v
+        if tag == "M":
+            _t, k, cls, items = n
+            vals = [(f, self.node(x)) for f, x in items]
+            v = f"s{k}"
+            body = ", ".join(f"{f!r}: {e}" for f, e in vals)
+            self.emit(f"{v} = _new({self.const(cls)}); _set({v}, '__dict__', {{{body}}})")
+            return v
+        if tag == "G":
+            _t, k, items = n
+            vals = [(self.const(pid), self.node(x)) for pid, x in items]
+            v = f"s{k}"
+            body = ", ".join(f"{p}: {e}" for p, e in vals)
+            self.emit(f"{v} = _new(_GP); {v}._grads = {{{body}}}")
+            return v
+        if tag == "SEQ":
+            _t, cls, items = n
+            es = [self.node(x) for x in items]
+            v = self.var()
+            if cls is list:
+                self.emit(f"{v} = [{', '.join(es)}]")
+            elif cls is tuple:
+                self.emit(f"{v} = ({''.join(e + ', ' for e in es)})")
+            elif hasattr(cls, "_fields"):
+                self.emit(f"{v} = {self.const(cls)}({', '.join(es)})")
+            else:
+                self.emit(f"{v} = {self.const(cls)}(({''.join(e + ', ' for e in es)}))")
+            return v
+        if tag == "DICT":
+            _t, cls, keys, items = n
+            kvs = [(self.const(key), self.node(x)) for key, x in zip(keys, items)]
+            body = ", ".join(f"{key}: {e}" for key, e in kvs)
+            v = self.var()
+            if cls is dict:
+                self.emit(f"{v} = {{{body}}}")
+            else:
+                self.emit(f"{v} = {self.const(cls)}({{{body}}})")
+            return v
+        if tag == "DC":
+            _t, cls, base, fields = n
+            fes = [(f, self.node(x)) for f, x in fields]
+            v = self.var()
+            self.emit(f"{v} = _new({self.const(cls)})")
+            if base is not None:
+                body = ", ".join([f"{f!r}: {self.const(x)}" for f, x in base] + [f"{f!r}: {e}" for f, e in fes])
+                self.emit(f"_set({v}, '__dict__', {{{body}}})")
+            else:
+                for f, e in fes:
+                    self.emit(f"_set({v}, {f!r}, {e})")
+            return v
+        raise AssertionError(f"unknown output node {tag!r}")
+
+
+def generate(
+    result: Any, cells: list[tuple[int, Any]], optims: list[tuple[int, Any]], keys: list[tuple[Any, int]],
+    fast: list[tuple[str, Any, Any]] = (),  # type: ignore[assignment]
+) -> tuple[Any, str]:
+    """The function ``build(L, O) -> (result, fast)`` (``L`` the program's outputs, ``O`` the caller's objects
+    by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)``,
+    ``keys`` ``(KeyState, leaf index)``. ``fast`` lists the results flattened ahead: ``("module", object
+    expression, (structure, position independent, object exprs, leaf exprs))`` or ``("optim", n, (structure, object
+    exprs, leaf exprs))``; ``build`` returns them keyed by object id for the next call's flatten (see
+    :func:`~._tree.fast_spec`). Returns the function and its source (for debugging)."""
+    g = _Gen()
+    for n, tn in cells:
+        g.emit(f"_RSt(O[{n}], {g.node(tn)})")
+    for n, sn in optims:
+        g.emit(f"O[{n}]._states = {g.node(sn)}")
+    for ks, i in keys:
+        g.emit(f"{g.const(ks)}.key = L[{i}]")
+    r = g.node(result)
+    items = []
+    for kind, who, spec in fast:
+        if kind == "module":
+            node, free, objs, leaves = spec
+            items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}])")
+        else:
+            node, objs, leaves = spec
+            o = f"O[{who}]"
+            items.append(f"id({o}): ({o}, {o}._states, tuple({o}._states.values()), {g.const(node)}, "
+                         f"[{', '.join(objs)}], [{', '.join(leaves)}])")
+    src = "def build(L, O):\n" + "\n".join(g.lines) + f"\n    return {r}, {{{', '.join(items)}}}\n"
+    exec(compile(src, "<ember_jax.jit output>", "exec"), g.ns)  # noqa: S102 - generated from our own nodes
+    return g.ns["build"], src
