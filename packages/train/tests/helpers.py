@@ -70,6 +70,35 @@ class Classifier(Module):
         return self.forward_classification(batch)
 
 
+class Mlp(Module):
+    """Linear(4, 16) -> ReLU -> Dropout(p) -> Linear(16, 3) with ember.nn layers and CrossEntropyLoss (a random
+    layer: a compiled step must thread the PRNG key as the eager one does)."""
+
+    l1: Any  # ember.nn.Linear
+    drop: Any  # ember.nn.Dropout
+    l2: Any
+    loss: Any  # ember.nn.loss.CrossEntropyLoss
+
+    @staticmethod
+    def init(device: Any, dropout: float = 0.1) -> Mlp:
+        from ember.nn import DropoutConfig, LinearConfig
+        from ember.nn.loss import CrossEntropyLossConfig
+
+        return Mlp(l1=LinearConfig(NUM_FEATURES, 16).init(device), drop=DropoutConfig(dropout).init(),
+                   l2=LinearConfig(16, NUM_CLASSES).init(device), loss=CrossEntropyLossConfig().init(device))
+
+    def forward_classification(self, batch: Batch) -> ClassificationOutput:
+        x = self.l2.forward(self.drop.forward(activation.relu(self.l1.forward(batch.inputs))))
+        return ClassificationOutput(self.loss.forward(x, batch.targets), x, batch.targets)
+
+    def train_step(self, batch: Batch) -> TrainOutput:
+        out = self.forward_classification(batch)
+        return TrainOutput(self, out.loss.backward(), out)
+
+    def valid_step(self, batch: Batch) -> ClassificationOutput:
+        return self.forward_classification(batch)
+
+
 def dataset(n: int, seed: int) -> InMemDataset:
     rng = np.random.default_rng(seed)
     centers = np.array([[2.0, 0, 0, 0], [0, 2.0, 0, 0], [0, 0, 2.0, 0]])

@@ -14,7 +14,9 @@
     result = learner.fit(dataloader_train, dataloader_valid)     # result.model, result.summary
 
 - Steps: the model's ``train_step(batch) -> TrainOutput(model, grads, item)`` and ``valid_step(batch) -> item``;
-  items such as :class:`ClassificationOutput` adapt to metric inputs (:func:`adaptor` adds your own).
+  items such as :class:`ClassificationOutput` adapt to metric inputs (:func:`adaptor` adds your own). The whole
+  steps (with the optimizer update) are compiled by the training backend (jax: ``ember_jax.jit``; numpy and torch
+  run eagerly); ``LearnerBuilder.compile(False)`` turns that off.
 - :class:`LearnerBuilder` / :class:`Learner` / :class:`TrainingResult`; :mod:`ember_train.metric`;
   checkpointing strategies, early stopping, renderers (:mod:`ember_train.renderer`), :class:`LearnerSummary`.
 - Artifact directory (Burn's layout): ``experiment.log``, ``config.json`` (when you save it),

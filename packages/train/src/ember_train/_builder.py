@@ -46,7 +46,8 @@ class LearnerBuilder:
     Defaults (Burn's): 1 epoch, the model's device, no checkpointer, checkpointing strategy "keep the last 2
     and the best by validation loss", file metric loggers under ``train/`` and ``valid/``, the application
     log in ``experiment.log``, the terminal dashboard on a terminal and plain lines otherwise, no early
-    stopping, no summary printout (it is always saved as ``summary.txt``/``summary.json``).
+    stopping, no summary printout (it is always saved as ``summary.txt``/``summary.json``), and steps compiled
+    by the training backend (jax; see :meth:`compile`).
 
     Args:
         artifact_dir: where logs, checkpoints and the summary go (created when missing).
@@ -71,6 +72,7 @@ class LearnerBuilder:
         self._log_interval = 10
         self._nan_loss = "raise"
         self._seed: int | None = None
+        self._compile = True
 
     # -- metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
@@ -157,6 +159,24 @@ class LearnerBuilder:
         """Re-seed the training backend at the start of every epoch with ``(seed, epoch)``, so that random
         layers (Dropout) draw the same numbers in a resumed run as in an uninterrupted one. Not in Burn."""
         self._seed = int(seed)
+        return self
+
+    def compile(self, enabled: bool = True) -> LearnerBuilder:
+        """Compile the training and validation steps with the training backend (default on; not in Burn).
+
+        The Learner wraps each whole step (``train_step``, Ember's backward and ``optim.step``; ``valid_step``)
+        with ``device.backend.compile``: jax compiles it with ``ember_jax.jit`` (traced once per batch shape,
+        no recompilation in later epochs), numpy and torch run it eagerly either way. ``compile(False)`` runs the
+        steps eagerly on every backend, so that Python code inside a step (``print``, ``breakpoint()``,
+        ``into_scalar``) sees values; a compiled step only sees traced tensors, and a host read there fails on
+        the first batch with a ``LearnerError`` that says so.
+
+        Raises:
+            LearnerError: ``enabled`` is not a bool.
+        """
+        if not isinstance(enabled, bool):
+            raise LearnerError(f"LearnerBuilder.compile: expected True or False, got {enabled!r}.")
+        self._compile = enabled
         return self
 
     # -- checkpoints and stopping ------------------------------------------------------------------------
@@ -254,6 +274,6 @@ class LearnerBuilder:
             device=device, grads_accumulation=self._grads_accumulation, recorder=self._recorder,
             checkpoint=self._checkpoint, strategy=self._strategy, early_stopping=self._early_stopping,
             summary=self._summary, interrupter=self._interrupter, app_logger=app_logger,
-            log_interval=self._log_interval, nan_loss=self._nan_loss, seed=self._seed,
+            log_interval=self._log_interval, nan_loss=self._nan_loss, seed=self._seed, compile=self._compile,
         )
         return Learner(model, optim, scheduler, settings)

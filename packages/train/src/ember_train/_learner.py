@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from ember import BackendError
 
 from ._app_logger import LOGGER
 from ._checkpointer import LearnerCheckpointer, complete_checkpoints
 from ._checks import check_batch_type, describe, require_method
+from ._compiled import OTHER, TRAIN_STEP, VALID_STEP, CompiledSteps
 from ._early_stopping import EarlyStoppingStrategy
 from ._errors import LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter, sigint_stops
 from ._metrics_set import MetricsSet
-from ._outputs import TrainOutput
 from ._records import load_state, state_record
 from ._store import MetricStore, Split
 from ._strategy import CheckpointingAction, CheckpointingStrategy
@@ -70,6 +74,7 @@ class _Settings:
     log_interval: int
     nan_loss: str
     seed: int | None
+    compile: bool = True
 
 
 def _progress_of(it: Any, iteration: int) -> tuple[int, int]:
@@ -99,6 +104,11 @@ class Learner:
     ``optim.step(lr, model, grads)`` (after ``grads_accumulation`` steps when set); each validation step
     calls ``model.valid().valid_step(batch)``. Metrics are logged to ``train|valid/epoch-N/<Metric>.log``,
     checkpoints saved as the strategy says, early stopping applied, and the summary written.
+
+    The whole training step (forward, backward, optimizer update) and the validation step are compiled by the
+    training device's backend (``Backend.compile``): on jax with ``ember_jax.jit``, traced once per batch shape
+    (a second epoch does not recompile); numpy and torch run them eagerly. ``LearnerBuilder.compile(False)``
+    runs them eagerly everywhere (to debug a step with prints or breakpoints).
     """
 
     def __init__(self, model: Any, optim: Any, scheduler: Any, settings: _Settings) -> None:
@@ -119,10 +129,11 @@ class Learner:
             A :class:`TrainingResult`.
 
         Raises:
-            LearnerError: the model lacks a step method, a batch does not fit the step, a metric cannot take
-                the step's output (checked on the first batches, before training), a checkpoint to resume is
-                missing. NonFiniteLossError: the loss became NaN/inf (names epoch and iteration), unless
-                ``on_nan_loss("warn"|"ignore")``.
+            LearnerError: the model lacks a step method, a batch does not fit the step, a step fails on its
+                first batch (also when it cannot be compiled, e.g. ``into_scalar`` inside a step on jax), a
+                metric cannot take the step's output (checked on the first batches, before training), a
+                checkpoint to resume is missing. NonFiniteLossError: the loss became NaN/inf (names epoch and
+                iteration), unless ``on_nan_loss("warn"|"ignore")``.
         """
         s = self.s
         s.artifact_dir.mkdir(parents=True, exist_ok=True)
@@ -187,8 +198,9 @@ class Learner:
                     valid.reload(e)
         LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
+        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None)
         if loader_valid is not None:
-            self._probe_valid(model, loader_valid, valid)
+            self._probe_valid(steps, model, loader_valid, valid)
 
         epoch = start - 1
         stopped_early = interrupted = False
@@ -197,11 +209,12 @@ class Learner:
         for epoch in range(start, s.num_epochs + 1):
             if s.seed is not None:
                 device.backend.seed(s.seed * 1_000_003 + epoch)
-            model, done = self._train_epoch(model, optim, scheduler, loader_train, train, epoch,
+            model, done = self._train_epoch(steps, model, optim, scheduler, loader_train, train, epoch,
                                              skip if epoch == start else 0, first=epoch == start)
             if done and loader_valid is not None:
                 # stopped right at the end of training: leave validation to the resumed run
-                done = not s.interrupter.should_stop() and self._valid_epoch(model, loader_valid, valid, epoch)
+                done = not s.interrupter.should_stop() and self._valid_epoch(steps, model, loader_valid, valid,
+                                                                             epoch)
             if not done:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"
@@ -274,8 +287,9 @@ class Learner:
         self._note(f"Resuming from checkpoint {k}: training starts at epoch {k + 1}.")
         return model, optim, scheduler, k + 1, 0
 
-    def _probe_valid(self, model: Any, loader: Any, metrics: MetricsSet) -> None:
-        """Run ``valid_step`` on the first validation batch and check the metrics can take its output."""
+    def _probe_valid(self, steps: CompiledSteps, model: Any, loader: Any, metrics: MetricsSet) -> None:
+        """Run ``valid_step`` on the first validation batch and check the metrics can take its output (the
+        compiled step: a step that cannot be compiled fails here, before training)."""
         it = iter(loader)
         try:
             batch = next(it, None)
@@ -285,18 +299,22 @@ class Learner:
             return
         vm = model.valid()
         check_batch_type(vm, "valid_step", batch, "validation")
+        steps.phase = OTHER
         try:
-            item = vm.valid_step(batch)
+            item = steps.valid(vm, batch)
+        except LearnerError:
+            raise
         except Exception as exc:
+            if steps.phase != VALID_STEP:
+                raise
             raise LearnerError(
                 f"model.valid_step raised {type(exc).__name__} on the first validation batch ({describe(batch)}), "
-                f"before training started: {exc}. Check that the validation loader's batcher produces the batch "
-                "valid_step expects."
+                f"before training started: {_advice(steps, exc, 'validation', 'valid_step')}"
             ) from exc
         metrics.check(item)
 
-    def _train_epoch(self, model: Any, optim: Any, scheduler: Any, loader: Any, metrics: MetricsSet, epoch: int,
-                     skip: int, first: bool) -> tuple[Any, bool]:
+    def _train_epoch(self, steps: CompiledSteps, model: Any, optim: Any, scheduler: Any, loader: Any,
+                     metrics: MetricsSet, epoch: int, skip: int, first: bool) -> tuple[Any, bool]:
         s = self.s
         _set_epoch(loader, epoch)
         total = len(loader) if hasattr(loader, "__len__") else None
@@ -317,21 +335,27 @@ class Learner:
                 if iteration <= skip:
                     continue
                 lr = float(scheduler.step())
-                if first:
-                    out = self._first_step(model, batch, metrics)
-                    first = False
+                lr_arg = steps.lr(lr)
+                if accumulator is None:
+                    if first:
+                        model, item = self._first_step(steps, model, batch, metrics,
+                                                       partial(steps.train, model, optim, batch, lr_arg))
+                        first = False
+                    else:
+                        model, item = steps.train(model, optim, batch, lr_arg)
                 else:
-                    out = model.train_step(batch)
-                if accumulator is not None:
-                    accumulator.accumulate(model, out.grads)
+                    if first:
+                        grads, item = self._first_step(steps, model, batch, metrics, partial(steps.grad, model, batch))
+                        first = False
+                    else:
+                        grads, item = steps.grad(model, batch)
+                    accumulator.accumulate(model, grads)
                     acc_count += 1
                     if acc_count >= s.grads_accumulation:  # type: ignore[operator]
-                        model = optim.step(lr, model, accumulator.grads())
+                        model = steps.update(model, optim, accumulator.grads(), lr_arg)
                         acc_count = 0
-                else:
-                    model = optim.step(lr, model, out.grads)
                 done, tot = _progress_of(it, iteration)
-                metrics.update(out.item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
+                metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                           time.perf_counter() - start))
@@ -353,25 +377,28 @@ class Learner:
         LOGGER.info("Epoch %d train: %s", epoch, values)
         return model, True
 
-    def _first_step(self, model: Any, batch: Any, metrics: MetricsSet) -> TrainOutput[Any]:
+    def _first_step(self, steps: CompiledSteps, model: Any, batch: Any, metrics: MetricsSet,
+                    step: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
+        """``step()`` (``steps.train`` or ``steps.grad`` on the first training batch, ``batch``), with the first
+        step's checks: the batch type, a failure of ``train_step`` named as such, the item against the metrics."""
         check_batch_type(model, "train_step", batch, "training")
+        steps.phase = OTHER
         try:
-            out = model.train_step(batch)
+            result, item = step()
+        except LearnerError:
+            raise
         except Exception as exc:
+            if steps.phase != TRAIN_STEP:
+                raise
             raise LearnerError(
                 f"model.train_step raised {type(exc).__name__} on the first training batch ({describe(batch)}): "
-                f"{exc}. Check that the training loader's batcher produces the batch train_step expects."
+                f"{_advice(steps, exc, 'training', 'train_step')}"
             ) from exc
-        if not isinstance(out, TrainOutput):
-            raise LearnerError(
-                f"model.train_step must return TrainOutput(model, grads, item), got {describe(out)}. "
-                "Build it as TrainOutput(self, loss.backward(), ClassificationOutput(loss, output, targets))."
-            )
         try:
-            metrics.check(out.item)
+            metrics.check(item)
         except MetricAdaptError:
             raise
-        return out
+        return result, item
 
     def _flush(self, metrics: MetricsSet, progress: TrainingProgress) -> None:
         bad = metrics.flush(progress)
@@ -390,7 +417,7 @@ class Learner:
         LOGGER.error("Training stopped: %s", msg)
         raise NonFiniteLossError("Training stopped: " + msg, metrics.epoch, iteration, metrics.split.value)
 
-    def _valid_epoch(self, model: Any, loader: Any, metrics: MetricsSet, epoch: int) -> bool:
+    def _valid_epoch(self, steps: CompiledSteps, model: Any, loader: Any, metrics: MetricsSet, epoch: int) -> bool:
         s = self.s
         _set_epoch(loader, epoch)
         total = len(loader) if hasattr(loader, "__len__") else None
@@ -401,7 +428,7 @@ class Learner:
         iteration = 0
         try:
             for iteration, batch in enumerate(it, 1):
-                item = vm.valid_step(batch)
+                item = steps.valid(vm, batch)
                 done, tot = _progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
                 if iteration % s.log_interval == 0 or iteration == total:
@@ -448,3 +475,15 @@ class Learner:
                 out.metrics.append(MetricSummary(split.value, m.name(), hist, hib))
                 out.epochs = max(out.epochs, hist[-1][0])
         return out
+
+
+def _advice(steps: CompiledSteps, exc: Exception, split: str, step: str) -> str:
+    """The end of a first-step failure message: the error, then what to check. A BackendError raised while a
+    compiling backend traced the step (e.g. ``into_scalar`` on a traced tensor) already says what to do instead;
+    the advice is then how to run the step eagerly."""
+    text = str(exc).rstrip()
+    text = text if text.endswith(".") else text + "."
+    if steps.compiled and isinstance(exc, BackendError):
+        return (f"{text} The steps are compiled by the {steps.device.inner.backend.name} backend; "
+                "LearnerBuilder.compile(False) runs them eagerly (e.g. to debug a step with prints or breakpoints).")
+    return f"{text} Check that the {split} loader's batcher produces the batch {step} expects."

@@ -1,4 +1,9 @@
-"""Step protocols (Burn's ``TrainStep`` and ``ValidStep`` traits), for type checkers and documentation."""
+"""Step protocols (Burn's ``TrainStep`` and ``ValidStep`` traits), for type checkers and documentation.
+
+The Learner compiles the steps with the training backend (``Backend.compile``; jax: ``ember_jax.jit``), so a step
+should be a function of its tensors: no host reads (``into_scalar``, ``to_data``, a Python ``if`` on a tensor)
+inside it. Return such values in the item; ``LearnerBuilder.compile(False)`` runs the steps eagerly.
+"""
 
 from __future__ import annotations
 
