@@ -146,6 +146,55 @@ def test_counter_stays_a_tensor_in_later_eager_steps(ad):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
 
 
+def test_a_counter_shared_by_parameters_is_incremented_once_per_step(ad):
+    # a compiled step shares one counter tensor between the parameters (ember_jax normalizes equal numbers to one
+    # tensor): one step must increment it once and leave the states sharing the new one (one [1] array, not one
+    # kernel and one output per parameter), with the values of the Python path
+    p = problem()
+    optim, ref_optim = AdamConfig().init(), AdamConfig().init()
+    model = ref = make_model(ad, p)
+    for _ in range(2):
+        model = optim.step(0.01, model, loss_grads(model, ad, p))
+        ref = ref_optim.step(0.01, ref, loss_grads(ref, ad, p))
+    shared_t = Tensor.from_data(np.array([2], np.int64), ad.inner, Int)
+    for st in optim._states.values():
+        st["time"] = shared_t
+    for _ in range(3):
+        model = optim.step(lr_tensor(0.01, ad.inner), model, loss_grads(model, ad, p))
+        ref = ref_optim.step(0.01, ref, loss_grads(ref, ad, p))
+    w, b = optim.state(model.weight.id)["time"], optim.state(model.bias.id)["time"]
+    assert w is b and w.to_numpy().tolist() == [5]
+    for got, want in zip(params_np(model), params_np(ref)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_shared_computes_once_per_scope_and_counter():
+    from ember.optim._scalar import increment, shared, step_scope
+
+    dev = ember.backend("numpy").device()
+    a = Tensor.from_data(np.array([3], np.int64), dev, Int)
+    other = Tensor.from_data(np.array([3], np.int64), dev, Int)
+    calls = []
+
+    def plus_one(t):
+        calls.append(t)
+        return t.add(1)
+
+    assert shared("x", a, plus_one) is not shared("x", a, plus_one)  # no scope: computed at each call
+    calls.clear()
+    with step_scope():
+        first = shared("x", a, plus_one)
+        assert shared("x", a, plus_one) is first and len(calls) == 1
+        assert shared("y", a, plus_one) is not first  # another tag
+        assert shared("x", other, plus_one) is not first  # another counter array, even with an equal value
+        assert increment(a) is increment(a) and increment(a).to_numpy().tolist() == [4]
+        with step_scope():  # a nested step (an optimizer inside another's step) has its own memo
+            assert shared("x", a, plus_one) is not first
+        assert shared("x", a, plus_one) is first
+    assert increment(a) is not increment(a)
+    assert increment(3) == 4 and isinstance(increment(3), int)
+
+
 @pytest.mark.parametrize("clip", [None, GradientClippingConfig.norm(100.0)], ids=["plain", "norm_clipped"])
 def test_rank_0_parameter_keeps_its_rank_with_a_tensor_lr(clip):
     class Scalar(ember.module.Module):

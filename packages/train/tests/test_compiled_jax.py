@@ -14,7 +14,7 @@ import helpers as h
 jax = pytest.importorskip("jax")
 ember_jax = pytest.importorskip("ember_jax")
 
-from ember.optim import AdamConfig, SgdConfig  # noqa: E402
+from ember.optim import AdamConfig, MomentumConfig, SgdConfig  # noqa: E402
 from ember.optim.lr_scheduler import ExponentialLrSchedulerConfig  # noqa: E402
 from ember.record import FullPrecisionSettings, NamedMpkFileRecorder  # noqa: E402
 from ember_train import LearnerBuilder, LearnerError, TrainOutput  # noqa: E402
@@ -97,14 +97,14 @@ def test_a_second_epoch_does_not_recompile(tmp_path, monkeypatch, eager):
     assert sorted(made) == ["_train", "_valid"]
     assert all(isinstance(s, ember_jax.CompiledStep) for s in made.values())
     end = {(split, epoch): counts for split, epoch, _, counts in log.rows}  # the last row of each epoch
-    # epoch 1: the validation probe traces _valid once; _train is traced at the first step, and again at the second
-    # one only, where Adam's per-parameter state appears (the optimizer-state layout is part of the structure)
-    assert end["train", 1] == {"_train": 2, "_valid": 1}
+    # epoch 1: the validation probe traces _valid once; _train is traced at the first step only: the Learner gives
+    # Adam its initial state (zero moments, count 0) before the first step, so the state layout never changes
+    assert end["train", 1] == {"_train": 1, "_valid": 1}
     by_step = {it: counts["_train"] for split, epoch, it, counts in log.rows if split == "train" and epoch == 1}
-    assert by_step == {1: 1, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2}
+    assert by_step == {1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}
     # epoch 2: no new trace at all
-    assert end["train", 2] == end["valid", 2] == {"_train": 2, "_valid": 1}
-    assert made["_train"].cache_size == 2 and made["_valid"].cache_size == 1  # type: ignore[attr-defined]
+    assert end["train", 2] == end["valid", 2] == {"_train": 1, "_valid": 1}
+    assert made["_train"].cache_size == 1 and made["_valid"].cache_size == 1  # type: ignore[attr-defined]
 
     # the compiled run equals the eager one: same seeds, the same PRNG key threading (dropout masks), float32
     eager_dir, eager_res = eager[2]
@@ -124,6 +124,16 @@ def test_a_stateless_optimizer_traces_the_train_step_once(tmp_path, monkeypatch)
     res = _fit(tmp_path, dev, optim=SgdConfig().init())
     assert res.epoch == 2
     assert {name: s.trace_count for name, s in made.items()} == {"_train": 1, "_valid": 1}  # type: ignore[attr-defined]
+
+
+def test_a_rule_without_an_initial_state_traces_twice_then_never(tmp_path, monkeypatch):
+    """SGD with momentum starts its buffer from the first gradient (no initial state can give that): the first
+    step has no state, the second the steady layout; later steps and epochs reuse it."""
+    dev = h.devices("jax")
+    made = _record_compiled(monkeypatch, dev)
+    res = _fit(tmp_path, dev, optim=SgdConfig(momentum=MomentumConfig(momentum=0.9)).init())
+    assert res.epoch == 2
+    assert {name: s.trace_count for name, s in made.items()} == {"_train": 2, "_valid": 1}  # type: ignore[attr-defined]
 
 
 def test_resume_from_a_checkpoint_on_jax(tmp_path, eager):

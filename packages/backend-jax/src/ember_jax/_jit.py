@@ -194,6 +194,8 @@ class CompiledStep:
                 for s, k in zip(states, saved):
                     s.key = k
             ow = OutWalk(rb, entry.keep_out)
+            for _n, o in rb.optims:
+                ow.reserve(o._states)
             rnode = ow.walk(result, "result")
             cells = [(n, ow.tensor(cell._tensor, f"running state {cell.id}"))
                      for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
@@ -262,6 +264,8 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
     The step is traced once per argument structure (shapes, dtypes, static values, parameter ids, optimizer
     state layout); later calls run the compiled program and rebuild the results with generated code. Python
     side effects of the step (prints, appends) therefore happen at tracing only.
+    An optimizer whose states are still empty changes layout after the first call (a second trace); call
+    ``optim.init_states(model)`` before the first call to start from the rule's initial state (Adam: zeros).
 
     Args:
         fn: the step function.

@@ -20,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ember import Float, Int, Tensor
+from ember import Float, Tensor
 from ember.autodiff import Gradients
 from ember.autodiff._graph import AutodiffPrimitive, new_leaf
 from ember.backend import Device
@@ -29,6 +29,7 @@ from ember.optim import GradientsParams, Optimizer
 
 from ._kernel import is_tracer
 from ._rebuild import Rebuild
+from ._states import number_tensor
 from ._tree import ForeignTensor, device_info
 
 __all__ = ["OutWalk", "generate"]
@@ -46,6 +47,7 @@ class OutWalk:
         self._leaf_ix: dict[int, int] = {}
         self._memo: dict[int, int] = {}
         self._keep: list[Any] = []  # new objects stay alive while walking, so their ids stay unique
+        self._numbers: dict[Any, Any] = {}
 
     # ------------------------------------------------------------------ leaves
     def leaf(self, p: Any) -> int:
@@ -65,6 +67,24 @@ class OutWalk:
         k = self._memo[id(x)] = len(self._memo)
         self._keep.append(x)
         return k, None
+
+    def reserve(self, x: Any) -> None:
+        """Give the new tensors of an optimizer state the first output positions, before the results are walked.
+
+        jax pairs each donated input buffer with the first output of the same shape and dtype, in output order:
+        with the new states first, each donated state buffer is reused for its own new value (an update in
+        place), instead of for a same-shaped model parameter listed earlier, which leaves the states to be
+        allocated anew."""
+        c = x.__class__
+        if c is dict:
+            for v in x.values():
+                self.reserve(v)
+        elif c is list or c is tuple:
+            for v in x:
+                self.reserve(v)
+        elif c is Tensor and id(x) not in self.inputs:
+            p = x.primitive
+            self.leaf(p.p if p.__class__ is AutodiffPrimitive else p)
 
     # ------------------------------------------------------------------ expressions of the generated code
     def expr(self, x: Any) -> str | None:
@@ -182,7 +202,10 @@ class OutWalk:
             d = _first_device(x) or dev
             return ("SEQ", c, tuple(self.state(v, d, f"{path}[{i}]") for i, v in enumerate(x)))
         if (c is int or c is float) and dev is not None:
-            t = Tensor.from_data(np.asarray([x], np.int64 if c is int else np.float64), dev, Int if c is int else Float)
+            key = (c, x, dev)  # equal numbers (the first step's counters) become one shared tensor
+            t = self._numbers.get(key)
+            if t is None:
+                t = self._numbers[key] = number_tensor(x, dev)
             return self.tensor(t, path)
         return self.walk(x, path)
 

@@ -6,28 +6,31 @@ from typing import Any
 
 import numpy as np
 
-from ember import Float, Int, Tensor
+from ember import Bool, Float, Int, Tensor
 from ember._data import TensorData
 from ember.backend import Device
 from ember.optim import Optimizer
 
 from ._tree import Flat
 
-__all__ = ["normalize_states"]
+__all__ = ["normalize_states", "number_tensor"]
 
 
 def normalize_states(o: Optimizer, fl: Flat) -> None:
     """Replace, in ``o``'s state, Python ints/floats by Int/Float ``[1]`` tensors and loaded ``TensorData`` by
     tensors (what a compiled step needs: numbers would be static, recompiling at every step). The device is
     that of the state's other tensors (else that of the first jax tensor of the call, else the jax backend's
-    default device). Runs once after an eager step or ``load_record``; later states already hold tensors."""
+    default device). Equal numbers on one device become one tensor, shared by the states (the step counters of
+    all parameters: one ``[1]`` array, incremented once per step, see :func:`ember.optim._scalar.shared`).
+    Runs once after an eager step or ``load_record``; later states already hold tensors."""
     states = o._states
     changed = None
+    made: dict[Any, Tensor] = {}
     for pid, st in states.items():
         if _needs_normalizing(st):
             if changed is None:
                 changed = dict(states)
-            changed[pid] = _normalized(st, _state_device(st) or _default_device(fl))
+            changed[pid] = _normalized(st, _state_device(st) or _default_device(fl), made)
     if changed is not None:
         o._states = changed
 
@@ -65,18 +68,34 @@ def _default_device(fl: Flat) -> Device:
     return ember.backend("jax").device()
 
 
-def _normalized(x: Any, dev: Device) -> Any:
+def _normalized(x: Any, dev: Device, made: dict[Any, Tensor]) -> Any:
     c = x.__class__
-    if c is int:
-        return Tensor.from_data(np.asarray([x], np.int64), dev, Int)
-    if c is float:
-        return Tensor.from_data(np.asarray([x], np.float64), dev, Float)
+    if c is int or c is float:
+        key = (c, x, dev)
+        t = made.get(key)
+        if t is None:
+            t = made[key] = number_tensor(x, dev)
+        return t
     if c is TensorData:
-        return Tensor.from_data(x, dev, Float)
+        if x.shape == (1,) and x.dtype.is_int:  # a loaded counter: shared like the numbers
+            key = (int, int(x.to_numpy()[0]), dev)
+            t = made.get(key)
+            if t is None:
+                t = made[key] = number_tensor(key[1], dev)
+            return t
+        return Tensor.from_data(x, dev, Float if x.dtype.is_float else Int if x.dtype.is_int else Bool)
     if c is dict:
-        return {k: _normalized(v, dev) for k, v in x.items()}
+        return {k: _normalized(v, dev, made) for k, v in x.items()}
     if c is list or c is tuple:
-        return c(_normalized(v, dev) for v in x)
+        return c(_normalized(v, dev, made) for v in x)
     return x
+
+
+def number_tensor(x: int | float, dev: Device) -> Tensor:
+    """A Python int/float as an Int/Float tensor of shape ``[1]`` on ``dev`` (int64/float64 data: the backend
+    stores it in its default dtype of the kind)."""
+    if x.__class__ is int:
+        return Tensor.from_data(np.asarray([x], np.int64), dev, Int)
+    return Tensor.from_data(np.asarray([x], np.float64), dev, Float)
 
 

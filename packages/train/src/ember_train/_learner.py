@@ -199,6 +199,8 @@ class Learner:
         LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
         steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None)
+        if steps.compiled and hasattr(optim, "init_states"):
+            optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
         if loader_valid is not None:
             self._probe_valid(steps, model, loader_valid, valid)
 

@@ -10,7 +10,7 @@ from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
 from ._decay import WeightDecayConfig, weight_decay
-from ._scalar import Count, Scalar, div, increment, mul, one_minus_pow, sqrt
+from ._scalar import Count, Scalar, div, increment, mul, one_minus_pow, shared, sqrt
 
 __all__ = ["AdamConfig", "Adam", "adaptive_moment"]
 
@@ -51,15 +51,27 @@ def adaptive_moment(
         v = state["moment_2"].mul_scalar(beta_2).add(grad.square().mul_scalar(1.0 - beta_2))
         prev = state.get("max_moment_2")
         v_max = (v if prev is None else prev.max_pair(v)) if amsgrad else None
-    factor, eps_term = (_bias_scalars_cached if time.__class__ is int else _bias_scalars)(
-        beta_1, beta_2, epsilon, time
-    )
+    if not isinstance(time, Tensor):
+        factor, eps_term = _bias_scalars_cached(beta_1, beta_2, epsilon, time)
+    else:  # once per step for the parameters sharing this counter
+        factor, eps_term = shared(("adam", beta_1, beta_2, epsilon), time,
+                                  lambda t: _bias_scalars(beta_1, beta_2, epsilon, t))
     denom = (v_max if v_max is not None else v).sqrt().add_scalar(eps_term)
     direction = m.mul_scalar(factor).div(denom)
     new: State = {"time": time, "moment_1": m, "moment_2": v}
     if amsgrad:
         new["max_moment_2"] = v_max
     return direction, new
+
+
+def zero_moments(tensor: Tensor, amsgrad: bool) -> State:
+    """Adam's state before the first step: ``time`` 0 and zero moments shaped like ``tensor``. Its first
+    update gives the values of the first update without a state, bit for bit (``0 * beta + x == x``)."""
+    # one array each: the step updates them separately (a compiled step would see an alias, then separate arrays)
+    state: State = {"time": 0, "moment_1": tensor.zeros_like(), "moment_2": tensor.zeros_like()}
+    if amsgrad:
+        state["max_moment_2"] = tensor.zeros_like()
+    return state
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,10 @@ class Adam(SimpleOptimizer):
         grad = weight_decay(self.weight_decay, grad, tensor)
         direction, new = adaptive_moment(grad, state, self.beta_1, self.beta_2, self.epsilon, self.amsgrad)
         return tensor.sub(direction.mul_scalar(lr)), new
+
+    def init_state(self, tensor: Tensor) -> State:
+        """Zero moments, step count 0 (see :func:`zero_moments`)."""
+        return zero_moments(tensor, self.amsgrad)
 
 
 @config

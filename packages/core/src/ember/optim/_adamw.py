@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..config import config
 from ..tensor import Tensor
-from ._adam import adaptive_moment
+from ._adam import adaptive_moment, zero_moments
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
 from ._scalar import Scalar, is_zero, mul, rsub
@@ -38,6 +38,10 @@ class AdamW(SimpleOptimizer):
         else:
             decayed = tensor.mul_scalar(rsub(1.0, rate))
         return decayed.sub(direction.mul_scalar(lr)), new
+
+    def init_state(self, tensor: Tensor) -> State:
+        """Zero moments, step count 0 (see :func:`~ember.optim._adam.zero_moments`)."""
+        return zero_moments(tensor, self.amsgrad)
 
 
 @config

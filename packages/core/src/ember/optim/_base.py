@@ -25,7 +25,7 @@ from ..tensor import Tensor
 from ._clipping import GradientClippingConfig
 from ._errors import OptimizerError
 from ._grads_params import GradientsParams
-from ._scalar import Scalar
+from ._scalar import Scalar, step_scope
 
 __all__ = ["Optimizer", "SimpleOptimizer", "State", "check_lr", "RECORD_VERSION"]
 
@@ -67,6 +67,19 @@ class SimpleOptimizer:
             ``(new tensor, new state)``.
         """
         raise NotImplementedError
+
+    def init_state(self, tensor: Tensor) -> State | None:
+        """The state of a parameter before its first step, with the layout of the later states, when the rule
+        can write one whose first :meth:`step` gives exactly what ``step(..., state=None)`` gives; ``None``
+        (the default) when it cannot.
+
+        A compiled training step sees one state layout from its first call when the states exist beforehand
+        (:meth:`Optimizer.init_states`): one compilation instead of two (empty states, then the steady ones).
+
+        Args:
+            tensor: the parameter, on the inner (non-autodiff) device.
+        """
+        return None
 
 
 def check_lr(lr: Any) -> Scalar:
@@ -300,7 +313,8 @@ class Optimizer:
         if not isinstance(module, Module):
             raise TypeError(f"optimizer step: expected a Module, got {type(module).__name__}.")
         mapper = _StepMapper(self, lr, grads)
-        new = module.map(mapper)
+        with step_scope():
+            new = module.map(mapper)
         if mapper.matched == 0 and len(grads) > 0:
             raise OptimizerError(
                 f"optimizer step: none of the {len(grads)} gradients matches a trainable parameter of this "
@@ -313,6 +327,30 @@ class Optimizer:
             else:
                 self._states[pid] = st
         return new
+
+    def init_states(self, module: Module) -> Optimizer:
+        """Give every trainable Float parameter of ``module`` without a state the rule's initial state
+        (:meth:`SimpleOptimizer.init_state`; in place, returns ``self``). The first step then computes what it
+        computes from no state (Adam: zero moments, step count 0), and a compiled step is traced once instead of
+        twice. Rules without an initial state (SGD's momentum starts from the first gradient) leave the states
+        empty. A parameter that never gets a gradient keeps its initial state (it is saved in records too).
+
+        Raises:
+            TypeError: ``module`` is not a Module.
+        """
+        if not isinstance(module, Module):
+            raise TypeError(f"init_states: expected a Module, got {type(module).__name__}.")
+        simple, states = self.simple, self._states
+        for param in module.params():
+            if not param.require_grad or param.id in states:
+                continue
+            t = param.val()
+            if t.kind is not Float:
+                continue
+            st = simple.init_state(t.inner() if ad_enabled(t) else t)
+            if st is not None:
+                states[param.id] = st
+        return self
 
     # ------------------------------------------------------------------ state and records
     def state(self, id: ParamId) -> State | None:

@@ -11,6 +11,11 @@ The helpers here combine such scalars and take either form:
   converted with ``.float()`` first. The results agree with the Python path to float32 rounding (~1e-7
   relative); :func:`one_minus_pow` is accurate to a few float32 ulps where ``1 - beta ** t`` cancels.
 
+Within one :meth:`Optimizer.step <ember.optim.Optimizer.step>` (:func:`step_scope`) a value derived from a
+tensor counter is computed once for all the parameters whose states hold that same counter (:func:`shared`;
+:func:`increment` uses it): a compiled step then updates one shared ``[1]`` counter instead of one per
+parameter (each would be its own tiny kernel), and the new states share the result again.
+
 A rule applies a scalar to a parameter-shaped tensor with ``mul_scalar`` / ``add_scalar`` / ``div_scalar``,
 which take a Python number or a ``[1]`` tensor (broadcast). The eager path therefore runs the same calls as
 before. (With a tensor scalar a rank-0 parameter broadcasts to ``[1]``; :class:`~ember.optim.Optimizer` gives
@@ -20,13 +25,16 @@ the result its rank back.)
 from __future__ import annotations
 
 import math
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .._kind import Float
 from ..tensor import Tensor
 
 __all__ = [
-    "Count", "Scalar", "add", "div", "increment", "is_zero", "mul", "one_minus_pow", "rsub", "sqrt",
+    "Count", "Scalar", "add", "div", "increment", "is_zero", "mul", "one_minus_pow", "rsub", "shared", "sqrt",
+    "step_scope",
 ]
 
 #: a real scalar: a Python number (eager) or a Float tensor of shape ``[1]`` (compiled step)
@@ -107,10 +115,50 @@ def one_minus_pow(beta: float, time: Any) -> Any:
 
 def increment(time: Any) -> Any:
     """``time + 1``: an int for a Python number (as before: ``int(time) + 1``), a tensor of the same kind for a
-    tensor counter (it stays a tensor in the state afterwards)."""
+    tensor counter (it stays a tensor in the state afterwards; one result per counter and step, see
+    :func:`shared`)."""
     if time.__class__ is Tensor:
-        return time.add(1)
+        return shared("increment", time, _add_one)
     return int(time) + 1
+
+
+def _add_one(t: Tensor) -> Tensor:
+    return t.add(1)
+
+
+T = TypeVar("T")
+_scope = threading.local()
+
+
+class step_scope:  # noqa: N801 - used as a context manager, like a function
+    """The extent of one optimizer step for :func:`shared` (re-entrant; :class:`~ember.optim.Optimizer` opens
+    one around each ``step``)."""
+
+    __slots__ = ("_prev",)
+
+    def __enter__(self) -> None:
+        self._prev = getattr(_scope, "memo", None)
+        _scope.memo = {}
+
+    def __exit__(self, *exc: object) -> None:
+        _scope.memo = self._prev
+
+
+def shared(tag: Any, counter: Tensor, compute: Callable[[Tensor], T]) -> T:
+    """``compute(counter)``, computed once per :func:`step_scope` for each ``(tag, counter array)``: the
+    parameters whose states hold the same counter get the same result object. Outside a scope it is just
+    ``compute(counter)``. ``tag`` (hashable) names the computation and its constants."""
+    memo = getattr(_scope, "memo", None)
+    if memo is None:
+        return compute(counter)
+    p = counter.primitive
+    key = (tag, id(p))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is p:
+        return hit[1]  # type: ignore[no-any-return]
+    out = compute(counter)
+    memo[key] = (p, out)  # holding p keeps its id unique while the scope lives
+    return out
 
 
 def is_zero(a: Any) -> bool:
