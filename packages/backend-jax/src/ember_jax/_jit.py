@@ -31,7 +31,7 @@ from ember.module import Module
 from ._out import OutWalk, generate
 from ._rebuild import Rebuild, rebuild
 from ._scan import Scan, foreign_error
-from ._tree import Flat, ForeignTensor, fast_spec
+from ._tree import Flat, ForeignTensor, fast_spec, shift_spec
 from ._tree import _f_dict as _flat_dict
 from ._tree import _f_seq as _flat_seq
 
@@ -201,16 +201,18 @@ class CompiledStep:
                      for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
             optims = [(n, ow.state(o._states, None, "optimizer state")) for n, o in rb.optims]
             keys = [(s, ow.leaf(k)) for s, k, k0 in zip(states, keys_out, keys_in) if k is not k0]
-            entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb))
+            entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl))
             return tuple(ow.leaves)
 
         entry.jitted = jax.jit(traced, donate_argnums=donated)
         return entry
 
 
-def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild) -> list[tuple[str, Any, Any]]:
+def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple[str, Any, Any]]:
     """The results the next call can take without walking them: the result's top-level modules and each
-    optimizer's new state (see :func:`~._tree.fast_spec`)."""
+    optimizer's new state (see :func:`~._tree.fast_spec`; a state with back-references, such as the step counter
+    all parameters share, is taken only at the position where this call walked it, see
+    :func:`~._tree.shift_spec`)."""
     out: list[tuple[str, Any, Any]] = []
     tops = list(result) if isinstance(result, (tuple, list)) else [result]
     for x in tops:
@@ -225,9 +227,13 @@ def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild) -> list[tuple[str, Any,
             spec = fast_spec(o._states)
         except Exception:  # a Python number or TensorData in the state: this call's results take the walk
             spec = None
-        fe = ow.fast_entry(spec) if spec is not None and spec[1] else None
+        pos = None
+        if spec is not None and not spec[1]:
+            pos = fl.marks.get(id(fl.objs[n]))
+            spec = shift_spec(spec, pos) if pos is not None else None
+        fe = ow.fast_entry(spec) if spec is not None else None
         if fe is not None:
-            out.append(("optim", n, fe))
+            out.append(("optim", n, (*fe, pos)))
     return out
 
 

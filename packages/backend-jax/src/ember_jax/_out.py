@@ -361,8 +361,9 @@ def generate(
     """The function ``build(L, O) -> (result, fast)`` (``L`` the program's outputs, ``O`` the caller's objects
     by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)``,
     ``keys`` ``(KeyState, leaf index)``. ``fast`` lists the results flattened ahead: ``("module", object
-    expression, (structure, position independent, object exprs, leaf exprs))`` or ``("optim", n, (structure, object
-    exprs, leaf exprs))``; ``build`` returns them keyed by object id for the next call's flatten (see
+    expression, (structure, position independent, object exprs, leaf exprs))`` or ``("optim", n, (structure,
+    object exprs, leaf exprs, position))``, ``position`` being the (objects, leaves) counts the states must
+    follow, or None; ``build`` returns them keyed by object id for the next call's flatten (see
     :func:`~._tree.fast_spec`). Returns the function and its source (for debugging)."""
     g = _Gen()
     for n, tn in cells:
@@ -378,10 +379,10 @@ def generate(
             node, free, objs, leaves = spec
             items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}])")
         else:
-            node, objs, leaves = spec
+            node, objs, leaves, pos = spec
             o = f"O[{who}]"
             items.append(f"id({o}): ({o}, {o}._states, tuple({o}._states.values()), {g.const(node)}, "
-                         f"[{', '.join(objs)}], [{', '.join(leaves)}])")
+                         f"[{', '.join(objs)}], [{', '.join(leaves)}], {pos!r})")
     src = "def build(L, O):\n" + "\n".join(g.lines) + f"\n    return {r}, {{{', '.join(items)}}}\n"
     exec(compile(src, "<ember_jax.jit output>", "exec"), g.ns)  # noqa: S102 - generated from our own nodes
     return g.ns["build"], src

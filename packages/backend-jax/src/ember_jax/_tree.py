@@ -47,7 +47,7 @@ from ember.optim import GradientsParams, Optimizer
 
 __all__ = [
     "Flat", "flatten", "device_info", "ForeignTensor", "Id", "static_key", "kind_of", "fast_spec", "Hashed",
-    "dc_fields",
+    "dc_fields", "shift_spec",
 ]
 
 # node tags (first item of every structure tuple)
@@ -75,7 +75,7 @@ class Flat:
     """One call's flattened arguments: the leaves, the caller's objects by number and the two memos
     (object id -> number, array id -> leaf index)."""
 
-    __slots__ = ("leaves", "objs", "memo", "pmemo", "fast", "hits")
+    __slots__ = ("leaves", "objs", "memo", "pmemo", "fast", "hits", "marks")
 
     def __init__(self, fast: dict[int, Any] | None = None) -> None:
         self.leaves: list[Any] = []
@@ -85,6 +85,8 @@ class Flat:
         #: the previous call's flattened results (see :func:`fast_spec`), or None for a complete walk
         self.fast = fast
         self.hits = 0  # objects taken from ``fast``
+        #: optimizer id -> (objects, leaves) counted before its states were walked (see :func:`shift_spec`)
+        self.marks: dict[int, tuple[int, int]] = {}
 
 
 # ---------------------------------------------------------------------- devices
@@ -239,12 +241,13 @@ def _f_optim(fl: Flat, o: Optimizer) -> Any:
     fast = fl.fast
     if fast is not None:
         c = fast.get(k)
-        if c is not None and c[0] is o and c[1] is o._states and _same_values(o._states, c[2]):
+        if (c is not None and c[0] is o and c[1] is o._states and _same_values(o._states, c[2])
+                and (c[6] is None or c[6] == (len(objs), len(fl.leaves)))):
             objs.extend(c[4])
             fl.leaves.extend(c[5])
             fl.hits += 1
             return (OPTIM, o.__class__, attrs, c[3])
-    mark = (len(objs), len(fl.leaves))
+    mark = fl.marks[k] = (len(objs), len(fl.leaves))
     try:
         states = tuple([(pid._value, _f_st(fl, st)) for pid, st in o._states.items()])
     except _Normalize:
@@ -397,6 +400,37 @@ def fast_spec(x: Any) -> tuple[Any, bool, list[Any], list[Any]] | None:
     if RSTATE in tags or ARRAY in tags or STATIC_ID in tags or OPTIM in tags:
         return None
     return Hashed(node), not ({REF, ALIAS} & tags), fc.objs, fc.leaves
+
+
+def shift_spec(spec: tuple[Any, bool, list[Any], list[Any]], mark: tuple[int, int]
+               ) -> tuple[Any, bool, list[Any], list[Any]] | None:
+    """An optimizer-state :func:`fast_spec` whose back-references (the step counter shared by every parameter's
+    state) are numbered from ``mark`` = (objects, leaves) walked before the states, as the walk of a call
+    numbers them when the states come at that position; ``None`` for states holding other nodes."""
+    try:
+        node = tuple([(pid, _shift(c, *mark)) for pid, c in spec[0]])
+    except _Unshiftable:
+        return None
+    return Hashed(node), spec[1], spec[2], spec[3]
+
+
+class _Unshiftable(Exception):
+    pass
+
+
+def _shift(node: Any, dobj: int, dleaf: int) -> Any:
+    tag = node[0]
+    if tag == REF:
+        return (REF, node[1] + dobj)
+    if tag == ALIAS:
+        return node[:4] + (node[4] + dleaf,)
+    if tag == DICT:
+        return (DICT, node[1], node[2], tuple([_shift(c, dobj, dleaf) for c in node[3]]))
+    if tag == SEQ:
+        return (SEQ, node[1], tuple([_shift(c, dobj, dleaf) for c in node[2]]))
+    if tag == TENSOR or tag == NONE or tag == STATIC:
+        return node
+    raise _Unshiftable
 
 
 def _tags(node: Any, out: set[int] | None = None) -> set[int]:
