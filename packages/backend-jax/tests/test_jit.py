@@ -15,7 +15,7 @@ import ember_jax
 from ember import BackendError, Float, Int, Tensor
 from ember.autodiff import Autodiff
 from ember.module import Module, Param
-from ember.nn import BatchNormConfig, Dropout, Linear, Relu
+from ember.nn import BatchNormConfig, Dropout, Linear, LinearConfig, Relu
 from ember.nn.loss import CrossEntropyLossConfig
 from ember.optim import AdamConfig, GradientsParams, SgdConfig
 
@@ -142,6 +142,39 @@ def test_compiled_adam_steps_match_eager_and_float64_reference() -> None:
     # the parameters share one step counter (one [1] array incremented once per step, not one per parameter)
     times = [o_c.state(i)["time"] for i in ids]
     assert len({id(t.primitive) for t in times}) == 1 and times[0].to_numpy().tolist() == [4]
+
+
+_COMPILES: list[str] | None = None  # XLA compilations while a test listens
+
+
+def _on_event(name: str, _secs: float, **_kw: Any) -> None:
+    if _COMPILES is not None and name == "/jax/core/compile/backend_compile_duration":
+        _COMPILES.append(name)
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_event)
+
+
+def test_fresh_weights_and_the_steps_outputs_share_one_executable() -> None:
+    # weights made by jax ops outside any jit (a layer's random init) are uncommitted arrays, the step's outputs
+    # committed ones: the program is compiled for the placement the next calls bring, once (not twice: seconds
+    # for a real model); with the optimizer's initial state the step is also traced once
+    global _COMPILES
+    B.seed(0)
+    model = Mlp(l1=LinearConfig(2, 16).init(DEV), l2=LinearConfig(16, 16).init(DEV), l3=LinearConfig(16, 2).init(DEV),
+                act=Relu())
+    assert not model.l1.weight.val().inner().primitive.committed  # the case this test is about
+    optim = AdamConfig().init().init_states(model)
+    step, batch, lr = ember_jax.jit(train_step), xor_batch(), lr_tensor(0.01)
+    _COMPILES = []
+    try:
+        for _ in range(3):
+            model, loss = step(model, optim, batch, lr)
+        compiles = len(_COMPILES)
+    finally:
+        _COMPILES = None
+    assert step.trace_count == 1 and compiles == 1
+    assert np.isfinite(loss.into_scalar())
 
 
 def test_python_int_time_becomes_an_int_tensor_and_matches_eager_after_eager_steps() -> None:

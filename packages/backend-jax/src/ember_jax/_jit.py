@@ -57,7 +57,7 @@ class _Entry:
     """One argument structure: its compiled program, the jax backends whose keys it threads, and the code
     rebuilding its results."""
 
-    __slots__ = ("jitted", "build", "source", "traces", "keys", "n_leaves", "keep_out", "cells", "rekeyed")
+    __slots__ = ("jitted", "build", "source", "traces", "keys", "n_leaves", "keep_out", "cells", "rekeyed", "make")
 
     def __init__(self) -> None:
         self.jitted: Any = None
@@ -69,6 +69,8 @@ class _Entry:
         self.keep_out: frozenset[int] = frozenset()
         self.cells: tuple[int, ...] = ()
         self.rekeyed = 0
+        #: makes ``jitted`` from the complete leaves of the first call (see :func:`_shardings`)
+        self.make: Callable[[list[Any]], Any] | None = None
 
 
 class CompiledStep:
@@ -141,6 +143,8 @@ class CompiledStep:
         for ks in entry.keys:
             k = ks.key
             leaves.append(k if k is not None else ks.current())
+        if new:
+            entry.jitted = entry.make(leaves)  # type: ignore[misc]
         tls = self._tls
         tls.call = (args, kwargs, fl, entry)
         try:
@@ -204,7 +208,13 @@ class CompiledStep:
             entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl))
             return tuple(ow.leaves)
 
-        entry.jitted = jax.jit(traced, donate_argnums=donated)
+        def make(leaves: list[Any]) -> Any:
+            shardings = _shardings(leaves)
+            if shardings is None:
+                return jax.jit(traced, donate_argnums=donated)
+            return jax.jit(traced, donate_argnums=donated, in_shardings=shardings)
+
+        entry.make = make
         return entry
 
 
@@ -235,6 +245,23 @@ def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple
         if fe is not None:
             out.append(("optim", n, (*fe, pos)))
     return out
+
+
+def _shardings(leaves: list[Any]) -> tuple[Any, ...] | None:
+    """The sharding of each input, to compile the program for: the placement the next calls bring.
+
+    Arrays made by jax ops outside any ``jit`` (a new model's weights, ``zeros_like`` moments) are *uncommitted*,
+    while the program's outputs, the next call's inputs, are committed to their device; without explicit input
+    shardings jax compiles the program a second time for the committed inputs (seconds for a real model). With
+    them an uncommitted input is placed as given and both calls share one executable. ``None`` (jax decides)
+    when an input has no sharding (a numpy array)."""
+    out = []
+    for x in leaves:
+        sh = getattr(x, "sharding", None)
+        if sh is None:
+            return None
+        out.append(sh)
+    return tuple(out)
 
 
 def _is_jax(t: Any) -> bool:
