@@ -33,6 +33,11 @@ class AdaGrad(SimpleOptimizer):
         update = grad.div(total.sqrt().add_scalar(self.epsilon)).mul_scalar(clr)
         return tensor.sub(update), {"time": time, "sum": total}
 
+    def init_state(self, tensor: Tensor) -> State:
+        """Count 0 and a zero sum of squares (PyTorch's ``initial_accumulator_value=0``): the first step then
+        gives the stateless one's values, bit for bit."""
+        return {"time": 0, "sum": tensor.zeros_like()}
+
 
 @config
 class AdaGradConfig:

@@ -332,8 +332,9 @@ class Optimizer:
         """Give every trainable Float parameter of ``module`` without a state the rule's initial state
         (:meth:`SimpleOptimizer.init_state`; in place, returns ``self``). The first step then computes what it
         computes from no state (Adam: zero moments, step count 0), and a compiled step is traced once instead of
-        twice. Rules without an initial state (SGD's momentum starts from the first gradient) leave the states
-        empty. A parameter that never gets a gradient keeps its initial state (it is saved in records too).
+        twice. Rules with one: Adam, AdamW, AdaGrad, RMSProp, Lion. Rules without (SGD's momentum and Adan's
+        gradient difference start from the first gradient; Muon) leave the states empty. A parameter that never
+        gets a gradient keeps its initial state (it is saved in records too).
 
         Raises:
             TypeError: ``module`` is not a Module.

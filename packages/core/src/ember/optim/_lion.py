@@ -35,6 +35,10 @@ class Lion(SimpleOptimizer):
         decayed = tensor if self.weight_decay == 0.0 or is_zero(rate) else tensor.mul_scalar(rsub(1.0, rate))
         return decayed.sub(update.mul_scalar(lr)), {"momentum": momentum}
 
+    def init_state(self, tensor: Tensor) -> State:
+        """A zero momentum: the first step then gives the stateless one's values, bit for bit."""
+        return {"momentum": tensor.zeros_like()}
+
 
 @config
 class LionConfig:

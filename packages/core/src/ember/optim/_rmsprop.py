@@ -45,6 +45,16 @@ class RmsProp(SimpleOptimizer):
             new["momentum"] = direction
         return tensor.sub(direction.mul_scalar(lr)), new
 
+    def init_state(self, tensor: Tensor) -> State:
+        """Zero averages (and a zero momentum buffer when ``momentum > 0``), one array each: the first step then
+        gives the stateless one's values, bit for bit (``0 * alpha + x == x``)."""
+        state: State = {"square_avg": tensor.zeros_like()}
+        if self.centered:
+            state["grad_avg"] = tensor.zeros_like()
+        if self.momentum > 0.0:
+            state["momentum"] = tensor.zeros_like()
+        return state
+
 
 @config
 class RmsPropConfig:
