@@ -148,7 +148,8 @@ def test_train_writes_the_artifacts_and_infer_predicts(mnist_root: Path, tmp_pat
 
 def test_train_on_jax_compiles_each_step(mnist_root: Path, tmp_path: Path, monkeypatch) -> None:
     """On jax the guide's Learner trains through ember_jax.jit: the train step is traced once (the Learner gives
-    Adam its initial state before the first step), the validation step once (3 batches of 64, 1 of 64: one shape each)."""
+    Adam its initial state before the first step), the validation step once (3 batches of 64, 1 of 64: one shape
+    each)."""
     pytest.importorskip("jax")
     ember_jax = pytest.importorskip("ember_jax")
     device = Autodiff(ember.backend("jax")).device()
