@@ -63,12 +63,14 @@ def _builder(tmp: Path, dev, epochs: int, renderer: MetricsRenderer) -> LearnerB
 
 
 def _fit(tmp: Path, dev, epochs: int = 2, renderer: MetricsRenderer | None = None, compile: bool = True,
-         checkpoint: int | None = None, optim=None):
+         checkpoint: int | None = None, optim=None, accumulation: int | None = None):
     dev.backend.seed(0)
     model = h.Mlp.init(dev, dropout=0.3)
     b = _builder(tmp, dev, epochs, renderer or MetricsRenderer()).compile(compile)
     if checkpoint is not None:
         b = b.checkpoint(checkpoint)
+    if accumulation is not None:
+        b = b.grads_accumulation(accumulation)
     learner = b.build(model, AdamConfig().init() if optim is None else optim, ExponentialLrSchedulerConfig(0.05, 0.95))
     return learner.fit(*h.loaders())  # 96 training and 48 validation items in batches of 16: one shape
 
@@ -124,6 +126,19 @@ def test_a_stateless_optimizer_traces_the_train_step_once(tmp_path, monkeypatch)
     res = _fit(tmp_path, dev, optim=SgdConfig().init())
     assert res.epoch == 2
     assert {name: s.trace_count for name, s in made.items()} == {"_train": 1, "_valid": 1}  # type: ignore[attr-defined]
+
+
+def test_gradient_accumulation_compiles_the_gradient_and_the_update_once_each(tmp_path, monkeypatch):
+    """With grads_accumulation(2) the forward/backward and the optimizer update are compiled apart (the gradients
+    are summed eagerly between them): each is traced once, and the run equals the eager one."""
+    dev = h.devices("jax")
+    eager = _fit(tmp_path / "eager", dev, compile=False, accumulation=2)
+    made = _record_compiled(monkeypatch, dev)
+    res = _fit(tmp_path / "compiled", dev, accumulation=2)
+    assert {name: s.trace_count for name, s in made.items()} == {  # type: ignore[attr-defined]
+        "_grad": 1, "_update": 1, "_valid": 1}
+    for a, b in zip(_params(res), _params(eager)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_a_rule_without_an_initial_state_traces_twice_then_never(tmp_path, monkeypatch):
