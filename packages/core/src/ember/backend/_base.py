@@ -142,9 +142,13 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         Backends that compile (jax: :func:`ember_jax.jit`) trace ``fn`` once per argument
         structure and run the compiled program afterwards; mutable state (optimizer state,
         ``RunningState`` values, the backend's random key) is carried through the call and
-        written back. ``options`` are the backend's own (jax: ``static_argnames``, ``donate``).
-        The default, used by eager backends (numpy, torch), returns ``fn`` unchanged and
-        ignores ``options``, so callers can always write ``step = device.backend.compile(step)``.
+        written back. ``options`` are the backend's own (jax: ``donate_state``, ``donate_argnums``;
+        see ``ember_jax.jit``). The default, used by eager backends (numpy, torch), returns ``fn``
+        unchanged and ignores ``options``, so callers can always write
+        ``step = device.backend.compile(step)``.
+
+        Returns:
+            A callable with ``fn``'s signature (``fn`` itself on eager backends).
         """
         return fn
 
