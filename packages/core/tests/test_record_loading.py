@@ -213,6 +213,8 @@ def test_each_tensor_is_read_into_its_own_read_only_array(tmp_path, recorder_cls
         assert not got.flags.writeable, key  # records are immutable: a write raises instead of changing them
         with pytest.raises(ValueError):
             got[...] = 0
+        with pytest.raises(ValueError):  # nor can the flag be turned back on (the buffer below is read-only too)
+            got.flags.writeable = True
         owner = _storage(got)
         assert isinstance(owner, (np.ndarray, bytes)), (key, type(owner))  # e.g. not a mapping of the file
         # the storage is exactly this tensor's bytes: freeing the tensor frees its memory
@@ -322,3 +324,27 @@ def test_loading_holds_the_data_once(tmp_path, recorder_cls):
     assert sum(out[k].as_bits().nbytes for k in out) == size
     peak = (after["VmHWM"] - before["VmRSS"]) / size
     assert peak < 1.25, f"peak resident memory during load {peak:.2f}x the data"
+
+
+def test_safetensors_header_is_checked_on_the_handle_that_reads_the_data(tmp_path):
+    # the header is parsed and checked by Ember (shared with ember_import), from the same open file as the data
+    import json
+    import struct
+
+    from ember import RecordError
+
+    def raw(header, data):
+        h = json.dumps(header).encode()
+        return struct.pack("<Q", len(h)) + h + data
+
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(raw({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\0" * 8))
+    with pytest.raises(RecordError, match="run past the end of the file"):
+        SafetensorsFileRecorder().load(bad)
+    for dtype in ("BF16", "U16"):  # no numpy bfloat16 (ember_import reads it); no Ember uint16
+        bad.write_bytes(raw({"w": {"dtype": dtype, "shape": [1], "data_offsets": [0, 2]}}, b"\0" * 2))
+        with pytest.raises(RecordError, match=f"'{dtype}'.*supported: F64"):
+            SafetensorsFileRecorder().load(bad)
+    good = tmp_path / "good.safetensors"
+    good.write_bytes(raw({"w": {"dtype": "I16", "shape": [2], "data_offsets": [0, 4]}}, b"\x01\0\x02\0"))
+    assert SafetensorsFileRecorder().load(good)["w"].to_list() == [1, 2]  # another tool's file: its tensors

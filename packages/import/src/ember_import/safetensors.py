@@ -12,15 +12,15 @@ offsets are relative to the end of the header.
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ember import DType, TensorData
+from ember import DType, RecordError, TensorData
+from ember.record._safetensors_format import read_header as read_checked_header
+from ember.record._safetensors_format import read_into
 
 from ._errors import ModelImportError
 from ._imported import ImportedFile
@@ -38,61 +38,25 @@ SAFETENSORS_DTYPES: dict[str, DType] = {
 def read_header(path: str | os.PathLike[str]) -> tuple[dict[str, Any], int]:
     """Parse and check a safetensors header. Returns ``(header, data_start)``.
 
-    Every entry is checked: a known dtype, a shape of non-negative ints, offsets inside the file whose length
-    equals ``numel * itemsize``.
+    Every entry is checked (:func:`ember.record._safetensors_format.read_header`, shared with Ember's own
+    ``SafetensorsFileRecorder``): a dtype of :data:`SAFETENSORS_DTYPES`, a shape of non-negative ints, offsets
+    inside the file whose length equals ``numel * itemsize``.
 
     Raises:
+        FileNotFoundError: no such file.
         ModelImportError: truncated file, header length beyond the file, invalid JSON, bad entries,
             unsupported dtypes (named).
     """
     p = Path(path)
-    origin = f"'{p}'"
-    size = p.stat().st_size
-    with open(p, "rb") as f:
-        head = f.read(8)
-        if len(head) < 8:
-            raise ModelImportError(f"{origin}: too short for a safetensors file ({size} bytes).")
-        (n,) = struct.unpack("<Q", head)
-        if n > size - 8 or n > 100 * 1024 * 1024:
-            raise ModelImportError(
-                f"{origin}: the safetensors header claims {n} bytes but the file has {size}; not a safetensors file "
-                "or truncated."
-            )
-        raw = f.read(n)
+    with open(p, "rb", buffering=0) as f:
+        return _header_of(f, f"'{p}'")
+
+
+def _header_of(f: Any, origin: str) -> tuple[dict[str, Any], int]:
     try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ModelImportError(f"{origin}: the safetensors header is not valid JSON ({exc}).") from None
-    if not isinstance(header, dict):
-        raise ModelImportError(f"{origin}: the safetensors header is not a JSON object.")
-    data_start = 8 + n
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        if not isinstance(entry, dict):
-            raise ModelImportError(f"{origin}: header entry {name!r} is not an object.")
-        dt = SAFETENSORS_DTYPES.get(entry.get("dtype"))  # type: ignore[arg-type]
-        if dt is None:
-            raise ModelImportError(
-                f"{origin}: tensor {name!r} has dtype {entry.get('dtype')!r}, which Ember does not support "
-                f"(supported: {', '.join(SAFETENSORS_DTYPES)})."
-            )
-        shape = entry.get("shape")
-        offs = entry.get("data_offsets")
-        if (not isinstance(shape, list) or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in shape)
-                or not isinstance(offs, list) or len(offs) != 2
-                or any(isinstance(o, bool) or not isinstance(o, int) or o < 0 for o in offs)):
-            raise ModelImportError(f"{origin}: header entry {name!r} has a malformed shape or data_offsets.")
-        numel = 1
-        for s in shape:
-            numel *= s
-        begin, end = offs
-        if end < begin or end - begin != numel * dt.itemsize or data_start + end > size:
-            raise ModelImportError(
-                f"{origin}: tensor {name!r} of shape {shape} ({dt}) has data_offsets {offs}, which do not match its "
-                f"size or run past the end of the file ({size} bytes)."
-            )
-    return header, data_start
+        return read_checked_header(f, os.fstat(f.fileno()).st_size, origin, SAFETENSORS_DTYPES)
+    except RecordError as exc:
+        raise ModelImportError(str(exc)) from None
 
 
 def read_safetensors(path: str | os.PathLike[str], *, mmap: bool = False) -> ImportedFile:
@@ -111,7 +75,8 @@ def read_safetensors(path: str | os.PathLike[str], *, mmap: bool = False) -> Imp
         ModelImportError: see :func:`read_header`; the library's own validation errors are wrapped too.
     """
     p = Path(path)
-    header, data_start = read_header(p)
+    with open(p, "rb", buffering=0) as f:
+        header, data_start = _header_of(f, f"'{p}'")
     names = [k for k in header if k != "__metadata__"]
     names.sort(key=lambda k: header[k]["data_offsets"][0])
     tensors: dict[str, TensorData] = {}
@@ -141,8 +106,8 @@ def read_safetensors(path: str | os.PathLike[str], *, mmap: bool = False) -> Imp
                 else:
                     raw = np.empty(end - begin, dtype=np.uint8)
                     f.seek(data_start + begin)
-                    if f.readinto(raw.data) != end - begin:
-                        raise ModelImportError(f"'{p}': tensor {k!r} is truncated.")
+                    if read_into(f, raw.data) != end - begin:
+                        raise ModelImportError(f"'{p}': tensor {k!r} is truncated (the file changed while reading?).")
                 arr = raw.view(dt.to_numpy().newbyteorder("<")).reshape(shape)
                 if dt is DType.BOOL:
                     arr = arr.view(np.uint8) != 0

@@ -11,6 +11,7 @@ plus ``"item"``: the record's named JSON tree in which each tensor is ``{"$type"
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from ._atomic import atomic_path
 from ._checksum import sum64
 from ._codec import TYPE_KEY, decode_named, encode
 from ._recorder import FileRecorder, check_metadata, sniff
+from ._safetensors_format import read_header, read_into
 
 __all__ = ["SafetensorsFileRecorder"]
 
@@ -78,25 +80,18 @@ class SafetensorsFileRecorder(FileRecorder):
         return final
 
     def _read(self, path: Path, origin: str, template: Any) -> Any:
-        from safetensors import safe_open
-
         with open(path, "rb", buffering=0) as f:
             head = f.read(16)
             if len(head) < 8:
                 raise RecordError(f"{origin}: the file is empty or truncated (no safetensors header).")
             try:
-                with safe_open(str(path), framework="numpy") as st:  # validates the header and the offsets
-                    meta = st.metadata() or {}
-                    arrays = _read_arrays(f, st, origin)
-            except RecordError:
-                raise
-            except Exception as exc:
+                header, data_start = read_header(f, os.fstat(f.fileno()).st_size, origin, _NUMPY)
+            except RecordError as exc:
                 guess = sniff(head)
                 hint = f" It looks like {guess}." if guess and "safetensors" not in guess else ""
-                raise RecordError(
-                    f"{origin}: not a valid safetensors file ({type(exc).__name__}: {exc}); truncated, corrupted "
-                    f"or of another format.{hint}"
-                ) from None
+                raise RecordError(f"{exc}{hint}") from None
+            meta = header.get("__metadata__") or {}
+            arrays = _read_arrays(f, header, data_start, origin)
         if not _EMBER_KEYS & set(meta):
             return _nest(arrays)  # written by another tool
         if "item" not in meta:
@@ -126,45 +121,34 @@ class SafetensorsFileRecorder(FileRecorder):
 
 _EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum"}
 
-# safetensors dtype -> numpy dtype of the arrays read directly (others go through the library)
+#: safetensors dtype -> numpy dtype: Ember's element types (bfloat16, which numpy lacks, is read by
+#: ``ember_import``; U16/U32/U64 have no Ember dtype and are refused by name when the header is checked)
 _NUMPY = {
     "F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
-    "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?",
+    "U8": "u1", "BOOL": "?",
 }
 
 
-def _read_arrays(f: Any, st: Any, origin: str) -> dict[str, np.ndarray]:
-    """Each tensor of the file read with ``readinto`` into its own read-only array.
+def _read_arrays(f: Any, header: dict[str, Any], data_start: int, origin: str) -> dict[str, np.ndarray]:
+    """Each tensor of the checked ``header`` (:func:`read_header`) read with ``readinto`` into its own read-only
+    array, from the handle the header was read from.
 
-    ``st`` is the library's open handle: it has validated the header (offsets inside the file, sizes
-    matching dtype x shape). Reading ourselves instead of ``st.get_tensor`` never touches the library's
-    memory map, so the file's pages do not count in the process's memory next to the loaded tensors,
-    and the arrays are read-only, which the numpy backend adopts without a copy.
+    Reading each tensor once, instead of through a memory map of the file, keeps the file's pages out of the
+    process's memory next to the loaded tensors; the arrays are read-only (their buffers too), which the numpy
+    backend adopts without a copy.
     """
-    f.seek(0)
-    n = int.from_bytes(f.read(8), "little")
-    header = json.loads(f.read(n))
-    start = 8 + n
     out: dict[str, np.ndarray] = {}
-    for key in st.keys():
-        info = header[key]
-        dtype = _NUMPY.get(info["dtype"])
-        if dtype is None:
-            out[key] = st.get_tensor(key)  # e.g. BF16 or F8 from another tool: the library decides
+    for key, info in header.items():
+        if key == "__metadata__":
             continue
         begin, end = info["data_offsets"]
         buf = np.empty(end - begin, dtype=np.uint8)
-        f.seek(start + begin)
-        view, got = buf.data, 0
-        while got < len(view):
-            k = f.readinto(view[got:])
-            if not k:
-                raise RecordError(f"{origin}: the data of tensor {key!r} ends early (the file was truncated "
-                                  "while reading).")
-            got += k
-        arr = buf.view(dtype).reshape(info["shape"])
-        arr.flags.writeable = False
-        out[key] = arr
+        f.seek(data_start + begin)
+        if read_into(f, buf.data) != end - begin:
+            raise RecordError(f"{origin}: the data of tensor {key!r} ends early (the file was truncated while "
+                              "reading).")
+        buf.flags.writeable = False
+        out[key] = buf.view(_NUMPY[info["dtype"]]).reshape(info["shape"])
     return out
 
 
