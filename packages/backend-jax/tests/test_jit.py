@@ -532,3 +532,62 @@ def test_a_failed_trace_leaves_nothing_behind() -> None:
     out = compiled(x, False).to_numpy()
     B.seed(3)
     np.testing.assert_allclose(out, Tensor.random([4], ember.Distribution.uniform(0.0, 1.0), INNER).to_numpy())
+
+
+# ---------------------------------------------------------------------- review fixes: keys, donation regions, statics
+def test_a_weakly_typed_array_is_a_new_structure_not_a_retrace_with_stale_memos() -> None:
+    # jax keys its cache on weak typing: a weakly typed array (jnp.asarray(1.0)) after strongly typed ones must
+    # give a new entry (the structure records it), not a jax retrace of the cached entry with incomplete memos
+    import jax.numpy as jnp
+
+    @ember_jax.jit
+    def step(model: Mlp, optim: Any, batch: Batch, lr: Any, extra: Any) -> tuple[Mlp, Tensor, Any]:
+        model, loss = train_step(model, optim, batch, lr)
+        return model, loss, extra + 1
+
+    model, optim, batch, lr = mlp(weights()), SgdConfig().init(), xor_batch(), lr_tensor(0.1)
+    for extra in [jnp.zeros((), jnp.float32)] * 3 + [jnp.asarray(1.0)]:
+        model, loss, out = step(model, optim, batch, lr, extra)
+    assert np.isfinite(loss.into_scalar()) and float(out) == 2.0
+    assert step.trace_count == 2 and step.cache_size == 2
+
+
+def test_donate_argnums_never_reaches_keyword_arguments() -> None:
+    step = ember_jax.jit(lambda model, optim, batch=None, lr=None: train_step(model, optim, batch, lr),
+                         donate_argnums=(2,))
+    model, batch, lr = mlp(weights()), xor_batch(), lr_tensor(0.1)
+    step(model, SgdConfig().init(), lr=lr, batch=batch)  # position 2 is empty: nothing is donated
+    assert lr.to_numpy().tolist() == pytest.approx([0.1]) and batch.x.to_numpy().shape == (32, 2)
+
+
+def test_an_optimizer_in_a_donated_argument_comes_back_as_the_callers() -> None:
+    @ember_jax.jit(donate_argnums=(0, 1))
+    def step(model: Mlp, optim: Any, batch: Batch, lr: Any) -> tuple[Mlp, Any, Tensor]:
+        model, loss = train_step(model, optim, batch, lr)
+        return model, optim, loss
+
+    optim = AdamConfig().init()
+    model, out, _ = step(mlp(weights()), optim, xor_batch(), lr_tensor(0.1))
+    assert out is optim and optim.state(model.l1.weight.id)["time"].to_numpy().tolist() == [1]
+
+
+def test_a_plain_object_holding_tensors_is_refused_not_frozen() -> None:
+    class Holder:  # hashable by identity: a static value
+        def __init__(self, w: Tensor) -> None:
+            self.w = w
+
+    step = ember_jax.jit(lambda holder, x: x.mul(holder.w))
+    x = Tensor.from_data(np.asarray([1.0]), INNER)
+    with pytest.raises(TypeError, match=r"type Holder holds tensors .* Make it a Module or a dataclass"):
+        step(Holder(Tensor.from_data(np.asarray([2.0]), INNER)), x)
+    assert step.cache_size == 0
+
+
+def test_static_floats_are_keyed_by_their_bits() -> None:
+    step = ember_jax.jit(lambda x, s: x.mul_scalar(s))
+    x = Tensor.from_data(np.asarray([1.0]), INNER)
+    assert np.signbit(step(x, 0.0).to_numpy()[0]) == np.False_
+    assert np.signbit(step(x, -0.0).to_numpy()[0]) == np.True_  # not the trace made for 0.0
+    for _ in range(3):
+        assert np.isnan(step(x, float("nan")).to_numpy()[0])
+    assert step.cache_size == 3  # 0.0, -0.0 and one NaN entry (a NaN equals itself by its bits)

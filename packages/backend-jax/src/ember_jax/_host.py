@@ -24,8 +24,10 @@ _READERS = {
     "tolist": "Tensor.tolist()",
 }
 
-_EMBER = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["ember"].__file__ or "")))
-_HERE = os.path.dirname(os.path.abspath(__file__))
+#: the directories of the ember and ember_jax packages, with a trailing separator (a plain prefix would also
+#: match ``ember_train`` or, in a regular install, everything in site-packages)
+_EMBER = os.path.dirname(os.path.abspath(sys.modules["ember"].__file__ or "")) + os.sep
+_HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _caller() -> tuple[str | None, str | None]:

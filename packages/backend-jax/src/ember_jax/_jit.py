@@ -28,7 +28,7 @@ from ember import Tensor
 from ember._errors import BackendError
 from ember.module import Module
 
-from ._out import OutWalk, generate
+from ._out import OutWalk, generate, holds_ember
 from ._rebuild import Rebuild, rebuild
 from ._scan import Scan, foreign_error
 from ._tree import Flat, ForeignTensor, fast_spec, shift_spec
@@ -122,6 +122,15 @@ class CompiledStep:
 
     # ------------------------------------------------------------------ call
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the step: traced and compiled at the first call of each argument structure, the compiled program
+        afterwards; the state of the arguments (optimizer states, running states, PRNG keys) is written back.
+
+        Returns:
+            What ``fn`` returns, rebuilt around the program's outputs.
+
+        Raises:
+            See :func:`jit`.
+        """
         fl = Flat(self._fast)
         key = (_flat_seq(fl, args), _flat_dict(fl, kwargs) if kwargs else None)
         found = self._cache.get(key)
@@ -165,6 +174,14 @@ class CompiledStep:
         except ForeignTensor:
             bad = next(t for t in fl.objs if isinstance(t, Tensor) and not _is_jax(t))
             raise foreign_error(ForeignTensor(bad), args, kwargs) from None
+        for x in scan.statics:
+            if holds_ember(x):
+                raise TypeError(
+                    f"ember_jax.jit: an argument of type {type(x).__name__} holds tensors or modules in its "
+                    "attributes, but a plain object is a static value of the compiled step (part of the cache key): "
+                    "its tensors would be constants of the program and later changes to them unseen. Make it a "
+                    "Module or a dataclass (both are walked), or pass its tensors as arguments."
+                )
         entry = _Entry()
         entry.keys = tuple(b._keys for b in backends)
         entry.n_leaves = len(fl.leaves)
@@ -174,6 +191,11 @@ class CompiledStep:
 
         def traced(*leaves: Any) -> tuple[Any, ...]:
             args, kwargs, fl, entry = tls.call
+            if fl.hits:  # objects taken from the fast path are not in the memos that rebuilding needs: walk again
+                fl = Flat()
+                _flat_seq(fl, args)
+                if kwargs:
+                    _flat_dict(fl, kwargs)
             self.trace_count += 1
             entry.traces += 1
             rb = Rebuild(leaves, fl)
@@ -316,8 +338,10 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
 
     Raises:
         BackendError: at call time, a tensor of another backend among the arguments; inside the step, a host
-            read of a traced value (``into_scalar``, ``to_data``, ``bool(tensor)`` ...), with what to do instead.
-        TypeError: ``fn`` is not callable; the step returned something that cannot leave it (e.g. a
+            read of a traced value (``into_scalar``, ``to_data``, ``bool(tensor)`` ...), with what to do instead,
+            or a random op on a jax backend none of whose tensors are among the arguments.
+        TypeError: ``fn`` is not callable; ``donate_argnums`` is not non-negative ints; a plain (static) argument
+            holds tensors or modules in its attributes; the step returned something that cannot leave it (e.g. a
             ``Gradients``).
     """
     if fn is None:

@@ -162,7 +162,7 @@ class OutWalk:
                     tuple((f, self.walk(getattr(x, f), f"{path}.{f}")) for f in names))
         if isinstance(x, np.ndarray):
             return ("C", x)
-        if _holds_traced(x):
+        if holds_ember(x):
             raise TypeError(
                 f"ember_jax.jit: the step returned a {type(x).__name__} ({path}) holding tensors; only tensors, "
                 "modules, params, running states, GradientsParams, optimizers, dataclasses, lists, tuples, dicts "
@@ -217,23 +217,24 @@ def _first_device(xs: Any) -> Device | None:
     return None
 
 
-def _holds_traced(x: Any, depth: int = 2) -> bool:
+def holds_ember(x: Any, depth: int = 2) -> bool:
     """Whether a plain object holds Ember objects or tracers in its attributes (``__dict__`` or ``__slots__``) or
-    in containers there, looking ``depth`` levels down: returned as a constant it would leak tracers."""
+    in containers there, looking ``depth`` levels down: returned as a constant it would leak tracers, taken as a
+    static argument its tensors would be frozen into the program."""
     if isinstance(x, (Tensor, Param, RunningState, Module, GradientsParams, Gradients)) or is_tracer(x):
         return True
     if depth == 0:
         return False
     if isinstance(x, (list, tuple)):
-        return any(_holds_traced(v, depth - 1) for v in x)
+        return any(holds_ember(v, depth - 1) for v in x)
     if isinstance(x, dict):
-        return any(_holds_traced(v, depth - 1) for v in x.values())
+        return any(holds_ember(v, depth - 1) for v in x.values())
     values = list(getattr(x, "__dict__", {}).values())
     for cls in type(x).__mro__:
         for name in cls.__dict__.get("__slots__", ()):
             if isinstance(name, str) and hasattr(x, name):
                 values.append(getattr(x, name))
-    return any(_holds_traced(v, depth - 1) for v in values)
+    return any(holds_ember(v, depth - 1) for v in values)
 
 
 # ---------------------------------------------------------------------- code generation

@@ -23,6 +23,8 @@ from ._tree import (
     REF,
     RSTATE,
     SEQ,
+    STATIC,
+    STATIC_ID,
     TENSOR,
     ForeignTensor,
     dc_fields,
@@ -36,21 +38,25 @@ class Scan:
     """What a new structure holds, found by walking it once in flatten order: the devices (checked to be jax's
     by :meth:`backends`), and for donation the region of every leaf and object: ``("state", a)`` inside an
     optimizer's per-parameter state of top-level argument ``a``, ``("arg", a)`` elsewhere under argument ``a``
-    (keyword arguments follow the positional ones), plus the back-references (``REF`` / ``ALIAS``) and the
-    running-state cells."""
+    (keyword arguments numbered -1, -2, ...), plus the back-references (``REF`` / ``ALIAS``), the running-state
+    cells, the optimizers and the static values."""
 
     def __init__(self) -> None:
         self.devices: dict[Device, None] = {}
         self.obj_region: list[tuple[str, int]] = []
         self.leaf_region: list[tuple[str, int]] = []
         self.cells: list[int] = []
+        self.optims: list[int] = []  # object numbers of the optimizers (their state is always written back)
+        self.statics: list[Any] = []  # the static values met (checked for Ember objects they might freeze)
         self.links: list[tuple[str, int, tuple[str, int]]] = []  # ("obj" | "leaf", target, region of the link)
         self._region = ("arg", 0)
 
     def run(self, args_node: Any, kwargs_node: Any) -> None:
-        items = list(args_node[2]) + (list(kwargs_node[3]) if kwargs_node is not None else [])
-        for a, node in enumerate(items):
+        for a, node in enumerate(args_node[2]):
             self._region = ("arg", a)
+            self.visit(node)
+        for i, node in enumerate(kwargs_node[3] if kwargs_node is not None else ()):
+            self._region = ("arg", -1 - i)  # keyword arguments: never one of the donate_argnums (>= 0)
             self.visit(node)
 
     def _obj(self) -> None:
@@ -79,6 +85,7 @@ class Scan:
             for c in node[2]:
                 self.visit(c)
         elif tag == OPTIM:
+            self.optims.append(len(self.obj_region))
             self._obj()
             outer = self._region
             self._region = ("state", outer[1])
@@ -95,6 +102,10 @@ class Scan:
         elif tag == DICT:
             for c in node[3]:
                 self.visit(c)
+        elif tag == STATIC:
+            self.statics.append(node[2])
+        elif tag == STATIC_ID:
+            self.statics.append(node[1].obj)
         elif tag == ARRAY:
             if node[4] == len(self.leaf_region):
                 self.leaf_region.append(self._region)
@@ -129,7 +140,9 @@ class Scan:
                 return (), frozenset(), ()
         leaves = tuple(i for i, r in enumerate(self.leaf_region) if donated(r))
         cells = tuple(n for n in self.cells if donated(self.obj_region[n]))
-        keep_out = frozenset(n for n, r in enumerate(self.obj_region) if donated(r)) - frozenset(cells)
+        # an optimizer passed in a donated argument is still the caller's object: its state is written back
+        keep_out = frozenset(n for n, r in enumerate(self.obj_region) if donated(r)) - frozenset(cells) - frozenset(
+            self.optims)
         return leaves, keep_out, cells
 
 

@@ -317,10 +317,13 @@ def _f_array(fl: Flat, x: Any) -> Any:
     if j is None:
         j = pm[id(x)] = len(fl.leaves)
         fl.leaves.append(x)
-    return (ARRAY, x.__class__, x.shape, x.dtype, j)
+    # jax keys its own cache on weak typing too (``jnp.asarray(1.0)`` is weakly typed): so must the structure
+    return (ARRAY, x.__class__, x.shape, x.dtype, j, getattr(x, "weak_type", False))
 
 
 def _f_plain(fl: Flat, x: Any) -> Any:
+    if x.__class__ is float:  # by its bits: 0.0 and -0.0 differ, a NaN equals itself
+        return (STATIC, float, x.hex())
     return (STATIC, x.__class__, x)
 
 
@@ -345,13 +348,15 @@ def _f_gradients(fl: Flat, x: Any) -> Any:
 
 def static_key(x: Any) -> Any:
     """The cache-key form of a plain value: itself (with its type, so ``1``, ``1.0`` and ``True`` differ) when
-    hashable, a list as a tuple, else its identity."""
+    hashable (a float by its bits), a list as a tuple, else its identity."""
     try:
         hash(x)
     except TypeError:
         if x.__class__ is list:
             return (SEQ, list, tuple(static_key(v) for v in x))
         return (STATIC_ID, Id(x))
+    if x.__class__ is float:  # by its bits: 0.0 and -0.0 differ, a NaN equals itself
+        return (STATIC, float, x.hex())
     return (STATIC, x.__class__, x)
 
 
