@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
-import tempfile
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -32,43 +31,53 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
+def _kept_mode(final: Path) -> int | None:
+    """The permission bits of the file being replaced (``None`` when there is none)."""
     try:
-        with open("/proc/self/status") as f:  # Linux: read it without changing it
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)  # elsewhere: set and restore (not atomic, but only on the fallback path)
-    os.umask(mask)
-    return mask
-
-
-def _mode_for(final: Path) -> int:
-    try:
-        return stat.S_IMODE(os.stat(final).st_mode)
+        return os.stat(final).st_mode & 0o777
     except OSError:
-        return 0o666 & ~_umask()
+        return None
+
+
+def _new_temp(directory: Path, name: str) -> tuple[Path, int]:
+    """Create an empty file with a fresh name in ``directory``; returns it with its permission bits: ``0o666``
+    minus the umask, applied by the kernel as for any new file (``tempfile.mkstemp`` would give ``0o600``)."""
+    for _ in range(100):
+        tmp = directory / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
+        try:
+            mode = os.fstat(fd).st_mode & 0o777
+        finally:
+            os.close(fd)
+        return tmp, mode
+    raise FileExistsError(f"atomic write: could not create a temporary file in {directory} next to {name!r}.")
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success fsync it and rename it to ``path``.
 
-    For writers that take a file name (e.g. ``safetensors``). On error the temporary file is removed.
+    For writers that take a file name (e.g. ``safetensors``). The file gets the permission bits of the file it
+    replaces, else ``0o666`` minus the umask; ownership is not carried over. On error the temporary file is
+    removed and ``path`` is untouched.
+
+    Raises:
+        OSError: the directory cannot be created or written, or the rename fails (the error of the system call).
     """
     final = Path(path)
     directory = final.parent if str(final.parent) else Path(".")
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path, new_mode = _new_temp(directory, final.name)
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as f:
-            with contextlib.suppress(OSError, AttributeError):  # after the writer: safetensors recreates the file
-                os.fchmod(f.fileno(), _mode_for(final))
+            kept = _kept_mode(final)
+            # after the writer, which may have recreated the file with its own mode (safetensors: 0o600)
+            with contextlib.suppress(OSError, AttributeError):
+                os.fchmod(f.fileno(), new_mode if kept is None else kept)
             os.fsync(f.fileno())
         os.replace(tmp_path, final)
         _fsync_dir(directory)
@@ -79,10 +88,14 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> Path:
-    """Call ``write(file)`` on a temporary binary file next to ``path`` and atomically rename it.
+    """Call ``write(file)`` on a temporary binary file next to ``path`` and atomically rename it (permissions
+    as :func:`atomic_path`).
 
     Returns:
         The final path.
+
+    Raises:
+        OSError: as :func:`atomic_path`; anything ``write`` raises (``path`` is then untouched).
     """
     final = Path(path)
     with atomic_path(final) as tmp, open(tmp, "wb") as f:
