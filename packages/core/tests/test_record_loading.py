@@ -146,7 +146,7 @@ def test_hostile_nesting_and_extra_data_raise_record_error(tmp_path):
             NamedMpkFileRecorder(verify=verify).load(p)  # walked in Python (one byte per level: never complete)
     good = NamedMpkFileRecorder().record({"a": 1}, tmp_path / "m")
     p.write_bytes(good.read_bytes() + b"\x00")
-    with pytest.raises(RecordError, match="deep.mpk"):
+    with pytest.raises(RecordError, match="deep.mpk.*checksum trailer is missing"):  # the extra byte moved it
         NamedMpkFileRecorder().load(p)
     with pytest.raises(RecordError, match="1 bytes of extra data"):
         NamedMpkFileRecorder(verify=False).load(p)
@@ -233,7 +233,7 @@ def test_numpy_backend_adopts_loaded_tensors_and_other_backends_copy(tmp_path, r
     tt = Tensor.from_data(data, ember.backend("torch").device())
     tt.primitive.add_(1.0)  # a torch tensor owns a copy: writing it leaves the record intact
     np.testing.assert_array_equal(data.as_bits(), _tensors()["t" + str(3 * _mpk_stream._PIECE)].as_bits())
-    assert isinstance(tt.primitive, torch.Tensor)
+    assert not np.shares_memory(tt.to_numpy(), data.as_bits()) and torch.is_tensor(tt.primitive)
 
 
 class Lin(Module):
