@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.record import FileRecorder
+from ember.record._atomic import atomic_write
 
 from ._errors import CheckpointError
 
@@ -93,9 +94,8 @@ class LearnerCheckpointer:
         self.model.save(epoch, model_rec)
         self.optim.save(epoch, optim_rec)
         if progress is not None:
-            tmp = self.progress_path(epoch).with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(progress), encoding="utf-8")
-            os.replace(tmp, self.progress_path(epoch))
+            body = json.dumps(progress).encode("utf-8")
+            atomic_write(self.progress_path(epoch), lambda f: f.write(body))  # fsynced, like the records
         self.scheduler.save(epoch, sched_rec)
 
     def progress(self, epoch: int) -> dict[str, Any] | None:
