@@ -9,6 +9,7 @@ import numpy as np
 
 from .._data import TensorData
 from .._distribution import Distribution
+from .._dtype import DType
 from .._errors import DTypeError, EmberError, KindError, ShapeError
 from .._kind import Bool, Float, Int, Kind
 from ..backend._device import Device
@@ -62,26 +63,38 @@ class CreationOps:
     __slots__ = ()
 
     @classmethod
-    def from_data(cls, data: Any, device: Device, kind: Kind | None = None) -> Any:
+    def from_data(cls, data: Any, device: Device, kind: Kind | None = None, *, dtype: Any = None) -> Any:
         """A tensor holding ``data`` on ``device``.
 
         Args:
             data: nested lists/tuples, a Python scalar (rank 0), a numpy array or a ``TensorData``.
             device: where the tensor lives.
-            kind: ``Float``, ``Int`` or ``Bool``; inferred from the elements when omitted (bools →
-                Bool, integers → Int, floats → Float).
+            kind: ``Float``, ``Int`` or ``Bool``; inferred from the elements (or from ``dtype``) when
+                omitted (bools → Bool, integers → Int, floats → Float).
+            dtype: the element type (a :class:`~ember.DType` or its name). By default the backend's
+                setting for the kind; ``dtype=data.dtype`` keeps a ``TensorData``'s own type (importers
+                use it for ``uint8`` images, ``float64`` constants ...).
 
-        The element type is the backend's setting for the kind (values are converted; floats to
-        Int truncate toward zero).
+        Values are converted to the element type (floats to Int truncate toward zero).
 
         Raises:
-            ShapeError: ragged nested lists. DTypeError: non-numeric elements.
+            ShapeError: ragged nested lists. DTypeError: non-numeric elements, a ``dtype`` of another
+            kind than ``kind``, or one the backend does not support.
         """
         dev = _check_device("from_data", device)
         arr = _to_array("from_data", data)
+        want = None if dtype is None else DType.parse(dtype)
+        if want is not None and kind is None:
+            kind = Float if want.is_float else Bool if want is DType.BOOL else Int
         k = _kind_of_array("from_data", arr) if kind is None else kind
         ops = dev.ops[k.index]
-        dtype = dev.backend.dtype_for(k.index)
+        if want is None:
+            dtype = dev.backend.dtype_for(k.index)
+        else:
+            if (Float if want.is_float else Bool if want is DType.BOOL else Int) is not k:
+                raise DTypeError(f"from_data: dtype {want} is not a {k} element type; pass a matching kind.")
+            dev.backend.check_dtype(want)
+            dtype = want
         if k is Bool and arr.dtype.kind != "b":
             arr = arr != 0
         try:
