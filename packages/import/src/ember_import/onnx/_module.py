@@ -1,0 +1,196 @@
+"""``load_model`` and ``OnnxModule``: an ONNX model as a native, trainable Ember module."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ember import DType, Tensor, TensorData
+from ember.backend import Device
+from ember.module import Module, Param, ParamId
+
+from ._context import Context
+from ._errors import OnnxImportError
+from ._interpret import run_graph
+from ._ir import Graph
+from ._parse import read_model
+from ._passes import fold_constants, remove_dead_nodes
+from ._program import Program, host_device
+
+__all__ = ["OnnxModule", "load_model"]
+
+
+class OnnxModule(Module):
+    """An imported ONNX model: Ember tensor ops on Ember parameters.
+
+    Float initializers are :class:`~ember.module.Param`\\ s keyed by their ONNX names (``params["conv1.weight"]``,
+    ``ParamId`` derived from the name), so the model trains, saves and loads like any module; integer and bool
+    initializers and folded values are constants of the :class:`~._program.Program` (a plain field, shared by
+    every copy of the module).
+
+    Attributes:
+        params: ONNX initializer name -> parameter.
+        program: the graph, opsets, converters and constants (static).
+        input_names: the graph's inputs, in the order :meth:`forward` takes them.
+        output_names: the graph's outputs, in the order :meth:`forward` returns them.
+        opset: the model's ``ai.onnx`` opset version.
+    """
+
+    params: dict[str, Param]
+    program: Program
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+    opset: int
+
+    def forward(self, *inputs: Any) -> Any:
+        """Run the model.
+
+        Args:
+            inputs: Ember tensors for the graph's inputs, in :attr:`input_names` order (sequence inputs are
+                lists of tensors; ``None`` for an omitted optional input). Each is cast to the element type
+                the model declares for it when the kinds agree (float64 data into a float32 input).
+
+        Returns:
+            The single output as a Tensor, several as a tuple, in :attr:`output_names` order, on the device of
+            the inputs (or of the parameters when there are no inputs).
+
+        Raises:
+            OnnxImportError: wrong number of inputs, an input of the wrong kind (Int where Float is declared),
+                or a node that fails (the message names it and its input shapes).
+        """
+        graph = self.program.graph
+        if len(inputs) != len(graph.inputs):
+            raise OnnxImportError(
+                f"forward: the model takes {len(graph.inputs)} input(s) ({', '.join(self.input_names)}), got "
+                f"{len(inputs)}."
+            )
+        host = host_device()
+        main = _main_device(inputs, self.params, host)
+        ctx = Context(self.program, main, host)
+        env: dict[str, Any] = {name: self.program.host_constant(name) for name in self.program.constants}
+        for name, p in self.params.items():
+            env[name] = p.val()
+        for info, value in zip(graph.inputs, inputs):
+            env[info.name] = _check_input(info, value)
+        outs = run_graph(graph, env, ctx)
+        outs = [_out(o, ctx) for o in outs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def __call__(self, *inputs: Any) -> Any:
+        return self.forward(*inputs)
+
+
+def _main_device(inputs: tuple[Any, ...], params: dict[str, Param], host: Device) -> Device:
+    for x in inputs:
+        if isinstance(x, Tensor):
+            return x.device
+        if isinstance(x, list) and x and isinstance(x[0], Tensor):
+            return x[0].device
+    for p in params.values():
+        return p.val().device
+    return host
+
+
+def _check_input(info: Any, value: Any) -> Any:
+    if value is None or isinstance(value, list) or info.kind != "tensor":
+        return value
+    if not isinstance(value, Tensor):
+        raise OnnxImportError(
+            f"forward: input {info.name!r} must be an ember Tensor, got {type(value).__name__}; build it with "
+            "Tensor.from_data(array, device)."
+        )
+    want = info.dtype
+    if want is None or value.dtype is want:
+        return value
+    have_kind = value.kind.name.lower() if hasattr(value.kind, "name") else str(value.kind).lower()
+    want_kind = "float" if want.is_float else "bool" if want is DType.BOOL else "int"
+    if want_kind not in have_kind:
+        raise OnnxImportError(
+            f"forward: input {info.name!r} is declared {info.describe()}, got a {value.kind} tensor of "
+            f"{value.dtype}; convert it with .float(), .int() or .bool()."
+        )
+    if want in value.backend.supported_dtypes:
+        return value.cast(want)
+    return value
+
+
+def _out(v: Any, ctx: Context) -> Any:
+    if isinstance(v, Tensor) and v.device is ctx.host and ctx.main is not ctx.host:
+        return ctx.to_main(v)
+    if isinstance(v, list):
+        return [_out(x, ctx) for x in v]
+    return v
+
+
+def _static_only(graph: Graph, program: Program) -> set[str]:
+    """Names used only as static inputs (shapes, scales, axes): they stay constants, not parameters."""
+    static_uses: dict[str, bool] = {}
+    for node in graph.walk():
+        conv = program.converters.get(id(node))
+        for i, name in enumerate(node.inputs):
+            if not name:
+                continue
+            is_static = conv is not None and i in conv.static
+            static_uses[name] = static_uses.get(name, True) and is_static
+    for g_node in graph.walk():
+        for sub in g_node.subgraphs():
+            for name in sub.outer:
+                static_uses[name] = False
+    for o in graph.outputs:
+        static_uses[o.name] = False
+    return {n for n, only in static_uses.items() if only}
+
+
+def load_model(
+    model: str | os.PathLike[str] | bytes | Any, device: Device, *, opset: int | None = None,
+    fold: bool = True,
+) -> OnnxModule:
+    """Import an ONNX model as an :class:`OnnxModule` on ``device``.
+
+    Args:
+        model: a path to an ``.onnx`` file (external-data files are read from its folder only), its bytes or
+            an ``onnx.ModelProto``.
+        device: where the parameters live (any backend; an Autodiff device to train).
+        opset: convert the model to this ``ai.onnx`` opset first (``onnx.version_converter``); by default the
+            model's own opset is used.
+        fold: run constant folding at import (default ``True``).
+
+    Returns:
+        The module; ``module(*inputs)`` runs it.
+
+    Raises:
+        OnnxImportError: unreadable or malformed file (see :func:`~._parse.read_model`), or operators without
+            a converter (all listed at once).
+    """
+    parsed = read_model(model, opset=opset)
+    graph = parsed.graph
+    program = Program(graph, parsed.opsets, {})
+    static_only = _static_only(graph, program)
+    params: dict[str, Param] = {}
+    for name, data in graph.initializers.items():
+        if data.dtype.is_float and name not in static_only:
+            params[name] = Param(Tensor.from_data(data, device, dtype=_param_dtype(data, device)), id=ParamId(name))
+        else:
+            program.constants[name] = data
+    host = host_device()
+    if fold:
+        ctx = Context(program, host, host)
+        fold_constants(graph, program.constants, ctx)
+    remove_dead_nodes(graph)
+    used = {i for n in graph.walk() for i in n.inputs} | {o.name for o in graph.outputs}
+    for g_node in graph.walk():
+        for sub in g_node.subgraphs():
+            used.update(sub.outer)
+    program.constants = {k: v for k, v in program.constants.items() if k in used}
+    params = {k: v for k, v in params.items() if k in used}
+    return OnnxModule(
+        params=params,
+        program=program,
+        input_names=tuple(i.name for i in graph.inputs),
+        output_names=tuple(o.name for o in graph.outputs),
+        opset=parsed.opsets.get("ai.onnx", 1),
+    )
+
+
+def _param_dtype(data: TensorData, device: Device) -> DType:
+    return data.dtype if data.dtype in device.backend.supported_dtypes else device.backend.float_dtype

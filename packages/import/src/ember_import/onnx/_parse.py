@@ -1,0 +1,295 @@
+"""From an ``.onnx`` file (or a ``ModelProto``) to Ember's IR, with the ``onnx`` library.
+
+Steps (Burn's onnx-ir pipeline): ``onnx.load`` without external data; external-data references are
+checked to stay inside the model's folder and then read by ``onnx``; ``onnx.checker.check_model``;
+``onnx.shape_inference.infer_shapes``; then each node, attribute, initializer and value info becomes IR.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from ember import DType, TensorData
+
+from ._dtypes import dtype_of
+from ._errors import OnnxImportError
+from ._ir import Dim, Graph, Node, ValueInfo
+
+__all__ = ["read_model", "ParsedModel"]
+
+#: the largest element count an initializer or attribute tensor may declare (2**40 elements is 4 TiB of floats)
+MAX_ELEMENTS = 1 << 40
+
+
+class ParsedModel:
+    """The parsed model: the main :class:`Graph`, the opset of each domain, producer and IR version."""
+
+    def __init__(self, graph: Graph, opsets: dict[str, int], producer: str, ir_version: int, source: str) -> None:
+        self.graph = graph
+        self.opsets = opsets
+        self.producer = producer
+        self.ir_version = ir_version
+        self.source = source
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:  # pragma: no cover - the extra is missing
+        raise OnnxImportError(
+            "ONNX import needs the onnx package; install it with: pip install 'ember-import[onnx]'."
+        ) from None
+    return onnx
+
+
+def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None = None) -> ParsedModel:
+    """Parse, check and shape-infer an ONNX model and build the IR.
+
+    Args:
+        model: a path to an ``.onnx`` file, its bytes, or an ``onnx.ModelProto``.
+        opset: convert the model to this ``ai.onnx`` opset with ``onnx.version_converter`` first.
+
+    Raises:
+        OnnxImportError: unreadable or truncated file, a model the checker rejects, external data outside
+            the model's folder or shorter than declared, element types Ember lacks, absurd dims.
+    """
+    onnx = _onnx()
+    import onnx.version_converter  # noqa: F401
+
+    base: Path | None = None
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        source = str(path)
+        if not path.is_file():
+            raise OnnxImportError(f"'{path}': no such ONNX file.")
+        base = path.resolve().parent
+        try:
+            proto = onnx.load_model(str(path), load_external_data=False)
+        except Exception as exc:
+            raise OnnxImportError(
+                f"'{path}': not a readable ONNX model ({type(exc).__name__}: {exc}); the file may be truncated "
+                "or not ONNX at all. Re-export it."
+            ) from None
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        source = "<bytes>"
+        try:
+            proto = onnx.load_model_from_string(bytes(model))
+        except Exception as exc:
+            raise OnnxImportError(f"{source}: not a readable ONNX model ({type(exc).__name__}: {exc}).") from None
+    elif isinstance(model, onnx.ModelProto):
+        source = f"<ModelProto {model.graph.name!r}>"
+        proto = model
+    else:
+        raise TypeError(f"load_model: expected a path, bytes or onnx.ModelProto, got {type(model).__name__}.")
+    _load_external(onnx, proto, base, source)
+    if opset is not None:
+        try:
+            proto = onnx.version_converter.convert_version(proto, int(opset))
+        except Exception as exc:
+            raise OnnxImportError(f"{source}: the model could not be converted to opset {opset}: {exc}") from None
+    try:
+        onnx.checker.check_model(proto)
+    except Exception as exc:
+        raise OnnxImportError(f"{source}: the ONNX checker rejects the model: {exc}") from None
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # inference is an aid: a model it cannot process still imports
+        inferred = proto
+    opsets = {(o.domain or "ai.onnx"): int(o.version) for o in proto.opset_import}
+    opsets.setdefault("ai.onnx", 1)
+    if "" in opsets:
+        opsets["ai.onnx"] = opsets.pop("")
+    builder = _Builder(onnx, source)
+    graph = builder.graph(inferred.graph, outer_names=set())
+    return ParsedModel(graph, opsets, proto.producer_name, int(proto.ir_version), source)
+
+
+# ---------------------------------------------------------------------------------------------- external data
+def _external_tensors(onnx: Any, proto: Any) -> list[Any]:
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    return [t for t in _get_all_tensors(proto) if uses_external_data(t)]
+
+
+def _load_external(onnx: Any, proto: Any, base: Path | None, source: str) -> None:
+    tensors = _external_tensors(onnx, proto)
+    if not tensors:
+        return
+    if base is None:
+        raise OnnxImportError(
+            f"{source}: the model keeps tensors in external data files, which need the model's folder; load it "
+            "from its path instead of from bytes or a ModelProto."
+        )
+    for t in tensors:
+        info = {e.key: e.value for e in t.external_data}
+        location = info.get("location", "")
+        if not location or os.path.isabs(location) or "\x00" in location:
+            raise OnnxImportError(
+                f"{source}: tensor {t.name!r} names external data {location!r}; only paths relative to the "
+                "model's folder are read."
+            )
+        target = (base / location).resolve()
+        if target != base and base not in target.parents:
+            raise OnnxImportError(
+                f"{source}: tensor {t.name!r} names external data {location!r}, which leaves the model's folder "
+                f"{base}; refusing to read it."
+            )
+        if not target.is_file():
+            raise OnnxImportError(f"{source}: tensor {t.name!r}: external data file {location!r} is missing.")
+        try:
+            offset = int(info.get("offset", "0"))
+            length = int(info["length"]) if "length" in info else None
+        except ValueError:
+            raise OnnxImportError(f"{source}: tensor {t.name!r}: malformed external-data offset/length.") from None
+        size = target.stat().st_size
+        if offset < 0 or offset > size or (length is not None and (length < 0 or offset + length > size)):
+            raise OnnxImportError(
+                f"{source}: tensor {t.name!r}: external data [{offset}, +{length}) is outside {location!r} "
+                f"({size} bytes)."
+            )
+    try:
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(proto, str(base))
+    except Exception as exc:
+        raise OnnxImportError(f"{source}: external data could not be read: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------- protobuf -> IR
+class _Builder:
+    def __init__(self, onnx: Any, source: str) -> None:
+        self.onnx = onnx
+        self.source = source
+        self.counter = 0
+
+    def tensor(self, t: Any, what: str) -> TensorData:
+        dims = [int(d) for d in t.dims]
+        if any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS:
+            raise OnnxImportError(f"{self.source}: {what} {t.name!r} declares absurd dims {dims}.")
+        dtype = dtype_of(int(t.data_type), f"{self.source}: {what} {t.name!r}")
+        try:
+            from onnx import numpy_helper
+
+            arr = numpy_helper.to_array(t)
+        except Exception as exc:
+            raise OnnxImportError(
+                f"{self.source}: {what} {t.name!r} ({dims}) could not be read: {exc}. The data is shorter than "
+                "its dims say or malformed."
+            ) from None
+        if list(arr.shape) != dims:
+            raise OnnxImportError(f"{self.source}: {what} {t.name!r}: data shape {list(arr.shape)} != dims {dims}.")
+        if dtype is DType.BFLOAT16:  # onnx gives ml_dtypes.bfloat16 values: exact in float32
+            return TensorData(arr.astype("float32"), dtype)
+        return TensorData(arr.copy(), dtype)
+
+    def value_info(self, v: Any) -> ValueInfo:
+        tp = v.type
+        which = tp.WhichOneof("value")
+        if which == "tensor_type":
+            return ValueInfo(v.name, self._dtype(tp.tensor_type.elem_type), self._shape(tp.tensor_type), "tensor")
+        if which == "sequence_type":
+            inner = tp.sequence_type.elem_type
+            dt = self._dtype(inner.tensor_type.elem_type) if inner.WhichOneof("value") == "tensor_type" else None
+            return ValueInfo(v.name, dt, None, "sequence")
+        if which == "optional_type":
+            inner = tp.optional_type.elem_type
+            dt = self._dtype(inner.tensor_type.elem_type) if inner.WhichOneof("value") == "tensor_type" else None
+            return ValueInfo(v.name, dt, None, "optional")
+        return ValueInfo(v.name, None, None, "unknown")
+
+    @staticmethod
+    def _dtype(elem_type: int) -> Any:
+        from ._dtypes import ONNX_TO_DTYPE
+
+        return ONNX_TO_DTYPE.get(int(elem_type))  # unknown/unsupported: checked where used
+
+    @staticmethod
+    def _shape(tt: Any) -> tuple[Dim, ...] | None:
+        if not tt.HasField("shape"):
+            return None
+        dims: list[Dim] = []
+        for d in tt.shape.dim:
+            w = d.WhichOneof("value")
+            dims.append(int(d.dim_value) if w == "dim_value" else (d.dim_param or None) if w == "dim_param" else None)
+        return tuple(dims)
+
+    def attribute(self, a: Any, node_name: str) -> Any:
+        AP = self.onnx.AttributeProto
+        t = a.type
+        if t == AP.INT:
+            return int(a.i)
+        if t == AP.FLOAT:
+            return float(a.f)
+        if t == AP.STRING:
+            return a.s.decode("utf-8", errors="replace")
+        if t == AP.INTS:
+            return [int(x) for x in a.ints]
+        if t == AP.FLOATS:
+            return [float(x) for x in a.floats]
+        if t == AP.STRINGS:
+            return [s.decode("utf-8", errors="replace") for s in a.strings]
+        if t == AP.TENSOR:
+            return self.tensor(a.t, f"attribute {a.name!r} of node {node_name!r}")
+        if t == AP.TENSORS:
+            return [self.tensor(x, f"attribute {a.name!r} of node {node_name!r}") for x in a.tensors]
+        if t == AP.GRAPH:
+            return a.g  # built in graph() once the outer names are known
+        if t == AP.GRAPHS:
+            return list(a.graphs)
+        if t == AP.TYPE_PROTO:
+            tp = a.tp
+            if tp.WhichOneof("value") == "tensor_type":
+                return ("tensor", self._dtype(tp.tensor_type.elem_type))
+            if tp.WhichOneof("value") == "sequence_type":
+                inner = tp.sequence_type.elem_type
+                return ("sequence", self._dtype(inner.tensor_type.elem_type))
+            return ("unknown", None)
+        if t == AP.SPARSE_TENSOR:
+            raise OnnxImportError(f"{self.source}: node {node_name!r}: sparse tensor attributes are not supported.")
+        raise OnnxImportError(f"{self.source}: node {node_name!r}: attribute {a.name!r} has unknown type {t}.")
+
+    def graph(self, g: Any, outer_names: set[str]) -> Graph:
+        inits = {t.name: self.tensor(t, "initializer") for t in g.initializer}
+        for st in g.sparse_initializer:
+            raise OnnxImportError(f"{self.source}: sparse initializer {st.values.name!r} is not supported.")
+        inputs = [self.value_info(v) for v in g.input if v.name not in inits]
+        outputs = [self.value_info(v) for v in g.output]
+        value_info = {v.name: self.value_info(v) for v in g.value_info}
+        for v in list(g.input) + list(g.output):
+            value_info.setdefault(v.name, self.value_info(v))
+        known = set(inits) | {v.name for v in g.input}
+        nodes: list[Node] = []
+        names: set[str] = set()
+        outer: list[str] = []
+        for proto in g.node:
+            self.counter += 1
+            name = proto.name or f"{proto.op_type}_{self.counter}"
+            while name in names:
+                self.counter += 1
+                name = f"{name}_{self.counter}"
+            names.add(name)
+            attrs: dict[str, Any] = {}
+            for a in proto.attribute:
+                if a.ref_attr_name:
+                    raise OnnxImportError(f"{self.source}: node {name!r}: attribute references are only valid in functions.")
+                attrs[a.name] = self.attribute(a, name)
+            scope = outer_names | known
+            for key, val in list(attrs.items()):
+                if isinstance(val, self.onnx.GraphProto):
+                    attrs[key] = self.graph(val, scope)
+                elif isinstance(val, list) and val and isinstance(val[0], self.onnx.GraphProto):
+                    attrs[key] = [self.graph(x, scope) for x in val]
+            node = Node(proto.op_type, proto.domain or "", name, list(proto.input), list(proto.output), attrs)
+            for i in node.inputs:
+                if i and i not in known and i not in outer:
+                    outer.append(i)
+            for sub in node.subgraphs():
+                for i in sub.outer:
+                    if i not in known and i not in outer:
+                        outer.append(i)
+            known.update(o for o in node.outputs if o)
+            nodes.append(node)
+        return Graph(g.name, nodes, inputs, outputs, inits, value_info, outer)
