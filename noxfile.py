@@ -5,6 +5,8 @@
   ``nox -s conformance -k numpy``.
 - ``tests``: each package's own ``packages/*/tests``.
 - ``lint``: ruff. ``typecheck``: mypy on every distribution's package.
+- ``onnx(<backend>)``: ONNX's node test suite through ``ember_import.onnx``; the default run has numpy only,
+  ``nox -s onnx`` runs all three.
 
 Every session builds its own virtualenv and installs the repository's packages editable with
 ``-c constraints.txt`` (torch is always 2.13.0, the CPU wheel pip finds on disk), so
@@ -33,6 +35,10 @@ nox.options.error_on_missing_interpreters = True
 #: pytest-xdist workers per backend's conformance run: jax spends its time compiling each op once per
 #: shape on one core, so two workers halve its wall time; numpy and torch are faster without
 XDIST_WORKERS = {"jax": 2}
+
+#: what a plain ``nox`` runs: everything but the ONNX node suite on torch and jax (``nox -s onnx`` runs those)
+DEFAULT_SESSIONS = ["conformance", "tests", "lint", "typecheck", "onnx(numpy)"]
+nox.options.sessions = DEFAULT_SESSIONS
 
 #: backend name -> its package directory (the torch and jax issues add theirs)
 BACKENDS = {
@@ -85,6 +91,22 @@ def conformance(session: nox.Session, backend: str) -> None:
     workers = XDIST_WORKERS.get(backend, 0)
     parallel = ["-n", str(workers)] if workers else []
     session.run("python", "-m", "ember.testing", "--backend", backend, "-q", *parallel, *session.posargs)
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("backend", list(BACKENDS), ids=list(BACKENDS))
+def onnx(session: nox.Session, backend: str) -> None:
+    """ONNX's node test suite imported with ember_import.onnx on one backend (strict known-failures list).
+
+    The default ``nox`` run includes numpy only (``DEFAULT_SESSIONS``); ``nox -s onnx`` runs every backend
+    (jax compiles each op per shape: the slowest). Arguments go to the runner (``nox -s onnx -k numpy -- -k conv
+    --per-op``).
+    """
+    package = ROOT / BACKENDS[backend]
+    if not (package / "pyproject.toml").is_file():
+        session.skip(f"{BACKENDS[backend]} is not in the repository")
+    session.install(*CONSTRAINTS, "-e", "packages/core", "-e", BACKENDS[backend], "-e", "packages/import[onnx]")
+    session.run("python", "-m", "ember_import.onnx.conformance", "--backend", backend, *session.posargs)
 
 
 @nox.session(python=PYTHON)

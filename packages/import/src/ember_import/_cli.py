@@ -1,4 +1,6 @@
-"""The ``ember-import`` command line: ``ember-import inspect FILE`` lists a model file's tensors.
+"""The ``ember-import`` command line: ``ember-import inspect FILE`` lists a model file's tensors;
+``ember-import onnx-info MODEL.onnx`` describes an ONNX model (opsets, inputs and outputs with shapes, op
+histogram, which ops Ember supports; exit status 3 when some are not).
 
 Output: one row per tensor (key, shape, dtype, element count), then the totals (tensors, parameters, bytes)
 and the non-tensor values (epoch numbers, config entries). ``--json`` prints the same as JSON. The file is
@@ -81,15 +83,22 @@ def _inspect(path: str, top_level_key: str | None, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``ember-import``. Returns the exit status (0 ok, 1 import error, 2 usage)."""
-    parser = argparse.ArgumentParser(prog="ember-import", description="Inspect PyTorch and safetensors model files.")
+    """Entry point of ``ember-import``. Returns the exit status (0 ok, 1 import error, 2 usage, 3 unsupported ONNX ops)."""
+    parser = argparse.ArgumentParser(prog="ember-import", description="Inspect PyTorch, safetensors and ONNX model files.")
     sub = parser.add_subparsers(dest="command", required=True)
     ins = sub.add_parser("inspect", help="list the keys, shapes and dtypes of a .pt/.pth or .safetensors file")
     ins.add_argument("file")
     ins.add_argument("--top-level-key", default=None, help="only the entries under this top-level key")
     ins.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    info = sub.add_parser("onnx-info", help="an ONNX model's opsets, inputs, outputs, op histogram and support")
+    info.add_argument("file")
+    info.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args(argv)
     try:
+        if args.command == "onnx-info":
+            from .onnx._info import print_info
+
+            return print_info(args.file, args.json)
         return _inspect(args.file, args.top_level_key, args.json)
     except (ModelImportError, OSError) as exc:
         print(f"ember-import: error: {exc}", file=sys.stderr)
