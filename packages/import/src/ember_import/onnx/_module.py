@@ -23,20 +23,20 @@ __all__ = ["OnnxModule", "load_model"]
 class OnnxModule(Module):
     """An imported ONNX model: Ember tensor ops on Ember parameters.
 
-    Float initializers are :class:`~ember.module.Param`\\ s keyed by their ONNX names (``params["conv1.weight"]``,
+    Float initializers are :class:`~ember.module.Param`\\ s keyed by their ONNX names (``weights["conv1.weight"]``,
     ``ParamId`` derived from the name), so the model trains, saves and loads like any module; integer and bool
     initializers and folded values are constants of the :class:`~._program.Program` (a plain field, shared by
     every copy of the module).
 
     Attributes:
-        params: ONNX initializer name -> parameter.
+        weights: ONNX initializer name -> parameter (named ``weights``: ``Module.params()`` lists every ``Param``).
         program: the graph, opsets, converters and constants (static).
         input_names: the graph's inputs, in the order :meth:`forward` takes them.
         output_names: the graph's outputs, in the order :meth:`forward` returns them.
         opset: the model's ``ai.onnx`` opset version.
     """
 
-    params: dict[str, Param]
+    weights: dict[str, Param]
     program: Program
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
@@ -65,10 +65,10 @@ class OnnxModule(Module):
                 f"{len(inputs)}."
             )
         host = host_device()
-        main = _main_device(inputs, self.params, host)
+        main = _main_device(inputs, self.weights, host)
         ctx = Context(self.program, main, host)
         env: dict[str, Any] = {name: self.program.host_constant(name) for name in self.program.constants}
-        for name, p in self.params.items():
+        for name, p in self.weights.items():
             env[name] = p.val()
         for info, value in zip(graph.inputs, inputs):
             env[info.name] = _check_input(info, value)
@@ -184,7 +184,7 @@ def load_model(
     program.constants = {k: v for k, v in program.constants.items() if k in used}
     params = {k: v for k, v in params.items() if k in used}
     return OnnxModule(
-        params=params,
+        weights=params,
         program=program,
         input_names=tuple(i.name for i in graph.inputs),
         output_names=tuple(o.name for o in graph.outputs),
