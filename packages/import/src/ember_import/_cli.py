@@ -83,8 +83,13 @@ def _inspect(path: str, top_level_key: str | None, as_json: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``ember-import``. Returns the exit status (0 ok, 1 import error, 2 usage, 3 unsupported ONNX ops)."""
-    parser = argparse.ArgumentParser(prog="ember-import", description="Inspect PyTorch, safetensors and ONNX model files.")
+    """Entry point of ``ember-import``.
+
+    Returns the exit status: 0 ok, 1 import error, 2 usage, 3 unsupported ONNX operators.
+    """
+    parser = argparse.ArgumentParser(
+        prog="ember-import", description="Inspect PyTorch, safetensors and ONNX model files."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     ins = sub.add_parser("inspect", help="list the keys, shapes and dtypes of a .pt/.pth or .safetensors file")
     ins.add_argument("file")

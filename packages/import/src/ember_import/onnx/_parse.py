@@ -7,6 +7,7 @@ checked to stay inside the model's folder and then read by ``onnx``; ``onnx.chec
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 from pathlib import Path
@@ -57,7 +58,7 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
             the model's folder or shorter than declared, element types Ember lacks, absurd dims.
     """
     onnx = _onnx()
-    import onnx.version_converter  # noqa: F401
+    version_converter = importlib.import_module("onnx.version_converter")
 
     base: Path | None = None
     if isinstance(model, (str, os.PathLike)):
@@ -87,7 +88,7 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
     _load_external(onnx, proto, base, source)
     if opset is not None:
         try:
-            proto = onnx.version_converter.convert_version(proto, int(opset))
+            proto = version_converter.convert_version(proto, int(opset))
         except Exception as exc:
             raise OnnxImportError(f"{source}: the model could not be converted to opset {opset}: {exc}") from None
     try:
@@ -274,7 +275,9 @@ class _Builder:
             attrs: dict[str, Any] = {}
             for a in proto.attribute:
                 if a.ref_attr_name:
-                    raise OnnxImportError(f"{self.source}: node {name!r}: attribute references are only valid in functions.")
+                    raise OnnxImportError(
+                        f"{self.source}: node {name!r}: attribute references are only valid in functions."
+                    )
                 attrs[a.name] = self.attribute(a, name)
             scope = outer_names | known
             for key, val in list(attrs.items()):

@@ -8,7 +8,6 @@ steps) and is hashed by identity, so compiled steps key on it without walking th
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import ember
 from ember import DType, Tensor, TensorData
@@ -77,7 +76,8 @@ class Program:
         if missing:
             lines = []
             for (domain, op, opset), names in sorted(missing.items()):
-                shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+                shown = ", ".join(repr(n) for n in names[:5]) + more
                 where = "" if domain == "ai.onnx" else f" (domain {domain})"
                 lines.append(f"  - {op}{where} at opset {opset}: {len(names)} node(s): {shown}")
             raise OnnxImportError(
