@@ -181,8 +181,7 @@ def test_system_metrics():
         total = int(f.readline().split()[1]) * 1024 / 1e9
     assert 0.0 < mem.value() < total
     cpu = CpuUse()
-    sum(i * i for i in range(200_000))
-    cpu.update(None, MD)
+    cpu.update(None, MD)   # however soon after construction: a number, never nan
     assert 0.0 <= cpu.value() <= 100.0
     temp = CpuTemperature()
     why = temp.available()
@@ -191,6 +190,27 @@ def test_system_metrics():
         assert -50.0 < temp.value() < 150.0
     else:
         assert "sensor" in why
+
+
+def test_cpu_use_within_one_jiffy_is_defined(monkeypatch):
+    # (busy, total) jiffies as /proc/stat would give them, read in sequence
+    from ember_train.metric import _system
+
+    readings = iter([(100.0, 400.0),    # construction
+                      (100.0, 400.0),    # same jiffy, no previous value: average since boot
+                      (130.0, 440.0),    # 30 busy of 40: 75 %
+                      (130.5, 440.5),    # under one jiffy since the last: previous value
+                      (140.0, 460.0)])   # measured from (130, 440), not (130.5, 440.5): 50 %
+    monkeypatch.setattr(_system, "_cpu_times", lambda: next(readings))
+    cpu = CpuUse()
+    cpu.update(None, MD)
+    assert cpu.value() == pytest.approx(25.0)
+    cpu.update(None, MD)
+    assert cpu.value() == pytest.approx(75.0)
+    cpu.update(None, MD)
+    assert cpu.value() == pytest.approx(75.0)
+    cpu.update(None, MD)
+    assert cpu.value() == pytest.approx(50.0)
 
 
 def test_multilabel_output_adapts(dev):

@@ -67,7 +67,19 @@ def test_interrupter_mid_epoch_then_resume(tmp_path, reference):
     _same_as_reference(tmp_path, res, reference)
 
 
-def test_ctrl_c_stops_gracefully_and_says_how_to_resume(tmp_path, reference):
+@pytest.fixture
+def sigint_at_start(request):
+    """Run the test with SIGINT in a given state, whatever state pytest was started in."""
+    found = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, request.param)
+    try:
+        yield request.param
+    finally:
+        signal.signal(signal.SIGINT, found)
+
+
+@pytest.mark.parametrize("sigint_at_start", [signal.default_int_handler], indirect=True, ids=["interactive"])
+def test_ctrl_c_stops_gracefully_and_says_how_to_resume(tmp_path, reference, sigint_at_start):
     notes = []
 
     class R(resume_run.Hook):
@@ -84,9 +96,40 @@ def test_ctrl_c_stops_gracefully_and_says_how_to_resume(tmp_path, reference):
     assert len((tmp_path / "train/epoch-1/Loss.log").read_text().splitlines()) == 4
     text = "\n".join(notes)
     assert "Ctrl-C" in text and ".checkpoint(1)" in text and "after iteration 4" in text
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+    assert signal.getsignal(signal.SIGINT) is sigint_at_start  # handler restored
     res = resume_run.run(tmp_path, 4, checkpoint=1)
     _same_as_reference(tmp_path, res, reference)
+
+
+@pytest.mark.parametrize("sigint_at_start", [signal.SIG_IGN], indirect=True, ids=["background-job"])
+def test_ctrl_c_is_still_ignored_when_sigint_was_ignored_at_start(tmp_path, reference, sigint_at_start):
+    # a job started with `&`, nohup or by a CI runner begins with SIGINT ignored: the Learner keeps it so
+    seen = []
+
+    def fn(p):
+        if p.epoch == 1 and p.iteration == 4:
+            seen.append(signal.getsignal(signal.SIGINT))
+            signal.raise_signal(signal.SIGINT)
+
+    res = resume_run.run(tmp_path, 4, resume_run.Hook(fn))
+    assert seen == [signal.SIG_IGN]                       # no handler installed during fit
+    assert not res.interrupted and res.epoch == 4         # the signal changed nothing
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    _same_as_reference(tmp_path, res, reference)
+
+
+@pytest.mark.parametrize("sigint_at_start", [signal.SIG_IGN, signal.default_int_handler], indirect=True,
+                         ids=["background-job", "interactive"])
+def test_interrupter_stops_training_however_sigint_is_set(tmp_path, sigint_at_start):
+    stopper = TrainingInterrupter()
+
+    def fn(p):
+        if p.epoch == 2 and p.iteration == 2:
+            stopper.stop("from another thread")
+
+    res = resume_run.run(tmp_path, 4, resume_run.Hook(fn), interrupter=stopper)
+    assert res.interrupted and res.epoch == 2
+    assert signal.getsignal(signal.SIGINT) is sigint_at_start
 
 
 def test_sigkill_mid_epoch_then_resume_from_last_complete_checkpoint(tmp_path, reference):

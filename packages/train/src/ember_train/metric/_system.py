@@ -34,13 +34,20 @@ def _cpu_times() -> tuple[float, float] | None:
 
 
 class CpuUse(HostNumericMetric):
-    """Whole-machine CPU use in percent since the previous update (Burn's ``CpuUse``; /proc/stat)."""
+    """Whole-machine CPU use in percent since the previous update (Burn's ``CpuUse``; /proc/stat).
+
+    The kernel counts CPU time in jiffies (usually 10 ms). When less than one jiffy has passed since
+    the last reading the counters cannot say anything new, so the metric reports its previous value and
+    keeps measuring from the older reading; before any previous value exists it reports the average since
+    boot (what ``top`` shows on its first frame). It never reports ``nan`` on Linux.
+    """
 
     unit: ClassVar[str] = "%"
 
     def __init__(self) -> None:
         super().__init__()
         self._last = _cpu_times()
+        self._previous: float | None = None
 
     def name(self) -> str:
         return "CPU Usage"
@@ -59,10 +66,17 @@ class CpuUse(HostNumericMetric):
             import psutil
 
             return float(psutil.cpu_percent())
-        last, self._last = self._last, now
-        if last is None or now[1] <= last[1]:
-            return math.nan
-        return 100.0 * (now[0] - last[0]) / (now[1] - last[1])
+        last = self._last
+        if last is None or now[1] - last[1] < 1.0:
+            # under one jiffy since the last reading: nothing new to measure, keep the older baseline
+            if self._previous is not None:
+                return self._previous
+            if last is None:
+                self._last = now
+            return 100.0 * now[0] / now[1] if now[1] > 0 else 0.0
+        self._last = now
+        self._previous = 100.0 * (now[0] - last[0]) / (now[1] - last[1])
+        return self._previous
 
 
 class CpuMemory(HostNumericMetric):
