@@ -18,6 +18,9 @@ TABLE = [
     (DType.INT16, "int16", "i16", "int"),
     (DType.INT8, "int8", "i8", "int"),
     (DType.UINT8, "uint8", "u8", "uint"),
+    (DType.UINT16, "uint16", "u16", "uint"),
+    (DType.UINT32, "uint32", "u32", "uint"),
+    (DType.UINT64, "uint64", "u64", "uint"),
     (DType.BOOL, "bool", "bool", "bool"),
 ]
 
@@ -37,13 +40,15 @@ def test_parse_names_and_properties(dtype: DType, name: str, short: str, kind: s
 @pytest.mark.parametrize(
     ("dtype", "itemsize"),
     [(DType.FLOAT64, 8), (DType.FLOAT32, 4), (DType.FLOAT16, 2), (DType.BFLOAT16, 2), (DType.INT64, 8),
-     (DType.INT32, 4), (DType.INT16, 2), (DType.INT8, 1), (DType.UINT8, 1), (DType.BOOL, 1)],
+     (DType.INT32, 4), (DType.INT16, 2), (DType.INT8, 1), (DType.UINT8, 1), (DType.UINT16, 2),
+     (DType.UINT32, 4), (DType.UINT64, 8), (DType.BOOL, 1)],
 )
 def test_itemsize(dtype: DType, itemsize: int) -> None:
     assert dtype.itemsize == itemsize
 
 
-@pytest.mark.parametrize("name", ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"])
+@pytest.mark.parametrize("name", ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "uint16",
+                                  "uint32", "uint64", "bool"])
 def test_numpy_round_trip(name: str) -> None:
     nd = np.dtype(name)
     assert DType.parse(nd) is DType.parse(name)
@@ -53,8 +58,8 @@ def test_numpy_round_trip(name: str) -> None:
 
 def test_bfloat16_is_stored_as_uint16_bits_but_uint16_is_not_bfloat16() -> None:
     assert DType.BFLOAT16.to_numpy() == np.dtype(np.uint16)
-    with pytest.raises(DTypeError):
-        DType.parse(np.uint16)
+    assert DType.parse(np.uint16) is DType.UINT16   # a uint16 array holds integers, not bfloat16 bits
+    assert DType.from_numpy(np.uint16) is DType.UINT16
 
 
 @pytest.mark.parametrize("bad", ["float128", "", "complex64", np.complex64, np.dtype("U3"), object(), None, 32])

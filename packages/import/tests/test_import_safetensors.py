@@ -78,7 +78,7 @@ def _raw(header: dict, data: bytes) -> bytes:
         ({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, b"\0" * 8, "run past the end"),
         ({"w": {"dtype": "F32", "shape": [10**12], "data_offsets": [0, 16]}}, b"\0" * 16, "do not match"),
         ({"w": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]}}, b"\0" * 4, "malformed"),
-        ({"w": {"dtype": "U16", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 4, "'U16'"),
+        ({"w": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 4, "'F8_E4M3'"),
         ({"w": {"dtype": "F32", "shape": [1], "data_offsets": [8, 4]}}, b"\0" * 8, "do not match"),
     ],
 )

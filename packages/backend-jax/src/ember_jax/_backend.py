@@ -57,7 +57,8 @@ class JaxBackend(
     default when jax's x64 mode is on and int32 otherwise (jax's own default integer), or as
     given (``ember.backend("jax", int_dtype="int32")``). Asking for float64 or int64 turns x64 on
     for the whole process (``jax.config.update("jax_enable_x64", True)``): see
-    :mod:`ember_jax._kernel`. int16, int8, uint8 and bool are available through ``Tensor.cast``.
+    :mod:`ember_jax._kernel`. int16, int8, uint8, uint16, uint32, uint64 and bool are available
+    through ``Tensor.cast`` (uint64, like int64, turns x64 on).
 
     Random numbers: a functional threefry key owned by the backend instance, split by every random
     op (:mod:`ember_jax._random`); :meth:`seed` resets it.

@@ -43,6 +43,9 @@ JNP: dict[DType, np.dtype] = {
     DType.INT16: np.dtype(np.int16),
     DType.INT8: np.dtype(np.int8),
     DType.UINT8: np.dtype(np.uint8),
+    DType.UINT16: np.dtype(np.uint16),
+    DType.UINT32: np.dtype(np.uint32),
+    DType.UINT64: np.dtype(np.uint64),
     DType.BOOL: np.dtype(np.bool_),
 }
 FROM_JNP: dict[np.dtype, DType] = {v: k for k, v in JNP.items()}
@@ -51,7 +54,7 @@ F16 = JNP[DType.FLOAT16]
 BF16 = JNP[DType.BFLOAT16]
 #: float types whose reductions, scans and matmuls accumulate in float32
 HALF = frozenset({F16, BF16})
-_WIDE64 = frozenset({DType.FLOAT64, DType.INT64})
+_WIDE64 = frozenset({DType.FLOAT64, DType.INT64, DType.UINT64})
 
 _Tracer = jax.core.Tracer
 

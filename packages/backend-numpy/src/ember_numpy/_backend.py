@@ -52,7 +52,7 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
     name = "numpy"
     supported_dtypes = frozenset(
         {DType.FLOAT32, DType.FLOAT64, DType.FLOAT16, DType.INT64, DType.INT32, DType.INT16,
-         DType.INT8, DType.UINT8, DType.BOOL}
+         DType.INT8, DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64, DType.BOOL}
     )
     supports_dlpack = True
 

@@ -52,7 +52,10 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
 
     Float tensors are float32 (default), float64, float16 or bfloat16; Int tensors int64 (default)
     or int32 (``ember.backend("torch", float_dtype="bfloat16", int_dtype="int32")``). int16, int8,
-    uint8 and bool are available as data types through ``Tensor.cast``.
+    uint8 and bool are available as data types through ``Tensor.cast``. uint16, uint32 and uint64 are not:
+    PyTorch keeps them as storage-only types without arithmetic, comparison or indexing kernels on the CPU
+    (``"add_stub" not implemented for 'UInt32'`` in torch 2.13), so ``supported_dtypes`` leaves them out and
+    asking for one raises ``DTypeError``; use the numpy or jax backend for such data, or cast to int64.
 
     Random numbers come from one ``torch.Generator`` per device, owned by the backend instance
     (two instances never share a stream); :meth:`seed` reseeds every one of them.

@@ -25,6 +25,9 @@ class DType(enum.Enum):
     INT16 = "int16"
     INT8 = "int8"
     UINT8 = "uint8"
+    UINT16 = "uint16"
+    UINT32 = "uint32"
+    UINT64 = "uint64"
     BOOL = "bool"
 
     @property
@@ -117,18 +120,21 @@ class DType(enum.Enum):
 
 _ITEMSIZE = {
     DType.FLOAT64: 8, DType.FLOAT32: 4, DType.FLOAT16: 2, DType.BFLOAT16: 2,
-    DType.INT64: 8, DType.INT32: 4, DType.INT16: 2, DType.INT8: 1, DType.UINT8: 1, DType.BOOL: 1,
+    DType.INT64: 8, DType.INT32: 4, DType.INT16: 2, DType.INT8: 1, DType.UINT8: 1,
+    DType.UINT16: 2, DType.UINT32: 4, DType.UINT64: 8, DType.BOOL: 1,
 }
 _SHORT = {
     DType.FLOAT64: "f64", DType.FLOAT32: "f32", DType.FLOAT16: "f16", DType.BFLOAT16: "bf16",
     DType.INT64: "i64", DType.INT32: "i32", DType.INT16: "i16", DType.INT8: "i8", DType.UINT8: "u8",
+    DType.UINT16: "u16", DType.UINT32: "u32", DType.UINT64: "u64",
     DType.BOOL: "bool",
 }
 _NUMPY: dict[DType, np.dtype] = {
     DType.FLOAT64: np.dtype(np.float64), DType.FLOAT32: np.dtype(np.float32),
     DType.FLOAT16: np.dtype(np.float16), DType.BFLOAT16: np.dtype(np.uint16),
     DType.INT64: np.dtype(np.int64), DType.INT32: np.dtype(np.int32), DType.INT16: np.dtype(np.int16),
-    DType.INT8: np.dtype(np.int8), DType.UINT8: np.dtype(np.uint8), DType.BOOL: np.dtype(np.bool_),
+    DType.INT8: np.dtype(np.int8), DType.UINT8: np.dtype(np.uint8), DType.UINT16: np.dtype(np.uint16),
+    DType.UINT32: np.dtype(np.uint32), DType.UINT64: np.dtype(np.uint64), DType.BOOL: np.dtype(np.bool_),
 }
 _FROM_NUMPY = {v: k for k, v in _NUMPY.items() if k is not DType.BFLOAT16}
 _BY_NAME = {d.value: d for d in DType} | {d.short: d for d in DType}

@@ -31,7 +31,9 @@ from ._pt_writer import write_pytorch
 __all__ = ["to_pytorch_state_dict", "save_pytorch", "save_safetensors"]
 
 _ST_NAMES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
-             "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
+             "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "uint16": "U16", "uint32": "U32",
+             "uint64": "U64",
+             "bool": "BOOL"}
 
 
 def to_pytorch_state_dict(module: Any, *, settings: PrecisionSettings | None = None,

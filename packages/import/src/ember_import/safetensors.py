@@ -31,7 +31,7 @@ __all__ = ["read_safetensors", "read_header", "SAFETENSORS_DTYPES", "Safetensors
 SAFETENSORS_DTYPES: dict[str, DType] = {
     "F64": DType.FLOAT64, "F32": DType.FLOAT32, "F16": DType.FLOAT16, "BF16": DType.BFLOAT16,
     "I64": DType.INT64, "I32": DType.INT32, "I16": DType.INT16, "I8": DType.INT8, "U8": DType.UINT8,
-    "BOOL": DType.BOOL,
+    "U16": DType.UINT16, "U32": DType.UINT32, "U64": DType.UINT64, "BOOL": DType.BOOL,
 }
 
 

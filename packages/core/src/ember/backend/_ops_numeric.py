@@ -46,6 +46,8 @@ _WIDE = {
     DType.INT16: DType.INT64,
     DType.INT8: DType.INT64,
     DType.UINT8: DType.INT64,
+    DType.UINT16: DType.INT64,
+    DType.UINT32: DType.INT64,
 }
 
 

@@ -122,10 +122,10 @@ class SafetensorsFileRecorder(FileRecorder):
 _EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum"}
 
 #: safetensors dtype -> numpy dtype: Ember's element types (bfloat16, which numpy lacks, is read by
-#: ``ember_import``; U16/U32/U64 have no Ember dtype and are refused by name when the header is checked)
+#: ``ember_import``; float8 and other types Ember lacks are refused by name when the header is checked)
 _NUMPY = {
     "F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1",
-    "U8": "u1", "BOOL": "?",
+    "U8": "u1", "U16": "<u2", "U32": "<u4", "U64": "<u8", "BOOL": "?",
 }
 
 
