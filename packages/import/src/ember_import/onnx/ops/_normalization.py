@@ -201,7 +201,7 @@ def instance_norm(ctx: Context, node: Node, x: Tensor, s: Tensor, b: Tensor) -> 
 @converter("LpNormalization", since=1)
 def lp_norm(ctx: Context, node: Node, x: Tensor) -> Tensor:
     """``LpNormalization`` (opsets 1, 22): ``x / ||x||_p`` along ``axis`` (default -1), ``p`` 1 or 2
-    (default 2)."""
+    (default 2); an all-zero slice stays zero (the node suite's expectation)."""
     axis = norm_axis(node, node.attr("axis", -1), x.rank)
     p = int(node.attr("p", 2))
     if p == 1:
@@ -210,7 +210,7 @@ def lp_norm(ctx: Context, node: Node, x: Tensor) -> Tensor:
         norm = x.square().sum_dim(axis).sqrt()
     else:
         raise OnnxImportError(f"{node.where()}: p must be 1 or 2, got {p}.")
-    return x.div(norm)
+    return x.div(norm.mask_fill(norm.equal(0.0), 1.0))
 
 
 @converter("MeanVarianceNormalization", since=9)
