@@ -1,4 +1,5 @@
-"""Convolutions: ``Conv`` and ``ConvTranspose`` (opsets 1-22; no version changed their semantics).
+"""Convolutions: ``Conv`` and ``ConvTranspose`` (opsets 1-22; no version changed their semantics), ``Col2Im``
+(18), ``CausalConvWithState`` (27).
 
 Both map onto :mod:`ember.tensor.module` (``conv1d/2d/3d``, ``conv_transpose1d/2d/3d``). ONNX's asymmetric
 pads, which Ember's symmetric ``padding`` cannot express, are applied with :meth:`Tensor.pad` before a
@@ -13,6 +14,7 @@ from typing import Any
 
 from ember import Tensor
 from ember.tensor import module as M
+from ember.tensor.activation import silu
 
 from .._context import Context
 from .._errors import OnnxImportError
@@ -20,7 +22,7 @@ from .._ir import Node
 from .._registry import converter
 from ._spatial import geometry, pad_or_crop, spatial_rank
 
-__all__ = ["conv", "conv_transpose", "add_channel_bias"]
+__all__ = ["conv", "conv_transpose", "add_channel_bias", "col2im", "causal_conv_with_state"]
 
 _CONV = {1: M.conv1d, 2: M.conv2d, 3: M.conv3d}
 _CONV_T = {1: M.conv_transpose1d, 2: M.conv_transpose2d, 3: M.conv_transpose3d}
@@ -107,3 +109,55 @@ def conv_transpose(ctx: Context, node: Node, x: Tensor, w: Tensor, b: Tensor | N
     y = fn(x, w, None, M.ConvTransposeOptions(stride=strides, dilation=dil, groups=groups))
     y = pad_or_crop(y, [-p for p in begin], [op - e for op, e in zip(out_pad, end)])
     return add_channel_bias(y, b)
+
+
+@converter("Col2Im", since=18, static=(1, 2))
+def col2im(ctx: Context, node: Node, x: Tensor, image_shape: Tensor, block_shape: Tensor) -> Tensor:
+    """``Col2Im`` (opset 18): ``[N, C * prod(block), L]`` columns summed back into ``[N, C, *image]`` (the
+    adjoint of im2col, PyTorch ``F.fold``). Computed as a transposed convolution with ``C`` groups whose
+    weight routes column row ``c * K + j`` to kernel position ``j`` of channel ``c``, then cropped by the
+    pads."""
+    image, block = ctx.ints(image_shape) or [], ctx.ints(block_shape) or []
+    nd = len(image)
+    if not 1 <= nd <= 3 or len(block) != nd or x.rank != 3:
+        raise OnnxImportError(f"{node.where()}: expected input [N, C * prod(block_shape), L] with 1 to 3 image "
+                              f"dims, got input {list(x.shape)}, image_shape {image}, block_shape {block}.")
+    g = geometry(node, image, block)
+    k = 1
+    for b in block:
+        k *= b
+    c = x.shape[1] // k
+    counts = [(n + b + e - f) // s + 1 for n, b, e, f, s in zip(image, g.begin, g.end, g.effective(), g.strides)]
+    total = 1
+    for n in counts:
+        total *= n
+    if c * k != x.shape[1] or total != x.shape[2]:
+        raise OnnxImportError(f"{node.where()}: input {list(x.shape)} does not match block_shape {block} and "
+                              f"{counts} blocks ({total}) of image_shape {image} with the pads/strides/dilations.")
+    eye = Tensor.eye(k, x.device).cast(x.dtype).reshape([k, 1] + block)
+    w = Tensor.cat([eye] * c, 0) if c > 1 else eye
+    cols = x.reshape([x.shape[0], x.shape[1]] + counts)
+    y = _CONV_T[nd](cols, w, None, M.ConvTransposeOptions(stride=g.strides, dilation=g.dilations, groups=c))
+    return pad_or_crop(y, [-b for b in g.begin], [n - f + b for n, f, b in zip(image, y.shape[2:], g.begin)])
+
+
+@converter("CausalConvWithState", since=27)
+def causal_conv_with_state(ctx: Context, node: Node, x: Tensor, w: Tensor, b: Tensor | None = None,
+                           past: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """``CausalConvWithState`` (opset 27): depthwise causal 1-D convolution of ``[B, C, L]`` with ``W``
+    ``[C, 1, k]``, left context ``past_state`` ``[B, C, k - 1]`` (zeros when absent), optional fused SiLU
+    (``activation`` ``silu``/``swish``); ``present_state`` is the last ``k - 1`` steps of the padded input."""
+    if x.rank != 3 or w.rank != 3:
+        raise OnnxImportError(f"{node.where()}: expected input [B, C, L] and weight [C, 1, k], got "
+                              f"{list(x.shape)} and {list(w.shape)}.")
+    k = w.shape[2]
+    padded = x.pad([(k - 1, 0)]) if past is None else Tensor.cat([past, x], 2)
+    y = M.conv1d(padded, w, b, M.ConvOptions(groups=x.shape[1]))
+    act = node.attr("activation", "none")
+    act = act.decode() if isinstance(act, bytes) else str(act)
+    if act in ("silu", "swish"):
+        y = silu(y)
+    elif act != "none":
+        raise OnnxImportError(f"{node.where()}: activation must be none, silu or swish, got {act!r}.")
+    n = padded.shape[2]
+    return y, padded.slice([None, None, (n - (k - 1), n)])
