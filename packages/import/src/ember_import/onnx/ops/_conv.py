@@ -1,5 +1,5 @@
 """Convolutions: ``Conv`` and ``ConvTranspose`` (opsets 1-22; no version changed their semantics), ``Col2Im``
-(18), ``CausalConvWithState`` (27).
+(18), ``CausalConvWithState`` (27), ``DeformConv`` (19, 22).
 
 Both map onto :mod:`ember.tensor.module` (``conv1d/2d/3d``, ``conv_transpose1d/2d/3d``). ONNX's asymmetric
 pads, which Ember's symmetric ``padding`` cannot express, are applied with :meth:`Tensor.pad` before a
@@ -10,9 +10,10 @@ implementation ``onnx/reference/ops/op_conv_transpose.py``.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from ember import Tensor
+from ember import DType, Tensor
 from ember.tensor import module as M
 from ember.tensor.activation import silu
 
@@ -20,9 +21,11 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
-from ._spatial import geometry, pad_or_crop, spatial_rank
+from ._grid import sample
+from ._spatial import Geometry, geometry, pad_or_crop, spatial_rank
 
-__all__ = ["conv", "conv_transpose", "add_channel_bias", "col2im", "causal_conv_with_state"]
+__all__ = ["conv", "conv_transpose", "add_channel_bias", "col2im", "causal_conv_with_state",
+           "deform_conv"]
 
 _CONV = {1: M.conv1d, 2: M.conv2d, 3: M.conv3d}
 _CONV_T = {1: M.conv_transpose1d, 2: M.conv_transpose2d, 3: M.conv_transpose3d}
@@ -161,3 +164,54 @@ def causal_conv_with_state(ctx: Context, node: Node, x: Tensor, w: Tensor, b: Te
         raise OnnxImportError(f"{node.where()}: activation must be none, silu or swish, got {act!r}.")
     n = padded.shape[2]
     return y, padded.slice([None, None, (n - (k - 1), n)])
+
+
+def _deform_positions(ctx: Context, g: Geometry, out: list[int], d: int, dtype: DType) -> Tensor:
+    """``[1, K, *out]`` sampling positions along spatial dim ``d`` before the offsets:
+    ``-pad_begin + stride * o + dilation * k`` (``K`` kernel positions in row-major order)."""
+    nd = len(out)
+    kpos = [idx[d] * g.dilations[d] for idx in itertools.product(*[range(k) for k in g.kernel])]
+    kshape = [1, len(kpos)] + [1] * nd
+    oshape = [1, 1] + [1] * nd
+    oshape[2 + d] = out[d]
+    opos = [o * g.strides[d] - g.begin[d] for o in range(out[d])]
+    return ctx.tensor(kpos, dtype).reshape(kshape) + ctx.tensor(opos, dtype).reshape(oshape)
+
+
+@converter("DeformConv", since=19)
+def deform_conv(ctx: Context, node: Node, x: Tensor, w: Tensor, offset: Tensor, b: Tensor | None = None,
+                mask: Tensor | None = None) -> Tensor:
+    """``DeformConv`` (opsets 19, 22; torchvision ``deform_conv2d``): each kernel tap of ``W`` ``[M, C / group,
+    *kernel]`` reads ``X`` bilinearly (zero outside) at its regular position plus ``offset`` ``[N, offset_group *
+    K * nd, *out]``, scaled by ``mask`` ``[N, offset_group * K, *out]`` when given; then a grouped product over
+    channels and taps, plus ``B``."""
+    nd = spatial_rank(node, x)
+    n, c = x.shape[0], x.shape[1]
+    m = w.shape[0]
+    g = geometry(node, x.shape[2:], w.shape[2:])
+    groups = int(node.attr("group", 1))
+    og = int(node.attr("offset_group", 1))
+    out = list(offset.shape[2:])
+    k = 1
+    for s in g.kernel:
+        k *= s
+    if c % og or offset.shape[1] != og * k * nd or len(out) != nd or c != w.shape[1] * groups:
+        raise OnnxImportError(f"{node.where()}: expected offset [N, offset_group * K * {nd}, *out] with "
+                              f"offset_group {og} dividing the {c} channels and W [M, C / group, *kernel]; got X "
+                              f"{list(x.shape)}, W {list(w.shape)}, offset {list(offset.shape)}, group {groups}.")
+    offs = offset.cast(x.dtype).reshape([n * og, k, nd] + out)
+    coords = []
+    for d in range(nd):
+        base = _deform_positions(ctx, g, out, d, x.dtype)
+        coords.append(offs.slice([None, None, d]).reshape([n * og, k] + out) + base)
+    xs = x.reshape([n * og, c // og] + list(x.shape[2:]))
+    v = sample(xs, coords, "linear", "zeros")  # [N * og, C / og, K, *out]
+    if mask is not None:
+        v = v * mask.cast(x.dtype).reshape([n * og, 1, k] + out)
+    p = 1
+    for o in out:
+        p *= o
+    v = v.reshape([n, groups, (c // groups) * k, p])
+    wg = w.reshape([1, groups, m // groups, (c // groups) * k])
+    y = wg.matmul(v).reshape([n, m] + out)
+    return add_channel_bias(y, b)
