@@ -84,21 +84,24 @@ def _grads(model: Any, inputs: dict[str, np.ndarray], backend: str, weight: np.n
     """``sum(y * weight)`` and its gradient with respect to every input, under ``Autodiff``."""
     inner = backend_device(backend).backend
     dev = Autodiff(inner).device()
-    ts = [Tensor.from_data(v, dev, dtype=str(v.dtype)).require_grad() for v in inputs.values()]
+    ts = [Tensor.from_data(v, dev, dtype=str(v.dtype)) for v in inputs.values()]
+    ts = [t.require_grad() if v.dtype.kind == "f" else t for t, v in zip(ts, inputs.values())]
     out = load_model(model, dev)(*ts)
     y = out[0] if isinstance(out, tuple) else out
     loss = y.mul(Tensor.from_data(weight, dev)).sum()
     g = loss.backward()
-    grads = [t.grad(g) for t in ts]  # None: y does not depend on the input (BatchNorm's running stats)
+    grads = [t.grad(g) if v.dtype.kind == "f" else None for t, v in zip(ts, inputs.values())]
+    # None: an Int input, or one y does not depend on (BatchNorm's running statistics in training)
     return float(loss.into_scalar()), [np.zeros(t.shape) if d is None else d.to_numpy() for t, d in zip(ts, grads)]
 
 
 def _torch_grads(fn: Any, inputs: dict[str, np.ndarray], weight: np.ndarray) -> tuple[float, list[np.ndarray]]:
     torch = pytest.importorskip("torch")
-    ts = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in inputs.values()]
+    ts = [torch.tensor(v, dtype=torch.float64, requires_grad=True) if v.dtype.kind == "f" else torch.tensor(v)
+          for v in inputs.values()]
     loss = (fn(*ts) * torch.tensor(weight, dtype=torch.float64)).sum()
     loss.backward()
-    return loss.item(), [t.grad.numpy() for t in ts]
+    return loss.item(), [np.zeros(t.shape) if t.grad is None else t.grad.numpy() for t in ts]
 
 
 def _grad_case(name: str) -> tuple[Any, dict[str, np.ndarray], Any, tuple[int, ...]]:
@@ -142,11 +145,24 @@ def _grad_case(name: str) -> tuple[Any, dict[str, np.ndarray], Any, tuple[int, .
         return (_model("BatchNormalization", x, n_out=3, opset=15, epsilon=1e-3, training_mode=1), x,
                 lambda t, s, b, m, v: F.batch_norm(t, None, None, s, b, True, 0.0, 1e-3) + 0 * (m + v).sum(),
                 (4, 3, 2, 2))
+    if name == "det":
+        x = {"x": _f32(2, 3, 3)}
+        return _model("Det", x, opset=11), x, torch.linalg.det, (2,)
+    if name == "softmax_cross_entropy":
+        x = {"s": _f32(4, 3, 2), "t": np.array([[0, 2], [1, -1], [2, 0], [1, 1]], np.int64), "w": _f32(3) ** 2}
+        def sce(s: Any, t: Any, w: Any) -> Any:  # F.cross_entropy, differentiable in the weights too
+            keep = t != -1
+            wt = w[t.clamp(min=0)] * keep
+            picked = torch.log_softmax(s, 1).gather(1, t.clamp(min=0)[:, None]).squeeze(1)
+            return -(picked * wt).sum() / wt.sum()
+
+        return _model("SoftmaxCrossEntropyLoss", x, opset=13, ignore_index=-1), x, sce, ()
     raise AssertionError(name)
 
 
 @pytest.mark.parametrize("name", ["matmul_batched", "matmul_vector", "gemm", "softmax", "softmax_opset11",
-                                  "log_softmax", "layer_norm", "batch_norm", "batch_norm_training"])
+                                  "log_softmax", "layer_norm", "batch_norm", "batch_norm_training", "det",
+                                  "softmax_cross_entropy"])
 def test_gradients_match_torch(name: str, backend: str) -> None:
     model, inputs, fn, out_shape = _grad_case(name)
     weight = RNG.standard_normal(out_shape).astype(np.float32)
@@ -178,6 +194,7 @@ def test_reduce_axes_input_versions(op: str, opset: int, backend: str) -> None:
 def test_reduce_int_keeps_its_type_and_empty_max_is_the_lowest_int(backend: str) -> None:
     x = {"x": RNG.integers(-5, 5, (3, 4)).astype(np.int32)}
     _check(_model("ReduceSum", x, opset=11, axes=[1]), x, backend)
+    _check(_model("ReduceMean", x, opset=11, axes=[1]), x, backend)  # truncated toward zero
     e = {"x": np.zeros((2, 0), np.int32)}
     _check(_model("ReduceMax", e, opset=13, axes=[1], keepdims=0), e, backend,
            want=[np.full(2, np.iinfo(np.int32).min, np.int32)])
