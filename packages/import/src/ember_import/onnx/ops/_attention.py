@@ -1,0 +1,234 @@
+"""Attention family: ``Attention`` (opsets 23, 24, 25) and ``RotaryEmbedding`` (opset 23).
+
+Semantics follow the ONNX operator specification (onnx/docs/Operators.md) and its reference implementation
+(``onnx.reference.ops.op_attention`` and ``op_rotary_embedding``), which produced the node suite's expected
+outputs; where the two differ (the meaning of ``qk_matmul_output_mode``), the reference is followed:
+
+* ``Q`` and ``K`` are each scaled by ``sqrt(scale)`` (default ``scale = 1 / sqrt(head_size)``) before
+  ``Q @ K^T``; ``softcap > 0`` maps the scores to ``softcap * tanh(scores / softcap)`` before the bias;
+* the additive bias composes ``attn_mask`` (bool: ``False`` -> ``-inf``; float: added; a mask shorter than
+  the key sequence is padded with ``-inf``/``False``), the bottom-right causal frontier (``j <= i + offset``
+  with ``offset`` the past length, ``nonpad_kv_seqlen - q_len`` per batch, or 0), the sliding window
+  (opset 25) and the ``nonpad_kv_seqlen`` padding mask (opset 24);
+* a query row whose bias is ``-inf`` everywhere gives zero probabilities (so a zero output row), as does a
+  row whose scores are all ``-inf``;
+* ``qk_matmul_output``: modes 0 and 1 the (soft-capped) scores, 2 the scores plus bias, 3 the probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember import Bool, DType, Tensor
+from ember.tensor import activation
+
+from .._context import Context
+from .._dtypes import dtype_of
+from .._errors import OnnxImportError
+from .._ir import Node
+from .._registry import converter
+from ._axes import as_dtype
+
+__all__ = ["scaled_dot_product", "split_heads", "merge_heads"]
+
+_NEG_INF = float("-inf")
+
+
+# ---------------------------------------------------------------------------------------------- layout
+def split_heads(node: Node, x: Tensor, heads: int | None, what: str) -> Tensor:
+    """``[batch, seq, heads * size]`` -> ``[batch, heads, seq, size]`` (ONNX's 3-D attention layout).
+
+    Raises:
+        OnnxImportError: ``heads`` is missing or does not divide the hidden size.
+    """
+    b, s, hidden = x.shape
+    if not heads or hidden % heads:
+        raise OnnxImportError(
+            f"{node.where()}: a 3-D {what} needs a head count dividing its hidden size {hidden} (found "
+            f"{heads!r}); set the q_num_heads/kv_num_heads (num_heads) attribute."
+        )
+    return x.reshape([b, s, heads, hidden // heads]).swap_dims(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """``[batch, heads, seq, size]`` -> ``[batch, seq, heads * size]``."""
+    b, h, s, d = x.shape
+    return x.swap_dims(1, 2).reshape([b, s, h * d])
+
+
+def _repeat_heads(x: Tensor, reps: int) -> Tensor:
+    """Each head repeated ``reps`` times in place (``h0, h0, h1, h1, ...``), as GQA shares KV heads."""
+    b, h, s, d = x.shape
+    return x.unsqueeze_dim(2).expand([b, h, reps, s, d]).reshape([b, h * reps, s, d])
+
+
+# ---------------------------------------------------------------------------------------------- bias
+def _bias_of(allowed: Tensor, dtype: DType) -> Tensor:
+    """0 where the Bool ``allowed`` holds, ``-inf`` elsewhere, of float ``dtype``."""
+    return allowed.float().cast(dtype).zeros_like().mask_fill(allowed.bool_not(), _NEG_INF)
+
+
+def _frontier(q_len: int, kv_len: int, offset: int | Tensor, device: object) -> tuple[Tensor, bool]:
+    """``(i + offset) - j`` for query ``i`` and key ``j``: ``[q, kv]`` for an int offset, ``[batch, 1, q, kv]``
+    for a per-batch Int tensor of offsets; and whether it is per batch."""
+    i = Tensor.arange(0, q_len, device).reshape([q_len, 1])  # type: ignore[arg-type]
+    j = Tensor.arange(0, kv_len, device).reshape([1, kv_len])  # type: ignore[arg-type]
+    if isinstance(offset, Tensor):
+        off = offset.reshape([-1, 1, 1, 1]).cast(i.dtype)
+        return i.unsqueeze_dims([0, 1]).add(off).sub(j), True
+    return i.add(int(offset)).sub(j), False
+
+
+def _attention_bias(
+    ctx: Context, node: Node, mask: Tensor | None, q_len: int, kv_len: int, dtype: DType,
+    past_len: int, nonpad: Tensor | None,
+) -> Tensor:
+    """The additive bias ``[.., q, kv]`` of ``Attention``: mask, causal frontier, window, padding."""
+    if mask is not None:
+        pad = kv_len - mask.shape[-1]
+        if pad > 0:
+            mask = mask.pad([(0, pad)], value=False if mask.kind is Bool else _NEG_INF)
+        mask = _bias_of(mask, dtype) if mask.kind is Bool else as_dtype(mask, dtype)
+    bias = Tensor.zeros([q_len, kv_len], ctx.device).cast(dtype)
+    if mask is not None:
+        bias = bias.add(mask)
+    offset: int | Tensor = past_len if nonpad is None or past_len else nonpad.sub(q_len)
+    if int(node.attr("is_causal", 0)):
+        diff, _ = _frontier(q_len, kv_len, offset, ctx.device)
+        bias = bias.add(_bias_of(diff.greater_equal(0), dtype))
+    left, right = int(node.attr("left_window_size", -1)), int(node.attr("right_window_size", -1))
+    if left >= 0 or right >= 0:
+        diff, _ = _frontier(q_len, kv_len, offset, ctx.device)
+        if left >= 0:
+            bias = bias.add(_bias_of(diff.lower_equal(left), dtype))
+        if right >= 0:
+            bias = bias.add(_bias_of(diff.greater_equal(-right), dtype))
+    if nonpad is not None:
+        j = Tensor.arange(0, kv_len, ctx.device).reshape([1, kv_len])
+        valid = j.lower(nonpad.reshape([-1, 1]).cast(j.dtype))
+        bias = bias.add(_bias_of(valid, dtype).reshape([-1, 1, 1, kv_len]))
+    return bias
+
+
+def _softmax_zero_rows(x: Tensor, bias: Tensor) -> Tensor:
+    """Softmax over the last dim, with rows whose scores or bias are all ``-inf`` set to zero (the
+    reference's convention for a query with no attendable key; a plain softmax gives NaN there)."""
+    p = activation.softmax(x, -1)
+    empty = x.max_dim(-1).equal(_NEG_INF).bool_or(bias.max_dim(-1).equal(_NEG_INF))
+    return p.mask_fill(empty, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------- core
+def scaled_dot_product(
+    q: Tensor, k: Tensor, v: Tensor, bias: Tensor, scale: float, softcap: float = 0.0,
+    softmax_dtype: DType | None = None, mode: int = 0,
+) -> tuple[Tensor, Tensor]:
+    """``softmax(softcap(q k^T * scale) + bias) @ v`` on ``[batch, heads, seq, size]`` tensors, with the
+    ``qk_matmul_output`` of ``mode``; ``k``/``v`` already have ``q``'s head count."""
+    root = math.sqrt(scale)
+    scores = q.mul(root).matmul(k.mul(root).swap_dims(-1, -2))
+    if softcap > 0:
+        scores = scores.div(softcap).tanh().mul(softcap)
+    biased = scores.add(bias)
+    out_qk = biased if mode == 2 else scores
+    if softmax_dtype is not None:
+        biased = as_dtype(biased, softmax_dtype)
+    probs = _softmax_zero_rows(biased, bias)
+    if mode == 3:
+        out_qk = probs
+    probs = as_dtype(probs, v.dtype)
+    return probs.matmul(v), as_dtype(out_qk, q.dtype)
+
+
+def _attention(
+    ctx: Context, node: Node, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+    past_key: Tensor | None = None, past_value: Tensor | None = None, nonpad: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``Attention`` 23/24/25 (see the module docstring)."""
+    if not q.rank == k.rank == v.rank or q.rank not in (3, 4):
+        raise OnnxImportError(
+            f"{node.where()}: Q, K and V must all be 3-D or all 4-D, found ranks {q.rank}, {k.rank}, {v.rank}."
+        )
+    if (past_key is None) != (past_value is None):
+        raise OnnxImportError(f"{node.where()}: past_key and past_value must be given together (found one).")
+    three_d = q.rank == 3
+    if three_d:
+        kv_heads = node.attr("kv_num_heads", None)
+        q = split_heads(node, q, node.attr("q_num_heads", None), "Q")
+        k = split_heads(node, k, kv_heads, "K")
+        v = split_heads(node, v, kv_heads, "V")
+    past_len = 0
+    if past_key is not None and past_value is not None:
+        past_len = past_key.shape[2]
+        k = Tensor.cat([past_key, k], 2)
+        v = Tensor.cat([past_value, v], 2)
+    present_k, present_v = k, v
+    hq, hk = q.shape[1], k.shape[1]
+    if hq != hk:
+        if hq % hk or v.shape[1] != hk:
+            raise OnnxImportError(
+                f"{node.where()}: {hq} query heads cannot share {hk} key / {v.shape[1]} value heads (grouped "
+                "query attention needs the query head count to be a multiple of one KV head count)."
+            )
+        k, v = _repeat_heads(k, hq // hk), _repeat_heads(v, hq // hk)
+    scale = node.attr("scale", None)
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
+    precision = node.attr("softmax_precision", None)
+    bias = _attention_bias(ctx, node, mask, q.shape[2], k.shape[2], q.dtype, past_len, nonpad)
+    y, qk = scaled_dot_product(
+        q, k, v, bias, scale, float(node.attr("softcap", 0.0)),
+        None if precision is None else dtype_of(int(precision), f"{node.where()} softmax_precision"),
+        int(node.attr("qk_matmul_output_mode", 0)),
+    )
+    return (merge_heads(y) if three_d else y), present_k, present_v, qk
+
+
+@converter("Attention", since=23)
+def attention(ctx: Context, node: Node, q: Tensor, k: Tensor, v: Tensor, *rest: Tensor | None) -> tuple:
+    """``Attention`` 23 (inputs ``Q, K, V, attn_mask, past_key, past_value``), 24 (adds
+    ``nonpad_kv_seqlen``) and 25 (adds ``left_window_size``/``right_window_size``); outputs ``Y``,
+    ``present_key``, ``present_value`` and ``qk_matmul_output``."""
+    return _attention(ctx, node, q, k, v, *rest)
+
+
+# ---------------------------------------------------------------------------------------------- rotary
+@converter("RotaryEmbedding", since=23)
+def rotary_embedding(
+    ctx: Context, node: Node, x: Tensor, cos: Tensor, sin: Tensor, position_ids: Tensor | None = None
+) -> Tensor:
+    """``RotaryEmbedding`` 23: rotates the first ``rotary_embedding_dim`` (default: all) features of each
+    head by the angles in ``cos_cache``/``sin_cache`` (rows picked by ``position_ids`` when given, else
+    already ``[batch, seq, dim / 2]``), pairing halves or, with ``interleaved``, adjacent features.
+    Input ``[batch, heads, seq, size]`` or ``[batch, seq, hidden]`` with ``num_heads``."""
+    shape = list(x.shape)
+    if x.rank == 4:
+        xs = x.swap_dims(1, 2)  # [batch, seq, heads, size]
+    elif x.rank == 3:
+        heads = int(node.attr("num_heads", 0))
+        xs = split_heads(node, x, heads, "input").swap_dims(1, 2)
+    else:
+        raise OnnxImportError(f"{node.where()}: the input must be 3-D or 4-D, found shape {shape}.")
+    b, s, h, d = xs.shape
+    rd = int(node.attr("rotary_embedding_dim", 0)) or d
+    if position_ids is not None:
+        ids = position_ids.reshape([-1]).cast(DType.INT64) if position_ids.dtype is not DType.INT64 else position_ids
+        cos = cos.select(0, ids.reshape([-1])).reshape([b, s, -1])
+        sin = sin.select(0, ids.reshape([-1])).reshape([b, s, -1])
+    if cos.shape[-1] * 2 != rd or sin.shape[-1] * 2 != rd:
+        raise OnnxImportError(
+            f"{node.where()}: cos/sin caches have {cos.shape[-1]}/{sin.shape[-1]} columns, expected half the "
+            f"rotary dim ({rd // 2})."
+        )
+    cos, sin = cos.unsqueeze_dim(2), sin.unsqueeze_dim(2)  # [batch, seq, 1, rd / 2]
+    rot = xs.narrow(3, 0, rd)
+    interleaved = bool(node.attr("interleaved", 0))
+    if interleaved:
+        pairs = rot.reshape([b, s, h, rd // 2, 2])
+        x1, x2 = pairs.narrow(4, 0, 1).squeeze_dim(4), pairs.narrow(4, 1, 1).squeeze_dim(4)
+    else:
+        x1, x2 = rot.narrow(3, 0, rd // 2), rot.narrow(3, rd // 2, rd // 2)
+    real = cos.mul(x1).sub(sin.mul(x2))
+    imag = sin.mul(x1).add(cos.mul(x2))
+    rot = Tensor.stack([real, imag], 4).reshape([b, s, h, rd]) if interleaved else Tensor.cat([real, imag], 3)
+    out = Tensor.cat([rot, xs.narrow(3, rd, d - rd)], 3) if rd < d else rot
+    return out.swap_dims(1, 2) if x.rank == 4 else out.reshape(shape)
