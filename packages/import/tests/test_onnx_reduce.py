@@ -260,6 +260,23 @@ def test_batch_norm_versions(backend: str) -> None:
     _check(_model("BatchNormalization", p, opset=7, spatial=0), p, backend, want=[want1.astype(np.float32)], rtol=1e-4)
 
 
+def test_group_norm_opset18_scales_per_group(backend: str) -> None:
+    # onnx 1.23's checker refuses GroupNormalization 18-20 (deprecated), so the converter is called directly
+    from types import SimpleNamespace
+
+    from ember_import.onnx._ir import Node
+    from ember_import.onnx.ops._normalization import group_norm
+
+    x, s, b = _f32(2, 6, 3), _f32(2), _f32(2)
+    g = x.astype(np.float64).reshape(2, 2, 9)
+    y = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)
+    want = (y * s[None, :, None] + b[None, :, None]).reshape(2, 6, 3)
+    dev = backend_device(backend)
+    node = Node("GroupNormalization", "", "gn", ["x", "s", "b"], ["y"], {"num_groups": 2})
+    got = group_norm(SimpleNamespace(opset=18), node, *(Tensor.from_data(v, dev) for v in (x, s, b)))
+    np.testing.assert_allclose(got.to_numpy(), want, rtol=1e-4, atol=1e-5)
+
+
 def test_layer_norm_statistics_outputs(backend: str) -> None:
     ins = {"x": _f32(2, 3, 4), "s": _f32(4)}
     x = ins["x"].astype(np.float64)
