@@ -6,7 +6,9 @@ spatial dim) with nearest, linear or cubic (Keys, ``A = -0.75``) taps; each tap 
 the flattened input, weighted and summed, so it runs on every backend and is differentiable in ``x`` and in
 the coordinates. Out-of-range taps follow ``padding``: ``zeros`` (the tap counts 0), ``border`` (clamped) or
 ``reflection`` (mirrored). Formulas: the ONNX reference ``onnx/reference/ops/op_grid_sample.py`` (PyTorch's
-``grid_sampler``), ``op_affine_grid.py``.
+``grid_sampler``), ``op_affine_grid.py``; except that cubic sampling with ``border``/``reflection`` clamps or
+mirrors each tap rather than the coordinate, as PyTorch and onnxruntime do (the reference clamps the
+coordinate first, which gives other values near the border).
 """
 
 from __future__ import annotations
@@ -128,10 +130,9 @@ def grid_sample(ctx: Context, node: Node, x: Tensor, grid: Tensor) -> Tensor:
         lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
         if mode == "nearest":
             c = c.round()
-        if padding == "border":
-            c = c.clamp(0, size - 1)
-        elif padding == "reflection":
-            c = _reflect(c, lo, hi)
+        if padding != "zeros" and mode != "cubic":  # coordinates beyond the border: clamped or mirrored
+            outside = c.lower(lo) | c.greater(hi)
+            c = c.mask_where(outside, c.clamp(0, size - 1) if padding == "border" else _reflect(c, lo, hi))
         coords.append(c)
         bounds.append((lo, hi))
     return sample(x, coords, mode, padding, bounds)
