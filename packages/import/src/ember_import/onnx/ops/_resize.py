@@ -203,7 +203,11 @@ def _resample(ctx: Context, node: Node, x: Tensor, axes: list[int], scales: list
         if n_out == n_in and math.isclose(s, 1.0) and (ctm != "tf_crop_and_resize" or pair == (0.0, 1.0)):
             continue
         y = _apply(ctx, y, a, _plan(coeffs, ctm, n_in, n_out, s, pair, exclude_outside), extrapolation)
-    return y.round().int().cast(x.dtype) if blend else y
+    if not blend:
+        return y
+    bits = x.dtype.itemsize * 8
+    lo, hi = (0, 2**bits - 1) if x.dtype.value.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return y.round().clamp(float(lo), float(hi)).int().cast(x.dtype)  # saturating, as the reference
 
 
 def _kernel(node: Node, mode: str, rounding: str, antialias: bool) -> Coeffs:
