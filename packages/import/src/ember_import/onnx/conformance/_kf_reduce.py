@@ -7,8 +7,8 @@ them).
 from __future__ import annotations
 
 _BF16_INPUT = (
-    "bfloat16 input: the suite's arrays are ml_dtypes.bfloat16, which DType.from_numpy does not map (Ember "
-    "stores bfloat16 as uint16 bits), so the runner cannot build the input tensor; the converter is not reached"
+    "bfloat16 Einsum: the runner cannot build the input (DType.from_numpy does not map ml_dtypes.bfloat16; Ember "
+    "keeps bfloat16 as uint16 bits); the converter itself runs bfloat16 on torch and jax (numpy has no bfloat16)"
 )
 
 ALL: dict[str, str] = {
