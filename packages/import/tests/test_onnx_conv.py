@@ -320,3 +320,38 @@ def test_maxunpool_with_pads(backend: str) -> None:
     inputs = {"v": vals, "i": idx}
     model = _model("MaxUnpool", inputs, opset=11, kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1])
     _same(_ember(model, inputs, backend), _ort(model, inputs))
+
+
+@pytest.mark.skipif("jax" not in BACKENDS, reason="ember-backend-jax is not installed")
+def test_chain_compiles_with_ember_jax_jit() -> None:
+    """Conv (asymmetric pads), MaxPool with indices, Resize (static scales), ConvTranspose (output_shape),
+    AveragePool, GridSample and GlobalAveragePool trace once under ``ember_jax.jit`` and equal onnxruntime."""
+    import ember_jax
+
+    x = _f32(2, 3, 9, 8)
+    w1, w2 = _f32(4, 3, 3, 3), _f32(4, 2, 2, 2)
+    grid = (RNG.random((2, 5, 4, 2)) * 2 - 1).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 0, 0, 1]),
+        helper.make_node("MaxPool", ["a"], ["b", "bi"], kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER"),
+        helper.make_node("Resize", ["b", "", "s"], ["c"], mode="linear"),
+        helper.make_node("ConvTranspose", ["c", "w2"], ["d"], strides=[2, 2], output_shape=[17, 13]),
+        helper.make_node("AveragePool", ["d"], ["e"], kernel_shape=[3, 3], pads=[0, 1, 2, 1], strides=[2, 2]),
+        helper.make_node("GridSample", ["e", "grid"], ["f"], mode="bilinear"),
+        helper.make_node("GlobalAveragePool", ["f"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "c", "h", "w"]),
+         helper.make_tensor_value_info("bi", TensorProto.INT64, ["n", "c", "h", "w"])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in
+                     {"w1": w1, "w2": w2, "grid": grid, "s": np.array([1, 1, 2, 1.5], np.float32)}.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    dev = _device("jax")
+    m = load_model(model, dev)
+    step = ember_jax.jit(lambda mod, inp: mod(inp))
+    xt = Tensor.from_data(x, dev)
+    got = [t.to_numpy() for t in step(m, xt)]
+    step(m, xt)
+    assert step.trace_count == 1
+    _same(got, _ort(model, {"x": x}))

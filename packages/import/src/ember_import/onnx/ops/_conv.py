@@ -67,7 +67,9 @@ def _transpose_pads(node: Node, sizes: tuple[int, ...], full: list[int], out_pad
 
     ``full[i] = s (n - 1) + d (k - 1) + 1``. With ``output_shape`` (or ``auto_pad`` SAME, whose output shape is
     ``n s``) the total padding is ``full + output_padding - output_shape``, split with the odd element at the
-    end for SAME_UPPER and at the beginning otherwise; else ``pads`` is read.
+    end for SAME_UPPER and at the beginning otherwise; else ``pads`` is read. (For a positive total padding
+    with ``auto_pad`` NOTSET, onnxruntime puts the odd element at the end and the reference implementation
+    crops at the end only; the specification's rule is followed here.)
     """
     nd = len(sizes)
     shape = node.attr("output_shape", None)
