@@ -286,12 +286,14 @@ def test_maxpool12_uint8_padded(backend: str) -> None:
     _same(_ember(model, {"x": x}, backend), _ort(model, {"x": x}))
 
 
-def test_averagepool7_count_include_pad_and_lppool2(backend: str) -> None:
+def test_averagepool7_count_include_pad_lppool2_globallppool(backend: str) -> None:
     x = _f32(1, 2, 5, 6)
     avg = _model("AveragePool", {"x": x}, opset=7, kernel_shape=[3, 3], pads=[1, 0, 1, 2], count_include_pad=1)
     _same(_ember(avg, {"x": x}, backend), _ort(avg, {"x": x}))
     lp = _model("LpPool", {"x": x}, opset=2, kernel_shape=[2, 3], strides=[1, 2], p=3)
     _same(_ember(lp, {"x": x}, backend), _ort(lp, {"x": x}))
+    glp = _model("GlobalLpPool", {"x": x}, opset=2, p=3)
+    _same(_ember(glp, {"x": x}, backend), _ort(glp, {"x": x}))
 
 
 def test_roialign_adaptive_sampling_grid(backend: str) -> None:

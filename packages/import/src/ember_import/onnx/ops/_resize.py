@@ -15,10 +15,12 @@ Opset differences: Resize-10 and Upsample take ``scales`` only, with the ``asymm
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
 from ember import DType, Float, Tensor
+from ember.tensor import module as M
 
 from .._context import Context
 from .._errors import OnnxImportError
@@ -157,10 +159,11 @@ def _apply(ctx: Context, x: Tensor, axis: int, plan: _Plan, extrapolation: float
         picks = [i[w.index(1.0)] for i, w in zip(plan.idx, plan.w)]
         y = x.take(axis, ctx.tensor(picks, DType.INT64, x.device))
     else:
-        g = x.take(axis, ctx.tensor(plan.idx, DType.INT64, x.device))  # [..., n_out, n, ...]
-        wshape = list(shape)
-        wshape.insert(axis + 1, len(plan.w[0]))
-        y = (g * ctx.tensor(plan.w, x.dtype, x.device).reshape(wshape)).sum_dim(axis + 1).squeeze_dim(axis + 1)
+        y = None
+        for j in range(len(plan.w[0])):  # one gather per tap: no [..., n_out, taps, ...] intermediate
+            g = x.take(axis, ctx.tensor([i[j] for i in plan.idx], DType.INT64, x.device))
+            term = g * ctx.tensor([w[j] for w in plan.w], x.dtype, x.device).reshape(shape)
+            y = term if y is None else y + term
     if any(plan.outside):
         mask = ctx.tensor(plan.outside, DType.BOOL, x.device).reshape(shape)
         y = y.mask_fill(mask, extrapolation)
@@ -192,32 +195,80 @@ def _targets(node: Node, shape: Sequence[int], axes: list[int], scales: list[flo
     return list(scales), [int(s * n) for s, n in zip(scales, n_in)]
 
 
-def _resample(ctx: Context, node: Node, x: Tensor, axes: list[int], scales: list[float], sizes: list[int],
-              coeffs: Coeffs, ctm: str, roi: list[float] | None, exclude_outside: bool,
-              extrapolation: float) -> Tensor:
-    blend = x.kind is not Float and coeffs(0.5, 0.5) not in ([0.0, 1.0], [1.0, 0.0])  # Int input, not nearest
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """How a node resamples: ``mode`` (nearest/linear/cubic), nearest ``rounding``, ``antialias``, cubic ``a``,
+    the coordinate transform ``ctm``, ``roi`` (tf_crop_and_resize), ``exclude_outside``, ``extrapolation``."""
+
+    mode: str
+    rounding: str = "round_prefer_floor"
+    antialias: bool = False
+    a: float = -0.75
+    ctm: str = "half_pixel"
+    roi: list[float] | None = None
+    exclude_outside: bool = False
+    extrapolation: float = 0.0
+
+    def coeffs(self) -> Coeffs:
+        if self.mode == "nearest":
+            return _nearest(self.rounding)
+        return _linear(self.antialias) if self.mode == "linear" else _cubic(self.a, self.antialias)
+
+
+_MODES = {"nearest": "nearest", "linear": "linear", "bilinear": "linear", "trilinear": "linear", "cubic": "cubic",
+          "bicubic": "cubic"}
+
+
+def _mode(node: Node) -> str:
+    mode = _MODES.get(_str(node, "mode", "nearest"))
+    if mode is None:
+        raise OnnxImportError(f"{node.where()}: mode must be nearest, linear or cubic, got "
+                              f"{_str(node, 'mode', '')!r}.")
+    return mode
+
+
+def _module_interpolate(x: Tensor, axes: list[int], scales: list[float], sizes: list[int],
+                        opts: _Options) -> Tensor | None:
+    """The resize as one :func:`ember.tensor.module.interpolate` call (PyTorch's ``F.interpolate`` with a size)
+    when its semantics are the node's: a 4-D Float input resized on its last two dims, linear or cubic (``A =
+    -0.75``, no ``exclude_outside``), ``half_pixel``/``pytorch_half_pixel`` or ``align_corners``, scales equal
+    to ``out / in``, no antialias when downsampling; else ``None``."""
+    full = dict(zip(axes, zip(scales, sizes)))
+    if x.rank != 4 or x.kind is not Float or opts.mode == "nearest" or opts.exclude_outside:
+        return None
+    if any(full.get(a, (1.0, x.shape[a])) != (1.0, x.shape[a]) for a in (0, 1)):
+        return None
+    hw = [full.get(a, (1.0, x.shape[a])) for a in (2, 3)]
+    if any(s * n != o or o < 2 or (opts.antialias and s < 1) for (s, o), n in zip(hw, x.shape[2:])):
+        return None
+    if opts.ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners") or (
+            opts.mode == "cubic" and opts.a != -0.75):
+        return None
+    mode = M.InterpolateMode.BILINEAR if opts.mode == "linear" else M.InterpolateMode.BICUBIC
+    return M.interpolate(x, [o for _, o in hw], M.InterpolateOptions(mode=mode,
+                                                                     align_corners=opts.ctm == "align_corners"))
+
+
+def _resample(ctx: Context, x: Tensor, axes: list[int], scales: list[float], sizes: list[int],
+              opts: _Options) -> Tensor:
+    fast = _module_interpolate(x, axes, scales, sizes, opts)
+    if fast is not None:
+        return fast
+    coeffs = opts.coeffs()
+    blend = x.kind is not Float and opts.mode != "nearest"
     y = x.float() if blend else x
     for k, a in enumerate(axes):
         n_in, n_out, s = x.shape[a], sizes[k], scales[k]
-        pair = (0.0, 1.0) if roi is None else (roi[k], roi[len(axes) + k])
-        if n_out == n_in and math.isclose(s, 1.0) and (ctm != "tf_crop_and_resize" or pair == (0.0, 1.0)):
+        pair = (0.0, 1.0) if opts.roi is None else (opts.roi[k], opts.roi[len(axes) + k])
+        if n_out == n_in and math.isclose(s, 1.0) and (opts.ctm != "tf_crop_and_resize" or pair == (0.0, 1.0)):
             continue
-        y = _apply(ctx, y, a, _plan(coeffs, ctm, n_in, n_out, s, pair, exclude_outside), extrapolation)
+        y = _apply(ctx, y, a, _plan(coeffs, opts.ctm, n_in, n_out, s, pair, opts.exclude_outside),
+                   opts.extrapolation)
     if not blend:
         return y
     bits = x.dtype.itemsize * 8
     lo, hi = (0, 2**bits - 1) if x.dtype.value.startswith("uint") else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
     return y.round().clamp(float(lo), float(hi)).int().cast(x.dtype)  # saturating, as the reference
-
-
-def _kernel(node: Node, mode: str, rounding: str, antialias: bool) -> Coeffs:
-    if mode == "nearest":
-        return _nearest(rounding)
-    if mode in ("linear", "bilinear", "trilinear"):
-        return _linear(antialias)
-    if mode in ("cubic", "bicubic"):
-        return _cubic(float(node.attr("cubic_coeff_a", -0.75)), antialias)
-    raise OnnxImportError(f"{node.where()}: mode must be nearest, linear or cubic, got {mode!r}.")
 
 
 def _legacy(ctx: Context, node: Node, x: Tensor, scales: list[float] | None) -> Tensor:
@@ -227,8 +278,7 @@ def _legacy(ctx: Context, node: Node, x: Tensor, scales: list[float] | None) -> 
                               f"{list(x.shape)}), got {scales}.")
     axes = list(range(x.rank))
     sc, sizes = _targets(node, x.shape, axes, scales, None, "stretch")
-    coeffs = _kernel(node, _str(node, "mode", "nearest"), "simple", False)
-    return _resample(ctx, node, x, axes, sc, sizes, coeffs, "asymmetric", None, False, 0.0)
+    return _resample(ctx, x, axes, sc, sizes, _Options(_mode(node), rounding="simple", ctm="asymmetric"))
 
 
 @converter("Upsample", since=7)
@@ -261,17 +311,16 @@ def resize(ctx: Context, node: Node, x: Tensor, roi: Tensor | None = None, scale
     sz_v = ctx.ints(sizes) or None
     if sz_v is not None and sc_v is not None:
         raise OnnxImportError(f"{node.where()}: only one of scales and sizes may be given, got both.")
-    policy = _str(node, "keep_aspect_ratio_policy", "stretch")
-    sc, out = _targets(node, x.shape, axes, sc_v, sz_v, policy)
-    mode = _str(node, "mode", "nearest")
-    antialias = bool(node.attr("antialias", 0)) and mode != "nearest"
-    coeffs = _kernel(node, mode, _str(node, "nearest_mode", "round_prefer_floor"), antialias)
+    sc, out = _targets(node, x.shape, axes, sc_v, sz_v, _str(node, "keep_aspect_ratio_policy", "stretch"))
+    mode = _mode(node)
     ctm = _str(node, "coordinate_transformation_mode", "half_pixel")
     if ctm == "tf_crop_and_resize" and (roi_v is None or len(roi_v) != 2 * len(axes)):
         raise OnnxImportError(f"{node.where()}: tf_crop_and_resize needs roi with {2 * len(axes)} values, got "
                               f"{roi_v}.")
-    if ctm != "tf_crop_and_resize":
-        roi_v = None
-    return _resample(ctx, node, x, axes, sc, out, coeffs, ctm, roi_v, bool(node.attr("exclude_outside", 0)),
-                     float(node.attr("extrapolation_value", 0.0)))
-
+    opts = _Options(mode, rounding=_str(node, "nearest_mode", "round_prefer_floor"),
+                    antialias=bool(node.attr("antialias", 0)) and mode != "nearest",
+                    a=float(node.attr("cubic_coeff_a", -0.75)), ctm=ctm,
+                    roi=roi_v if ctm == "tf_crop_and_resize" else None,
+                    exclude_outside=bool(node.attr("exclude_outside", 0)),
+                    extrapolation=float(node.attr("extrapolation_value", 0.0)))
+    return _resample(ctx, x, axes, sc, out, opts)
