@@ -131,6 +131,8 @@ class Context:
                 f"{self._where()}: sub-graph {graph.name!r} takes {len(graph.inputs)} inputs, got {len(inputs)}."
             )
         env = dict(self.env)
+        for name, data in graph.initializers.items():  # a sub-graph's own constants, on the host
+            env[name] = Tensor.from_data(data, self.host, dtype=data.dtype)
         for info, v in zip(graph.inputs, inputs):
             env[info.name] = v
         saved = (self.env, self.node, self.device)
