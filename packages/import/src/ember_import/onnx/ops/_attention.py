@@ -232,3 +232,101 @@ def rotary_embedding(
     rot = Tensor.stack([real, imag], 4).reshape([b, s, h, rd]) if interleaved else Tensor.cat([real, imag], 3)
     out = Tensor.cat([rot, xs.narrow(3, rd, d - rd)], 3) if rd < d else rot
     return out.swap_dims(1, 2) if x.rank == 4 else out.reshape(shape)
+
+
+# ---------------------------------------------------------------------------------------------- flex attention
+@converter("FlexAttention", since=1, domain="ai.onnx.preview")
+def flex_attention(ctx: Context, node: Node, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """``FlexAttention`` (``ai.onnx.preview`` 1): 4-D scaled dot-product attention with GQA (each KV head
+    shared by a contiguous group of query heads) and the optional one-input sub-graphs ``score_mod`` (on the
+    scores) and ``prob_mod`` (on the probabilities), run in ``softmax_precision`` (default float32 for
+    16-bit inputs, else the input type). Reference: ``onnx/reference/ops/aionnx_preview/op_flex_attention.py``."""
+    if not q.rank == k.rank == v.rank == 4:
+        raise OnnxImportError(
+            f"{node.where()}: Q, K and V must be 4-D, found shapes {list(q.shape)}, {list(k.shape)}, "
+            f"{list(v.shape)}."
+        )
+    hq, hk = q.shape[1], k.shape[1]
+    if hq != hk:
+        if hq % hk:
+            raise OnnxImportError(f"{node.where()}: {hq} query heads are not a multiple of {hk} KV heads.")
+        k, v = _repeat_heads(k, hq // hk), _repeat_heads(v, hq // hk)
+    scale = node.attr("scale", None)
+    root = math.sqrt(1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale))
+    scores = q.mul(root).matmul(k.mul(root).swap_dims(-1, -2))
+    precision = node.attr("softmax_precision", None)
+    if precision is not None:
+        work = dtype_of(int(precision), f"{node.where()} softmax_precision")
+    else:
+        work = DType.FLOAT32 if q.dtype in (DType.FLOAT16, DType.BFLOAT16) else q.dtype
+    scores = as_dtype(scores, work)
+    for name, stage in (("score_mod", None), ("prob_mod", activation.softmax)):
+        if stage is not None:
+            scores = stage(scores, -1)
+        graph = node.attr(name, None)
+        if graph is not None:
+            scores = as_dtype(ctx.run_subgraph(graph, [scores])[0], work)
+    return as_dtype(scores.matmul(as_dtype(v, work)), v.dtype)
+
+
+# ---------------------------------------------------------------------------------------------- linear attention
+def _per_head(node: Node, t: Tensor, heads: int, size: int, what: str) -> Tensor:
+    """A 3-D ``decay``/``beta`` ``[B, T, heads * n]`` as ``[B, heads, T, n]`` (``n`` = 1 or ``size``), or a
+    ``beta`` ``[B, T, 1]`` as ``[B, 1, T, 1]``."""
+    b, s, last = t.shape
+    if last in (heads, 1) and (last == heads or what == "beta"):
+        return t.reshape([b, s, last, 1]).swap_dims(1, 2)
+    if last == heads * size and what == "decay":
+        return split_heads(node, t, heads, what)
+    raise OnnxImportError(
+        f"{node.where()}: {what}'s last dim {last} must be kv_num_heads ({heads})"
+        + (f" or kv_num_heads * head_size ({heads * size})." if what == "decay" else " or 1.")
+    )
+
+
+@converter("LinearAttention", since=27)
+def linear_attention(
+    ctx: Context, node: Node, q: Tensor, k: Tensor, v: Tensor, past: Tensor | None = None,
+    decay: Tensor | None = None, beta: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``LinearAttention`` 27: the recurrence of ``update_rule`` (``linear``, ``gated``, ``delta``,
+    ``gated_delta``; spec and ``onnx/reference/ops/op_linear_attention.py``) run token by token in float32
+    over packed ``[B, T, H * D]`` inputs, with a ``[B, H_kv, d_k, d_v]`` state (``past_state``, else zeros)
+    shared by ``q_num_heads / kv_num_heads`` query heads; returns ``output`` (query type) and
+    ``present_state`` (``past_state``'s type, else the query's)."""
+    rule = node.attr("update_rule", "gated_delta")
+    rule = rule.decode() if isinstance(rule, bytes) else str(rule)
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise OnnxImportError(
+            f"{node.where()}: update_rule {rule!r} is not one of linear, gated, delta, gated_delta."
+        )
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    if gated != (decay is not None) or delta != (beta is not None):
+        raise OnnxImportError(
+            f"{node.where()}: update_rule {rule!r} needs {'a' if gated else 'no'} decay input and "
+            f"{'a' if delta else 'no'} beta input; found decay={decay is not None}, beta={beta is not None}."
+        )
+    hq, hk = int(node.attr("q_num_heads", 0)), int(node.attr("kv_num_heads", 0))
+    if hk <= 0 or hq <= 0 or hq % hk:
+        raise OnnxImportError(f"{node.where()}: q_num_heads ({hq}) must be a positive multiple of kv_num_heads ({hk}).")
+    f32 = DType.FLOAT32
+    q4, k4, v4 = (as_dtype(split_heads(node, t, h, n), f32) for t, h, n in ((q, hq, "query"), (k, hk, "key"),
+                                                                              (v, hk, "value")))
+    b, _, steps, dk = k4.shape
+    dv = v4.shape[3]
+    state = as_dtype(past, f32) if past is not None else Tensor.zeros([b, hk, dk, dv], ctx.device).cast(f32)
+    g4 = as_dtype(_per_head(node, decay, hk, dk, "decay"), f32).exp() if decay is not None else None
+    b4 = as_dtype(_per_head(node, beta, hk, 1, "beta"), f32) if beta is not None else None
+    scale = float(node.attr("scale", 0.0)) or 1.0 / math.sqrt(q4.shape[3])
+    outs = []
+    for t in range(steps):
+        k_t, v_t = k4.narrow(2, t, 1), v4.narrow(2, t, 1)  # [B, H_kv, 1, d]
+        if g4 is not None:
+            state = state.mul(g4.narrow(2, t, 1).swap_dims(2, 3))  # decay per head or per key dim
+        if b4 is not None:
+            v_t = b4.narrow(2, t, 1).mul(v_t.sub(k_t.matmul(state)))
+        state = state.add(k_t.swap_dims(2, 3).matmul(v_t))
+        read = _repeat_heads(state, hq // hk) if hq != hk else state
+        outs.append(q4.narrow(2, t, 1).matmul(read).mul(scale))
+    y = merge_heads(Tensor.cat(outs, 2))
+    return as_dtype(y, q.dtype), as_dtype(state, past.dtype if past is not None else q.dtype)
