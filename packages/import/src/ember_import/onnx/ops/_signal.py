@@ -1,0 +1,205 @@
+"""Signal processing: ``DFT`` (opsets 17, 20), ``STFT`` (17), ``HannWindow``, ``HammingWindow``,
+``BlackmanWindow`` and ``MelWeightMatrix`` (17).
+
+Complex values are ONNX's real representation: a trailing dim of 2 (real, imaginary) or 1 (real only). The
+DFT is a matrix product with cosine and sine matrices built with Ember ops (the angle ``2*pi*(k*t mod n)/n``
+is reduced in integers first, so large lengths keep float32 precision): ``O(n^2)`` per transform, fine for
+the frame lengths models use; ``dft_length`` zero-pads or truncates, ``onesided`` keeps the ``n//2 + 1``
+non-negative frequencies, and the inverse with ``onesided`` (``irfft``) rebuilds a real signal from half a
+spectrum by Hermitian symmetry. Window formulas are the ONNX specification's (onnx/docs/Operators.md);
+``MelWeightMatrix`` follows ``onnx.reference.ops.op_mel_weight_matrix`` step by step (host arithmetic on
+the static scalar inputs).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember import DType, Tensor
+
+from .._context import Context
+from .._dtypes import dtype_of
+from .._errors import OnnxImportError
+from .._ir import Node
+from .._registry import converter
+
+
+def _trig(n_in: int, n_out: int, n: int, like: Tensor) -> tuple[Tensor, Tensor]:
+    """``cos`` and ``sin`` of ``2*pi*k*t/n`` for ``t < n_in`` (rows) and ``k < n_out`` (columns)."""
+    dev = like.device
+    t = Tensor.arange(0, n_in, dev).reshape([n_in, 1])
+    k = Tensor.arange(0, n_out, dev).reshape([1, n_out])
+    angle = (t * k).remainder(n).float().cast(like.dtype) * (2.0 * math.pi / n)
+    return angle.cos(), angle.sin()
+
+
+def _fit(x: Tensor, n: int) -> Tensor:
+    """``x`` zero-padded or truncated to ``n`` along its last dim."""
+    m = x.shape[-1]
+    if m > n:
+        return x.narrow(x.rank - 1, 0, n)
+    if m < n:
+        pad = Tensor.zeros([*x.shape[:-1], n - m], x.device).cast(x.dtype)
+        return Tensor.cat([x, pad], x.rank - 1)
+    return x
+
+
+def dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool) -> tuple[Tensor, Tensor | None]:
+    """The DFT of ``re + i*im`` along the last dim with length ``n``: ``(real, imag)``; the inverse is
+    normalized by ``1/n``; an inverse ``onesided`` returns the real signal (``imag`` ``None``). Computed in
+    float64 where the backend has it (sums of ``n`` products lose ~1e-5 in float32), then cast back."""
+    dtype = re.dtype
+    wide = DType.FLOAT64 if DType.FLOAT64 in re.backend.supported_dtypes else dtype
+    if wide is not dtype:
+        out_re, out_im = _dft_last(re.cast(wide), None if im is None else im.cast(wide), n, inverse, onesided)
+        return out_re.cast(dtype), None if out_im is None else out_im.cast(dtype)
+    return _dft_last(re, im, n, inverse, onesided)
+
+
+def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool) -> tuple[Tensor, Tensor | None]:
+    if inverse and onesided:  # irfft: x_t = sum_k c_k/n (Re X_k cos - Im X_k sin), c = 1, 2, ..., 2, (1)
+        m = n // 2 + 1
+        re = _fit(re, m)
+        im = None if im is None else _fit(im, m)
+        cos, sin = _trig(m, n, n, re)
+        ones = [1.0 if k == 0 or 2 * k == n else 2.0 for k in range(m)]
+        coef = Tensor.from_data([[c / n] for c in ones], re.device, dtype=re.dtype)
+        out = re.matmul(cos * coef)
+        if im is not None:
+            out = out - im.matmul(sin * coef)
+        return out, None
+    re = _fit(re, n)
+    im = None if im is None else _fit(im, n)
+    n_out = n // 2 + 1 if onesided else n
+    cos, sin = _trig(n, n_out, n, re)
+    if not inverse:  # (a + ib)(cos - i sin) = a cos + b sin + i(b cos - a sin)
+        out_re = re.matmul(cos)
+        out_im = -re.matmul(sin)
+        if im is not None:
+            out_re = out_re + im.matmul(sin)
+            out_im = out_im + im.matmul(cos)
+        return out_re, out_im
+    # (a + ib)(cos + i sin) / n = (a cos - b sin + i(b cos + a sin)) / n
+    out_re = re.matmul(cos)
+    out_im = re.matmul(sin)
+    if im is not None:
+        out_re = out_re - im.matmul(sin)
+        out_im = out_im + im.matmul(cos)
+    return out_re / n, out_im / n
+
+
+def _dft(ctx: Context, node: Node, x: Tensor, n_in: Tensor | None, axis: int) -> Tensor:
+    rank = x.rank
+    axis = axis % rank
+    if axis == rank - 1:
+        raise OnnxImportError(f"{node.where()}: axis {axis} is the real/imaginary dim; it must be a signal axis.")
+    if x.shape[-1] not in (1, 2):
+        raise OnnxImportError(
+            f"{node.where()}: the last dim must be 1 (real) or 2 (complex), got shape {list(x.shape)}."
+        )
+    inverse = bool(node.attr("inverse", 0))
+    onesided = bool(node.attr("onesided", 0))
+    if n_in is not None:
+        n = int(ctx.scalar(n_in))
+    else:
+        n = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
+    parts = [p.squeeze_dim(rank - 1).movedim(axis, -1) for p in x.split(1, dim=rank - 1)]
+    re, im = dft_last(parts[0], parts[1] if len(parts) == 2 else None, n, inverse, onesided)
+    outs = [re] if im is None else [re, im]
+    return Tensor.stack([o.movedim(-1, axis) for o in outs], rank - 1)
+
+
+@converter("DFT", since=17, static=(1,))
+def dft17(ctx: Context, node: Node, x: Tensor, n: Tensor | None = None) -> Tensor:
+    """``DFT`` 17: ``axis`` attribute (default 1), optional ``dft_length`` input."""
+    return _dft(ctx, node, x, n, int(node.attr("axis", 1)))
+
+
+@converter("DFT", since=20, static=(1, 2))
+def dft20(ctx: Context, node: Node, x: Tensor, n: Tensor | None = None, axis: Tensor | None = None) -> Tensor:
+    """``DFT`` 20: ``axis`` became an input (default -2)."""
+    return _dft(ctx, node, x, n, int(ctx.scalar(axis, -2)))
+
+
+@converter("STFT", since=17, static=(1, 3))
+def stft(ctx: Context, node: Node, x: Tensor, step: Tensor, window: Tensor | None = None,
+         frame_length: Tensor | None = None) -> Tensor:
+    """``STFT``: frames of the window's length every ``frame_step``, weighted by ``window``, each
+    transformed with length ``frame_length``: ``[batch, frames, bins, 2]``."""
+    hop = int(ctx.scalar(step))
+    n = ctx.scalar(frame_length)
+    size = window.shape[0] if window is not None else (int(n) if n is not None else x.shape[1])
+    n = size if n is None else int(n)
+    if size > x.shape[1]:
+        raise OnnxImportError(f"{node.where()}: frame length {size} is longer than the signal ({x.shape[1]}).")
+    frames = x.unfold(1, size, hop)  # [batch, frames, 1 or 2, size]
+    if window is not None:
+        frames = frames * window.cast(x.dtype)
+    parts = frames.split(1, dim=2)
+    re, im = dft_last(parts[0].squeeze_dim(2), parts[1].squeeze_dim(2) if len(parts) == 2 else None, n, False,
+                      bool(node.attr("onesided", 1)))
+    assert im is not None
+    return Tensor.stack([re, im], 3)
+
+
+# ---------------------------------------------------------------------------------------------- windows
+def _window(ctx: Context, node: Node, size: Tensor, terms: list[float]) -> Tensor:
+    """``sum_j terms[j] * cos(2*pi*j*i/N)`` for ``i < size``, ``N = size`` (periodic) or ``size - 1``."""
+    m = int(ctx.scalar(size))
+    big_n = m if int(node.attr("periodic", 1)) else m - 1
+    dtype = dtype_of(int(node.attr("output_datatype", 1)), f"{node.where()} output_datatype")
+    vals = []
+    for i in range(m):
+        v = terms[0]
+        for j, a in enumerate(terms[1:], start=1):
+            v += a * math.cos(2.0 * math.pi * j * i / big_n) if big_n else a
+        vals.append(v)
+    return ctx.tensor(vals, dtype)
+
+
+@converter("HannWindow", since=17, static=(0,))
+def hann_window(ctx: Context, node: Node, size: Tensor) -> Tensor:
+    """``HannWindow``: ``0.5 - 0.5 cos(2*pi*i/N)``."""
+    return _window(ctx, node, size, [0.5, -0.5])
+
+
+@converter("HammingWindow", since=17, static=(0,))
+def hamming_window(ctx: Context, node: Node, size: Tensor) -> Tensor:
+    """``HammingWindow``: ``25/46 - 21/46 cos(2*pi*i/N)``."""
+    return _window(ctx, node, size, [25.0 / 46.0, -21.0 / 46.0])
+
+
+@converter("BlackmanWindow", since=17, static=(0,))
+def blackman_window(ctx: Context, node: Node, size: Tensor) -> Tensor:
+    """``BlackmanWindow``: ``0.42 - 0.5 cos(2*pi*i/N) + 0.08 cos(4*pi*i/N)``."""
+    return _window(ctx, node, size, [0.42, -0.5, 0.08])
+
+
+@converter("MelWeightMatrix", since=17, static=(0, 1, 2, 3, 4))
+def mel_weight_matrix(ctx: Context, node: Node, bins: Tensor, dft_length: Tensor, rate: Tensor, low: Tensor,
+                      high: Tensor) -> Tensor:
+    """``MelWeightMatrix``: ``[dft_length//2 + 1, num_mel_bins]`` triangular filters on the mel scale
+    (``mel = 2595 log10(1 + hz/700)``), as ``onnx.reference`` computes them."""
+    n_mel, n_dft, sr = int(ctx.scalar(bins)), int(ctx.scalar(dft_length)), int(ctx.scalar(rate))
+    lo_mel = 2595.0 * math.log1p(float(ctx.scalar(low)) / 700.0) / math.log(10.0)
+    hi_mel = 2595.0 * math.log1p(float(ctx.scalar(high)) / 700.0) / math.log(10.0)
+    step = (hi_mel - lo_mel) / (n_mel + 2)
+    edges = []
+    for i in range(n_mel + 2):
+        hz = 700.0 * math.expm1((i * step + lo_mel) / 2595.0 * math.log(10.0))
+        edges.append(int(((n_dft + 1) * hz) // sr))
+    out = [[0.0] * n_mel for _ in range(n_dft // 2 + 1)]
+    for i in range(n_mel):
+        left, center, right = edges[i], edges[i + 1], edges[i + 2]
+        if center == left:
+            out[center][i] = 1.0
+        else:
+            for j in range(left, center + 1):
+                out[j][i] = (j - left) / (center - left)
+        for j in range(center, right):
+            out[j][i] = (right - j) / (right - center)
+    dtype = dtype_of(int(node.attr("output_datatype", 1)), f"{node.where()} output_datatype")
+    return ctx.tensor(out, dtype) if out else Tensor.zeros([0, n_mel], ctx.device).cast(dtype)
+
+
+__all__ = ["dft_last"]
