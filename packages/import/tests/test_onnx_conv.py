@@ -200,6 +200,22 @@ def test_average_pool_gradients_asymmetric(backend: str, include_pad: int) -> No
     _check_grads(_grads(model, x, backend, seed), _torch_grads(fn, x, seed))
 
 
+def test_pool3d_gradients_through_unfolded_windows(backend: str) -> None:
+    x = _f32(1, 2, 5, 4, 6)
+    mx = _model("MaxPool", {"x": x}, kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 0, 1, 0, 2, 0],
+                dilations=[1, 1, 2])
+    seed = _f32(*_ember(mx, {"x": x}, backend)[0].shape)
+
+    def fmax(xt: Any, _: Any) -> Any:
+        return F.max_pool3d(F.pad(xt, (1, 0, 0, 2, 1, 0), value=-np.inf), (2, 3, 2), (2, 1, 2), dilation=(1, 1, 2))
+
+    _check_grads(_grads(mx, x, backend, seed), _torch_grads(fmax, x, seed))
+    avg = _model("AveragePool", {"x": x}, kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1], count_include_pad=1)
+    seed = _f32(1, 2, 5, 4, 6)
+    _check_grads(_grads(avg, x, backend, seed), _torch_grads(
+        lambda xt, _: F.avg_pool3d(xt, 3, 1, 1, count_include_pad=True), x, seed))
+
+
 def test_average_pool_fast_path_gradients(backend: str) -> None:
     x = _f32(2, 2, 6, 6)
     model = _model("AveragePool", {"x": x}, kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])

@@ -54,11 +54,16 @@ def _pool_geometry(node: Node, x: Tensor) -> tuple[Geometry, list[int]]:
     return g, out
 
 
+def _pad_exact(x: Tensor, g: Geometry, out: list[int], value: float | int) -> Tensor:
+    """``x`` padded with ``value`` (or cropped) to exactly the extent the ``out`` windows cover."""
+    ends = [(o - 1) * s + e - n - b for o, s, e, n, b in zip(out, g.strides, g.effective(), x.shape[2:], g.begin)]
+    return pad_or_crop(x, g.begin, ends, value)
+
+
 def _windows(x: Tensor, g: Geometry, out: list[int], value: float | int) -> Tensor:
     """``[N, C, *out, *kernel]``: every window of ``x`` padded with ``value`` (dilated windows subsampled)."""
     nd = len(out)
-    ends = [(o - 1) * s + e - n - b for o, s, e, n, b in zip(out, g.strides, g.effective(), x.shape[2:], g.begin)]
-    x = pad_or_crop(x, g.begin, ends, value)
+    x = _pad_exact(x, g, out, value)
     for i, (e, s) in enumerate(zip(g.effective(), g.strides)):
         x = x.unfold(2 + i, e, s)
     if any(d > 1 for d in g.dilations):
@@ -78,7 +83,12 @@ def _fits_module_pool(g: Geometry, x: Tensor, dilated: bool) -> bool:
 
 
 def _window_sum(ctx: Context, x: Tensor, g: Geometry, out: list[int]) -> Tensor:
+    """The sum of every window of ``x`` padded with zeros: a module average pool of the exactly padded input
+    times the window size for 1-D/2-D undilated Float windows, else :func:`_windows`."""
     nd = len(out)
+    if x.rank in (3, 4) and x.kind is Float and all(d == 1 for d in g.dilations):
+        pool: Any = M.avg_pool1d if x.rank == 3 else M.avg_pool2d
+        return pool(_pad_exact(x, g, out, 0), g.kernel, g.strides, 0) * math.prod(g.kernel)
     w = _windows(x, g, out, 0)
     return w.sum_dims(list(range(w.rank - nd, w.rank))).reshape(list(x.shape[:2]) + out)
 
@@ -157,6 +167,12 @@ def _indices(ctx: Context, x: Tensor, coords: list[Tensor], column_major: bool) 
     return (flat + base).cast(DType.INT64)
 
 
+_MAX_POOL: dict[tuple[int, bool], Any] = {
+    (3, False): M.max_pool1d, (4, False): M.max_pool2d,
+    (3, True): M.max_pool1d_with_indices, (4, True): M.max_pool2d_with_indices,
+}
+
+
 @converter("MaxPool", since=1)
 def max_pool(ctx: Context, node: Node, x: Tensor) -> Any:
     """``MaxPool`` (opsets 1-22): windows' maximum and, when asked, ``Indices`` (int64 flat positions in
@@ -166,18 +182,18 @@ def max_pool(ctx: Context, node: Node, x: Tensor) -> Any:
     want_idx = len(node.outputs) > 1 and node.outputs[1] != ""
     column_major = bool(node.attr("storage_order", 0))
     ceil = bool(node.attr("ceil_mode", 0))
-    if _fits_module_pool(g, x, dilated=True):
-        pool: Any = {(3, False): M.max_pool1d, (4, False): M.max_pool2d, (3, True): M.max_pool1d_with_indices,
-                     (4, True): M.max_pool2d_with_indices}[(x.rank, want_idx)]
-        y = pool(x, g.kernel, g.strides, g.begin, g.dilations, ceil)
-        vals = y[0] if want_idx else y
-        if list(vals.shape[2:]) == out:
-            if not want_idx:
-                return y
-            flat = y[1]
-            coords = [flat] if nd == 1 else [flat // x.shape[3], flat % x.shape[3]]
-            return vals, _indices(ctx, x, coords, column_major)
     fill = float("-inf") if x.kind is Float else _INT_MIN.get(x.dtype, 0)
+    if x.rank in (3, 4) and x.kind is Float:
+        if _fits_module_pool(g, x, dilated=True) and not ceil:  # Ember pads (with -inf) itself
+            src, pad, shift = x, g.begin, [0] * nd
+        else:  # the exactly padded input
+            src, pad, shift = _pad_exact(x, g, out, fill), [0] * nd, g.begin
+        y = _MAX_POOL[(x.rank, want_idx)](src, g.kernel, g.strides, pad, g.dilations)
+        if not want_idx:
+            return y
+        flat, width = y[1], src.shape[-1]
+        coords = [flat - shift[0]] if nd == 1 else [flat // width - shift[0], flat % width - shift[1]]
+        return y[0], _indices(ctx, x, coords, column_major)
     w = _flat_windows(_windows(x, g, out, fill), nd)
     if not want_idx:
         return w.max_dim(-1).reshape(list(x.shape[:2]) + out)
