@@ -1,16 +1,20 @@
 """Convolutions: ``Conv`` and ``ConvTranspose`` (opsets 1-22; no version changed their semantics), ``Col2Im``
 (18), ``CausalConvWithState`` (27), ``DeformConv`` (19, 22).
 
-Both map onto :mod:`ember.tensor.module` (``conv1d/2d/3d``, ``conv_transpose1d/2d/3d``). ONNX's asymmetric
-pads, which Ember's symmetric ``padding`` cannot express, are applied with :meth:`Tensor.pad` before a
-convolution, and by cropping the full output of a transposed convolution. Formulas: the ONNX operator
+``Conv`` and ``ConvTranspose`` map onto :mod:`ember.tensor.module` (``conv1d/2d/3d``,
+``conv_transpose1d/2d/3d``). ONNX's asymmetric pads, which Ember's symmetric ``padding`` cannot express, are
+applied with :meth:`Tensor.pad` before a convolution, and by cropping the full output of a transposed
+convolution. Formulas: the ONNX operator
 specification (``ConvTranspose``'s ``output_shape`` / ``auto_pad`` total padding) and its reference
-implementation ``onnx/reference/ops/op_conv_transpose.py``.
+implementation ``onnx/reference/ops/op_conv_transpose.py``. ``Col2Im`` is a grouped transposed convolution,
+``CausalConvWithState`` a depthwise one, ``DeformConv`` the shared bilinear sampler of :mod:`._grid` followed
+by a grouped matrix product.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from ember import DType, Tensor
@@ -128,14 +132,10 @@ def col2im(ctx: Context, node: Node, x: Tensor, image_shape: Tensor, block_shape
         raise OnnxImportError(f"{node.where()}: expected input [N, C * prod(block_shape), L] with 1 to 3 image "
                               f"dims, got input {list(x.shape)}, image_shape {image}, block_shape {block}.")
     g = geometry(node, image, block)
-    k = 1
-    for b in block:
-        k *= b
+    k = math.prod(block)
     c = x.shape[1] // k
     counts = [(n + b + e - f) // s + 1 for n, b, e, f, s in zip(image, g.begin, g.end, g.effective(), g.strides)]
-    total = 1
-    for n in counts:
-        total *= n
+    total = math.prod(counts)
     if c * k != x.shape[1] or total != x.shape[2]:
         raise OnnxImportError(f"{node.where()}: input {list(x.shape)} does not match block_shape {block} and "
                               f"{counts} blocks ({total}) of image_shape {image} with the pads/strides/dilations.")
@@ -194,9 +194,7 @@ def deform_conv(ctx: Context, node: Node, x: Tensor, w: Tensor, offset: Tensor, 
     groups = int(node.attr("group", 1))
     og = int(node.attr("offset_group", 1))
     out = list(offset.shape[2:])
-    k = 1
-    for s in g.kernel:
-        k *= s
+    k = math.prod(g.kernel)
     if c % og or offset.shape[1] != og * k * nd or len(out) != nd or c != w.shape[1] * groups:
         raise OnnxImportError(f"{node.where()}: expected offset [N, offset_group * K * {nd}, *out] with "
                               f"offset_group {og} dividing the {c} channels and W [M, C / group, *kernel]; got X "
@@ -210,10 +208,7 @@ def deform_conv(ctx: Context, node: Node, x: Tensor, w: Tensor, offset: Tensor, 
     v = sample(xs, coords, "linear", "zeros")  # [N * og, C / og, K, *out]
     if mask is not None:
         v = v * mask.cast(x.dtype).reshape([n * og, 1, k] + out)
-    p = 1
-    for o in out:
-        p *= o
-    v = v.reshape([n, groups, (c // groups) * k, p])
+    v = v.reshape([n, groups, (c // groups) * k, math.prod(out)])
     wg = w.reshape([1, groups, m // groups, (c // groups) * k])
     y = wg.matmul(v).reshape([n, m] + out)
     return add_channel_bias(y, b)
