@@ -112,10 +112,10 @@ def _attention_bias(
 
 def _softmax_zero_rows(x: Tensor, bias: Tensor) -> Tensor:
     """Softmax over the last dim, with rows whose scores or bias are all ``-inf`` set to zero (the
-    reference's convention for a query with no attendable key; a plain softmax gives NaN there)."""
-    p = activation.softmax(x, -1)
+    reference's convention for a query with no attendable key; a plain softmax gives NaN there). Those rows
+    are zeroed before the softmax too, so its backward pass stays finite (zero) there."""
     empty = x.max_dim(-1).equal(_NEG_INF).bool_or(bias.max_dim(-1).equal(_NEG_INF))
-    return p.mask_fill(empty, 0.0)
+    return activation.softmax(x.mask_fill(empty, 0.0), -1).mask_fill(empty, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------- core
