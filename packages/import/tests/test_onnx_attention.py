@@ -316,3 +316,68 @@ def test_conv_integer_and_qlinear_conv_per_channel(backend: str) -> None:
     want = np.clip(np.rint((acc + bias.reshape(1, 3, 1, 1)) * factor) + 10, 0, 255)
     assert got.dtype == np.uint8
     np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------------------------------------- compiled, recurrent
+@pytest.mark.skipif("jax" not in BACKENDS, reason="ember-backend-jax is not installed")
+def test_attention_traces_once_under_ember_jax_jit() -> None:
+    """GQA with causal masking from per-batch ``nonpad_kv_seqlen`` (a data-dependent frontier) compiles
+    into one trace and equals the reference."""
+    import ember_jax
+
+    inputs = {"q": _f32(2, 4, 3, 4), "k": _f32(2, 2, 5, 4), "v": _f32(2, 2, 5, 4), "mask": None, "past_key": None,
+              "past_value": None, "nonpad_kv_seqlen": np.array([4, 5], dtype=np.int64)}
+    model = _model("Attention", inputs, "1001", opset=24, is_causal=1, qk_matmul_output_mode=3)
+    dev = backend_device("jax")
+    m = load_model(model, dev)
+    step = ember_jax.jit(lambda mod, *xs: mod(*xs))
+    xs = [Tensor.from_data(v, dev, dtype=str(v.dtype)) for v in _fed(inputs).values()]
+    got = [t.to_numpy() for t in step(m, *xs)]
+    step(m, *xs)
+    assert step.trace_count == 1
+    for g, w in zip(got, _reference(model, inputs)):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def _torch_gated_delta(q: Any, k: Any, v: Any, decay: Any, beta: Any, hq: int, hk: int) -> Any:
+    """The ``gated_delta`` recurrence of the ONNX ``LinearAttention`` spec, token by token (float64)."""
+    import torch
+
+    def split(x: Any, h: int) -> Any:
+        return x.reshape(x.shape[0], x.shape[1], h, -1).transpose(1, 2)
+
+    q4, k4, v4 = split(q, hq), split(k, hk), split(v, hk)
+    g4, b4 = decay.transpose(1, 2).unsqueeze(-1), beta.transpose(1, 2).unsqueeze(-1)  # [B, H_kv, T, 1]
+    state = torch.zeros(q.shape[0], hk, k4.shape[3], v4.shape[3], dtype=q.dtype)
+    outs = []
+    for t in range(q.shape[1]):
+        kt, vt = k4[:, :, t], v4[:, :, t]
+        state = state * torch.exp(g4[:, :, t]).unsqueeze(-1)
+        vt = b4[:, :, t] * (vt - torch.einsum("bhdm,bhd->bhm", state, kt))
+        state = state + kt.unsqueeze(-1) * vt.unsqueeze(-2)
+        read = state.repeat_interleave(hq // hk, dim=1)
+        outs.append(torch.einsum("bhd,bhdm->bhm", q4[:, :, t], read) / k4.shape[3] ** 0.5)
+    y = torch.stack(outs, 2)
+    return y.transpose(1, 2).reshape(y.shape[0], y.shape[2], -1)
+
+
+def test_linear_attention_gated_delta_gradients_match_torch(backend: str) -> None:
+    """``LinearAttention`` (gated delta rule, GQA) and its gradients against the recurrence in torch."""
+    torch = pytest.importorskip("torch")
+    inputs = {"q": _f32(2, 3, 8), "k": _f32(2, 3, 4) * 0.5, "v": _f32(2, 3, 6), "past": None,
+              "decay": -RNG.random((2, 3, 2)).astype(np.float32), "beta": RNG.random((2, 3, 2)).astype(np.float32)}
+    model = _model("LinearAttention", inputs, 2, opset=27, q_num_heads=4, kv_num_heads=2,
+                   update_rule="gated_delta")
+    fed = _fed(inputs)
+    dev = Autodiff(backend_device(backend).backend).device()
+    ts = [Tensor.from_data(v, dev).require_grad() for v in fed.values()]
+    y = load_model(model, dev)(*ts)
+    y = y[0] if isinstance(y, tuple) else y
+    weight = RNG.standard_normal(y.shape)
+    g = y.mul(Tensor.from_data(weight.astype(np.float32), dev)).sum().backward()
+    tt = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in fed.values()]
+    want = _torch_gated_delta(*tt, hq=4, hk=2)
+    np.testing.assert_allclose(y.to_numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-5)
+    (want * torch.tensor(weight)).sum().backward()
+    for key, t, w in zip(fed, ts, tt):
+        np.testing.assert_allclose(t.grad(g).to_numpy(), w.grad.numpy(), rtol=1e-3, atol=1e-5, err_msg=key)

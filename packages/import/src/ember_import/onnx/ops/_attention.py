@@ -82,45 +82,51 @@ def _frontier(q_len: int, kv_len: int, offset: int | Tensor, device: object) -> 
 def _attention_bias(
     ctx: Context, node: Node, mask: Tensor | None, q_len: int, kv_len: int, dtype: DType,
     past_len: int, nonpad: Tensor | None,
-) -> Tensor:
-    """The additive bias ``[.., q, kv]`` of ``Attention``: mask, causal frontier, window, padding."""
+) -> Tensor | None:
+    """The additive bias ``[.., q, kv]`` of ``Attention``: mask, causal frontier, window, padding (``None``
+    when there is none)."""
     if mask is not None:
         pad = kv_len - mask.shape[-1]
         if pad > 0:
             mask = mask.pad([(0, pad)], value=False if mask.kind is Bool else _NEG_INF)
         mask = _bias_of(mask, dtype) if mask.kind is Bool else as_dtype(mask, dtype)
-    bias = Tensor.zeros([q_len, kv_len], ctx.device).cast(dtype)
-    if mask is not None:
-        bias = bias.add(mask)
+    terms: list[Tensor] = [] if mask is None else [mask]
     offset: int | Tensor = past_len if nonpad is None or past_len else nonpad.sub(q_len)
     if int(node.attr("is_causal", 0)):
         diff, _ = _frontier(q_len, kv_len, offset, ctx.device)
-        bias = bias.add(_bias_of(diff.greater_equal(0), dtype))
+        terms.append(_bias_of(diff.greater_equal(0), dtype))
     left, right = int(node.attr("left_window_size", -1)), int(node.attr("right_window_size", -1))
     if left >= 0 or right >= 0:
         diff, _ = _frontier(q_len, kv_len, offset, ctx.device)
         if left >= 0:
-            bias = bias.add(_bias_of(diff.lower_equal(left), dtype))
+            terms.append(_bias_of(diff.lower_equal(left), dtype))
         if right >= 0:
-            bias = bias.add(_bias_of(diff.greater_equal(-right), dtype))
+            terms.append(_bias_of(diff.greater_equal(-right), dtype))
     if nonpad is not None:
         j = Tensor.arange(0, kv_len, ctx.device).reshape([1, kv_len])
         valid = j.lower(nonpad.reshape([-1, 1]).cast(j.dtype))
-        bias = bias.add(_bias_of(valid, dtype).reshape([-1, 1, 1, kv_len]))
+        terms.append(_bias_of(valid, dtype).reshape([-1, 1, 1, kv_len]))
+    if not terms:
+        return None
+    bias = terms[0]
+    for term in terms[1:]:
+        bias = bias.add(term)
     return bias
 
 
-def _softmax_zero_rows(x: Tensor, bias: Tensor) -> Tensor:
+def _softmax_zero_rows(x: Tensor, bias: Tensor | None) -> Tensor:
     """Softmax over the last dim, with rows whose scores or bias are all ``-inf`` set to zero (the
     reference's convention for a query with no attendable key; a plain softmax gives NaN there). Those rows
     are zeroed before the softmax too, so its backward pass stays finite (zero) there."""
-    empty = x.max_dim(-1).equal(_NEG_INF).bool_or(bias.max_dim(-1).equal(_NEG_INF))
+    empty = x.max_dim(-1).equal(_NEG_INF)
+    if bias is not None:
+        empty = empty.bool_or(bias.max_dim(-1).equal(_NEG_INF))
     return activation.softmax(x.mask_fill(empty, 0.0), -1).mask_fill(empty, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------- core
 def scaled_dot_product(
-    q: Tensor, k: Tensor, v: Tensor, bias: Tensor, scale: float, softcap: float = 0.0,
+    q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, scale: float, softcap: float = 0.0,
     softmax_dtype: DType | None = None, mode: int = 0,
 ) -> tuple[Tensor, Tensor]:
     """``softmax(softcap(q k^T * scale) + bias) @ v`` on ``[batch, heads, seq, size]`` tensors, with the
@@ -129,7 +135,7 @@ def scaled_dot_product(
     scores = q.mul(root).matmul(k.mul(root).swap_dims(-1, -2))
     if softcap > 0:
         scores = scores.div(softcap).tanh().mul(softcap)
-    biased = scores.add(bias)
+    biased = scores if bias is None else scores.add(bias)
     out_qk = biased if mode == 2 else scores
     if softmax_dtype is not None:
         biased = as_dtype(biased, softmax_dtype)
