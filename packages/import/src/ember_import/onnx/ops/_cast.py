@@ -1,0 +1,51 @@
+"""Element-type conversion: ONNX ``Cast`` (1, 6, 9, 13, 19, 21, 23, 24, 25, 28) and ``CastLike`` (15, 19, 21, 23,
+24, 25, 28), following the ONNX reference (``numpy.astype``): floats to integers truncate toward zero, anything to
+bool is ``!= 0``, bool to numbers is 0/1.
+
+``to`` is a type name string in opset 1 and a ``TensorProto.DataType`` number from 6. ``saturate`` and
+``round_mode`` only concern float8/float8e8m0 targets, which (like strings, 4-bit and 2-bit types) have no Ember
+element type: such casts raise :class:`OnnxImportError` when the model is run.
+"""
+
+from __future__ import annotations
+
+from ember import Tensor
+
+from .._context import Context
+from .._dtypes import dtype_of
+from .._errors import OnnxImportError
+from .._ir import Node
+from .._registry import converter
+from ._elementwise_util import to_dtype
+
+__all__: list[str] = []
+
+
+def _target(node: Node) -> int:
+    """The ``to`` attribute as a ``TensorProto.DataType`` number (opset 1 spells it as a name, ``"FLOAT"``)."""
+    to = node.attr("to")
+    if isinstance(to, bytes):
+        to = to.decode()
+    if isinstance(to, str):
+        from onnx import TensorProto  # the names of the wire-format enum (protobuf metadata only)
+
+        try:
+            return int(TensorProto.DataType.Value(to.upper()))
+        except ValueError:
+            raise OnnxImportError(
+                f"{node.where()}: 'to' names no ONNX element type ({to!r}); use a TensorProto.DataType name "
+                "such as 'FLOAT' or 'INT64'."
+            ) from None
+    return int(to)
+
+
+@converter("Cast", since=1)
+def cast(ctx: Context, node: Node, x: Tensor) -> Tensor:
+    """ONNX ``Cast``: ``x`` converted to the element type ``to``."""
+    return to_dtype(x, dtype_of(_target(node), f"{node.where()} attribute 'to'"))
+
+
+@converter("CastLike", since=15)
+def cast_like(ctx: Context, node: Node, x: Tensor, like: Tensor) -> Tensor:
+    """ONNX ``CastLike``: ``x`` converted to the element type of ``like``."""
+    return to_dtype(x, like.dtype)
