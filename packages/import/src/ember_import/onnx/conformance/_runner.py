@@ -62,12 +62,20 @@ def _ops(case: Any) -> tuple[str, ...]:
     return tuple(sorted({n.op_type for n in case.model.graph.node if n.op_type != "Constant"} or {"Constant"}))
 
 
+def _array(value: Any) -> np.ndarray:
+    """A data-set value as an array: the loader gives arrays, or ``TensorProto`` for the cases stored as
+    protobuf (the Cast/CastLike and some quantization cases)."""
+    from onnx import TensorProto, numpy_helper
+
+    return numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
+
+
 def _to_ember(value: Any, device: Device) -> Any:
     if value is None:
         return None
     if isinstance(value, list):
         return [_to_ember(v, device) for v in value]
-    arr = np.asarray(value)
+    arr = _array(value)
     dt = DType.from_numpy(arr.dtype)
     return Tensor.from_data(arr, device, dtype=dt)
 
@@ -83,7 +91,7 @@ def _compare(name: str, got: Any, want: Any) -> str | None:
         return None
     if want is None:
         return None if got is None else f"{name}: expected an empty optional"
-    w = np.asarray(want)
+    w = _array(want)
     if not isinstance(got, Tensor):
         return f"{name}: expected a tensor, got {type(got).__name__}"
     try:
