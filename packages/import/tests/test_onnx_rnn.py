@@ -228,3 +228,201 @@ def test_gru_opsets(backend: str, opset: int) -> None:
     """GRU at opset 7 (no layout) and 14 give onnxruntime's values, Y only (Y_h omitted)."""
     inputs: dict[str, np.ndarray | None] = {"x": _f32(3, 2, 4), **_weights("GRU", 1, 4, 3)}
     _check_ort(_model("GRU", inputs, 1, opset=opset, hidden_size=3), inputs, backend)
+
+
+# ---------------------------------------------------------------------------------------------- control flow
+def _graph_model(nodes: list[Any], inputs: list[Any], outputs: list[Any], opset: int = 17,
+                 inits: list[Any] | None = None) -> Any:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=inits or [])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = onnx.shape_inference.infer_shapes(model)
+    model.ir_version = 8
+    return model
+
+
+def _f(name: str, shape: list[Any] | None) -> Any:
+    """A float value info; ``None``: left to shape inference."""
+    if shape is None:
+        return helper.make_empty_tensor_value_info(name)
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _const(name: str, value: np.ndarray) -> Any:
+    return helper.make_node("Constant", [], [name], value=onnx.numpy_helper.from_array(value))
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_branches_read_outer_scope_and_own_initializers(backend: str, flag: bool) -> None:
+    """The then-branch returns an outer value, the else-branch its own initializer."""
+    x = _f32(2, 3)
+    then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [], [_f("t", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["w"], ["e"])], "else", [], [_f("e", [2, 3])],
+                               initializer=[onnx.numpy_helper.from_array(np.full((2, 3), 7, np.float32), "w")])
+    model = _graph_model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []), _f("x", [2, 3])], [_f("y", [2, 3])])
+    (got,) = _run(model, {"c": np.array(flag), "x": x}, backend)
+    np.testing.assert_array_equal(got, x if flag else np.full((2, 3), 7, np.float32))
+
+
+def _loop_model() -> Any:
+    """Loop(M, cond, seq): each iteration appends the iteration number to the carried sequence and emits it
+    as a scan output; the sequence is then concatenated."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("SequenceInsert", ["seq_in", "i"], ["seq_out"]),
+         helper.make_node("Identity", ["i"], ["scan"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_in", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("seq_out", TensorProto.INT64, []),
+         helper.make_tensor_value_info("scan", TensorProto.INT64, [])])
+    nodes = [helper.make_node("SequenceEmpty", [], ["empty"], dtype=TensorProto.INT64),
+             helper.make_node("Loop", ["m", "", "empty"], ["seq", "scans"], body=body),
+             helper.make_node("ConcatFromSequence", ["seq"], ["cat"], axis=0, new_axis=1),
+             helper.make_node("SequenceLength", ["seq"], ["n"])]
+    return _graph_model(nodes, [helper.make_tensor_value_info("m", TensorProto.INT64, [])],
+                        [helper.make_tensor_value_info(o, TensorProto.INT64, s)
+                         for o, s in (("cat", ["k"]), ("scans", ["k"]), ("n", []))])
+
+
+def test_loop_carries_a_sequence_and_stacks_scan_outputs(backend: str) -> None:
+    cat, scans, n = _run(_loop_model(), {"m": np.array(4, np.int64)}, backend)
+    np.testing.assert_array_equal(cat, np.arange(4))
+    np.testing.assert_array_equal(scans, np.arange(4))
+    assert n.dtype == np.int64 and int(n) == 4
+
+
+def test_scan_reverse_input_and_output_axis(backend: str) -> None:
+    """Scan 9+: a running sum over a reversed scan input, the partial sums stacked on output axis 1."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["xs"], ["last"]), helper.make_node("Identity", ["s_in"], ["s_out"]),
+         helper.make_node("Identity", ["xs"], ["y"])],
+        "body", [_f("s_in", [2]), _f("xs", [2])], [_f("s_out", [2]), _f("last", [2]), _f("y", [2])])
+    model = _graph_model(
+        [helper.make_node("Scan", ["s0", "x"], ["s", "lasts", "ys"], body=body, num_scan_inputs=1,
+                          scan_input_directions=[1], scan_output_axes=[0, -1], scan_output_directions=[0, 1])],
+        [_f("s0", [2]), _f("x", [3, 2])], [_f("s", [2]), _f("lasts", [3, 2]), _f("ys", [2, 3])], opset=16)
+    s0, x = _f32(2), _f32(3, 2)
+    s, lasts, ys = _run(model, {"s0": s0, "x": x}, backend)
+    np.testing.assert_array_equal(s, s0)
+    np.testing.assert_array_equal(lasts, x[::-1])  # reversed input, forward output
+    np.testing.assert_array_equal(ys, x.T)  # reversed input and reversed output on axis 1
+
+
+# ---------------------------------------------------------------------------------------------- sequences
+def test_sequence_ops_against_onnxruntime(backend: str) -> None:
+    """SplitToSequence with a scalar split, negative positions, Erase, At, ConcatFromSequence on a negative
+    new axis."""
+    x = _f32(5, 2)
+    nodes = [_const("two", np.array(2, np.int64)), _const("neg", np.array(-1, np.int64)),
+             _const("zero", np.array(0, np.int64)),
+             helper.make_node("SplitToSequence", ["x", "two"], ["s"], axis=0),
+             helper.make_node("SequenceErase", ["s", "neg"], ["s2"]),
+             helper.make_node("SequenceAt", ["s", "neg"], ["last"]),
+             helper.make_node("SequenceInsert", ["s2", "x", "zero"], ["s3"]),
+             helper.make_node("SequenceLength", ["s3"], ["n"]),
+             helper.make_node("SplitToSequence", ["x"], ["rows"], axis=1, keepdims=0),
+             helper.make_node("ConcatFromSequence", ["rows"], ["stacked"], axis=-1, new_axis=1)]
+    model = _graph_model(nodes, [_f("x", [5, 2])],
+                         [_f("last", None), helper.make_empty_tensor_value_info("n"),
+                          _f("stacked", None)])
+    _check_ort(model, {"x": x}, backend)
+
+
+# ---------------------------------------------------------------------------------------------- signal
+@pytest.mark.parametrize("case", ["complex_padded", "inverse_truncated", "irfft_odd", "rfft_axis_input"])
+def test_dft_against_numpy(backend: str, case: str) -> None:
+    sig = _f32(2, 6, 3)
+    if case == "complex_padded":  # DFT 17 along axis 1 of a complex signal, zero-padded to 8
+        x, n, axis, attrs = _f32(2, 6, 3, 2), 8, 1, {}
+        z = x[..., 0] + 1j * x[..., 1]
+        want = np.fft.fft(z.astype(np.complex128), n=8, axis=1)
+    elif case == "inverse_truncated":
+        x, n, axis, attrs = _f32(2, 6, 3, 2), 4, 1, {"inverse": 1}
+        want = np.fft.ifft((x[..., 0] + 1j * x[..., 1]).astype(np.complex128), n=4, axis=1)
+    elif case == "irfft_odd":
+        x, n, axis, attrs = _f32(2, 4, 3, 2), 7, 1, {"inverse": 1, "onesided": 1}
+        want = np.fft.irfft((x[..., 0] + 1j * x[..., 1]).astype(np.complex128), n=7, axis=1)
+    else:  # DFT 20: axis as an input, real signal, one-sided
+        x, n, axis, attrs = sig[..., None], 3, -2, {"onesided": 1}
+        want = np.fft.rfft(sig.astype(np.float64), axis=2)
+    w = np.stack([want.real, want.imag], -1) if np.iscomplexobj(want) else want[..., None]
+    consts = [_const("n", np.array(n, np.int64))]
+    ins = ["x", "n"]
+    opset = 17
+    if case == "rfft_axis_input":
+        consts.append(_const("axis", np.array(axis, np.int64)))
+        ins.append("axis")
+        opset = 20
+    else:
+        attrs["axis"] = axis
+    model = _graph_model([*consts, helper.make_node("DFT", ins, ["y"], **attrs)], [_f("x", list(x.shape))],
+                         [_f("y", None)], opset=opset)
+    (got,) = _run(model, {"x": x}, backend)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4)
+
+
+def test_dft_gradient_matches_torch_rfft(backend: str) -> None:
+    torch = pytest.importorskip("torch")
+    x = _f32(3, 8)
+    model = _graph_model([helper.make_node("DFT", ["x"], ["y"], axis=1, onesided=1)], [_f("x", [3, 8, 1])],
+                         [_f("y", None)])
+    dev = Autodiff(backend_device(backend).backend).device()
+    t = Tensor.from_data(x[..., None], dev).require_grad()
+    weight = RNG.standard_normal((3, 5, 2))
+    g = load_model(model, dev)(t).mul(Tensor.from_data(weight, dev)).sum().backward()
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    f = torch.fft.rfft(tx, dim=1)
+    (torch.view_as_real(f) * torch.tensor(weight)).sum().backward()
+    np.testing.assert_allclose(t.grad(g).to_numpy()[..., 0], tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_stft_hann_window_against_onnxruntime(backend: str) -> None:
+    x = _f32(2, 40, 1)
+    nodes = [_const("size", np.array(16, np.int64)), _const("step", np.array(6, np.int64)),
+             helper.make_node("HannWindow", ["size"], ["w"], periodic=0),
+             helper.make_node("STFT", ["x", "step", "w"], ["y"], onesided=1)]
+    _check_ort(_graph_model(nodes, [_f("x", [2, 40, 1])], [_f("y", None)]), {"x": x}, backend)
+
+
+# ---------------------------------------------------------------------------------------------- random
+def test_random_ops_shapes_types_and_ranges(backend: str) -> None:
+    """Values are random (the node suite cannot check them): shapes, types and ranges are checked."""
+    logits = np.log(np.array([[1e-6, 1.0, 1e-6], [1.0, 1e-6, 1e-6]], np.float32))
+    nodes = [helper.make_node("RandomNormal", [], ["n"], shape=[3, 4], mean=5.0, scale=0.01),
+             helper.make_node("RandomUniform", [], ["u"], shape=[200], low=2.0, high=3.0, dtype=TensorProto.DOUBLE),
+             helper.make_node("RandomNormalLike", ["p"], ["nl"]),
+             helper.make_node("RandomUniformLike", ["p"], ["ul"], dtype=TensorProto.DOUBLE),
+             helper.make_node("Bernoulli", ["p"], ["b"], dtype=TensorProto.INT32),
+             helper.make_node("Multinomial", ["logits"], ["m"], sample_size=50, dtype=TensorProto.INT64)]
+    outs = [helper.make_empty_tensor_value_info(o) for o in ("n", "u", "nl", "ul", "b", "m")]
+    model = _graph_model(nodes, [_f("p", [2, 5]), _f("logits", [2, 3])], outs)
+    p = np.array([[0.0] * 5, [1.0] * 5], np.float32)
+    n, u, nl, ul, b, m = _run(model, {"p": p, "logits": logits}, backend)
+    assert n.dtype == np.float32 and n.shape == (3, 4) and np.all(np.abs(n - 5) < 0.1)
+    assert u.dtype == np.float64 and u.shape == (200,) and np.all((u >= 2) & (u < 3))
+    assert nl.dtype == np.float32 and nl.shape == (2, 5)
+    assert ul.dtype == np.float64 and ul.shape == (2, 5) and np.all((ul >= 0) & (ul < 1))
+    assert b.dtype == np.int32 and b.tolist() == [[0] * 5, [1] * 5]
+    assert m.dtype == np.int64 and m.shape == (2, 50) and m[0].tolist() == [1] * 50 and m[1].tolist() == [0] * 50
+
+
+# ---------------------------------------------------------------------------------------------- detection
+@pytest.mark.parametrize("center", [0, 1])
+def test_non_max_suppression_against_onnxruntime(backend: str, center: int) -> None:
+    corners = RNG.uniform(0, 10, (2, 30, 2, 2)).astype(np.float32)
+    boxes = corners.reshape(2, 30, 4)
+    if center:
+        boxes[..., 2:] = np.abs(boxes[..., 2:]) / 2
+    scores = RNG.uniform(0, 1, (2, 3, 30)).astype(np.float32)
+    nodes = [_const("k", np.array([5], np.int64)), _const("iou", np.array([0.3], np.float32)),
+             _const("st", np.array([0.2], np.float32)),
+             helper.make_node("NonMaxSuppression", ["boxes", "scores", "k", "iou", "st"], ["sel"],
+                              center_point_box=center)]
+    model = _graph_model(nodes, [_f("boxes", [2, 30, 4]), _f("scores", [2, 3, 30])],
+                         [helper.make_empty_tensor_value_info("sel")])
+    _check_ort(model, {"boxes": boxes, "scores": scores}, backend)
