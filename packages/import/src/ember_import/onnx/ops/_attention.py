@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from ember import Bool, DType, Tensor
+from ember.backend import Device
 from ember.tensor import activation
 
 from .._context import Context
@@ -68,15 +69,14 @@ def _bias_of(allowed: Tensor, dtype: DType) -> Tensor:
     return allowed.float().cast(dtype).zeros_like().mask_fill(allowed.bool_not(), _NEG_INF)
 
 
-def _frontier(q_len: int, kv_len: int, offset: int | Tensor, device: object) -> tuple[Tensor, bool]:
+def _frontier(q_len: int, kv_len: int, offset: int | Tensor, device: Device) -> Tensor:
     """``(i + offset) - j`` for query ``i`` and key ``j``: ``[q, kv]`` for an int offset, ``[batch, 1, q, kv]``
-    for a per-batch Int tensor of offsets; and whether it is per batch."""
-    i = Tensor.arange(0, q_len, device).reshape([q_len, 1])  # type: ignore[arg-type]
-    j = Tensor.arange(0, kv_len, device).reshape([1, kv_len])  # type: ignore[arg-type]
+    for a per-batch Int tensor of offsets (``nonpad_kv_seqlen - q_len``)."""
+    i = Tensor.arange(0, q_len, device).reshape([q_len, 1])
+    j = Tensor.arange(0, kv_len, device).reshape([1, kv_len])
     if isinstance(offset, Tensor):
-        off = offset.reshape([-1, 1, 1, 1]).cast(i.dtype)
-        return i.unsqueeze_dims([0, 1]).add(off).sub(j), True
-    return i.add(int(offset)).sub(j), False
+        return i.unsqueeze_dims([0, 1]).add(offset.reshape([-1, 1, 1, 1]).cast(i.dtype)).sub(j)
+    return i.add(int(offset)).sub(j)
 
 
 def _attention_bias(
@@ -92,12 +92,12 @@ def _attention_bias(
         mask = _bias_of(mask, dtype) if mask.kind is Bool else as_dtype(mask, dtype)
     terms: list[Tensor] = [] if mask is None else [mask]
     offset: int | Tensor = past_len if nonpad is None or past_len else nonpad.sub(q_len)
-    if int(node.attr("is_causal", 0)):
-        diff, _ = _frontier(q_len, kv_len, offset, ctx.device)
-        terms.append(_bias_of(diff.greater_equal(0), dtype))
+    causal = bool(int(node.attr("is_causal", 0)))
     left, right = int(node.attr("left_window_size", -1)), int(node.attr("right_window_size", -1))
-    if left >= 0 or right >= 0:
-        diff, _ = _frontier(q_len, kv_len, offset, ctx.device)
+    if causal or left >= 0 or right >= 0:
+        diff = _frontier(q_len, kv_len, offset, ctx.device)
+        if causal:
+            terms.append(_bias_of(diff.greater_equal(0), dtype))
         if left >= 0:
             terms.append(_bias_of(diff.lower_equal(left), dtype))
         if right >= 0:
