@@ -36,10 +36,6 @@ ALL: dict[str, str] = {
     "test_quantizelinear_uint2": _LOW_BIT,
     "test_quantizelinear_int2": _LOW_BIT,
     "test_quantizelinear_float4e2m1": _LOW_BIT,
-    "test_quantizelinear_blocked_symmetric": (
-        "the suite's loader returns this case's expected int16 output as a raw TensorProto (not an array), "
-        "which the runner cannot compare; the converter's output equals onnx.numpy_helper.to_array of it"
-    ),
 }
 _OTHER_FAMILIES = (
     "the score_mod/prob_mod sub-graph uses operators of other families ({}) not converted yet; with them "

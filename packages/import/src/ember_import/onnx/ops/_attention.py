@@ -217,9 +217,8 @@ def rotary_embedding(
     b, s, h, d = xs.shape
     rd = int(node.attr("rotary_embedding_dim", 0)) or d
     if position_ids is not None:
-        ids = position_ids.reshape([-1]).cast(DType.INT64) if position_ids.dtype is not DType.INT64 else position_ids
-        cos = cos.select(0, ids.reshape([-1])).reshape([b, s, -1])
-        sin = sin.select(0, ids.reshape([-1])).reshape([b, s, -1])
+        ids = position_ids.reshape([-1])
+        cos, sin = cos.select(0, ids).reshape([b, s, -1]), sin.select(0, ids).reshape([b, s, -1])
     if cos.shape[-1] * 2 != rd or sin.shape[-1] * 2 != rd:
         raise OnnxImportError(
             f"{node.where()}: cos/sin caches have {cos.shape[-1]}/{sin.shape[-1]} columns, expected half the "

@@ -72,7 +72,7 @@ def broadcast_param(node: Node, p: Tensor, shape: list[int], axis: int, block_si
     Raises:
         OnnxImportError: the parameter's shape fits none of these.
     """
-    if p.num_elements() == 1 and not block_size:
+    if p.num_elements() == 1:
         return p.reshape([])
     axis = norm_axis(node, axis, len(shape))
     if not block_size:
@@ -221,8 +221,9 @@ def conv_integer(
 
 
 def requantize(node: Node, acc: Tensor, factor: Tensor, y_zp: Tensor | None, out: DType) -> Tensor:
-    """``saturate(round(acc * factor) + y_zero_point)`` into ``out``: an int32 accumulator requantized."""
-    work = _wide(factor)
+    """``saturate(round(acc * factor) + y_zero_point)`` into ``out``: an int32 accumulator requantized, in
+    float64 where the backend has it (as the reference, whose int32 * float product is float64)."""
+    work = DType.FLOAT64 if DType.FLOAT64 in acc.device.backend.supported_dtypes else _wide(factor)
     y = as_dtype(acc, work).mul(as_dtype(factor, work)).round()
     if y_zp is not None:
         y = y.add(as_dtype(y_zp, work))
