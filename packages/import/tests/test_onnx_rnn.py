@@ -6,6 +6,7 @@ weights, a ``torch.onnx.export`` of ``nn.LSTM``, and the attributes the suite le
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 from typing import Any
@@ -152,29 +153,51 @@ def test_matches_torch_values_and_gradients(backend: str, op: str, bidir: bool) 
     np.testing.assert_allclose(grads["b"], want_b, rtol=1e-3, atol=1e-4)
 
 
-def test_torch_export_lstm(backend: str) -> None:
-    """``torch.onnx.export`` of ``nn.LSTM`` (layout 0, forward, initial states as inputs) runs like torch."""
+_EXPORTS = {  # name: (module factory, input shapes; a pair of shapes is LSTM's (h0, c0))
+    "lstm_h0": (lambda nn: nn.LSTM(3, 4), [(5, 2, 3), ((1, 2, 4), (1, 2, 4))]),
+    "lstm2_batch_first_bidir": (lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True),
+                                [(2, 5, 3)]),
+    "gru2_h0": (lambda nn: nn.GRU(3, 4, num_layers=2), [(5, 2, 3), (2, 2, 4)]),
+    "rnn_relu": (lambda nn: nn.RNN(3, 4, nonlinearity="relu"), [(5, 2, 3)]),
+}
+
+
+@functools.cache
+def _export(name: str) -> tuple[Any, list[np.ndarray], list[np.ndarray]]:
+    """``torch.onnx.export`` of a torch recurrent module: (model, flat inputs, torch's flat outputs)."""
     torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    factory, shapes = _EXPORTS[name]
+    tm = factory(torch.nn).eval()
+    args = [tuple(torch.randn(*s) for s in sh) if isinstance(sh[0], tuple) else torch.randn(*sh) for sh in shapes]
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(tm, tuple(args), f, dynamo=False, opset_version=17)
+    flat = [t.numpy() for a in args for t in (a if isinstance(a, tuple) else (a,))]
+    with torch.no_grad():
+        y, state = tm(*args)
+    outs = [y.numpy()] + [t.numpy() for t in (state if isinstance(state, tuple) else (state,))]
+    return onnx.load_from_string(f.getvalue()), flat, outs
+
+
+@pytest.mark.parametrize("name", sorted(_EXPORTS))
+def test_torch_export(backend: str, name: str) -> None:
+    """``torch.onnx.export`` of ``nn.LSTM``/``GRU``/``RNN`` (initial states as inputs, several layers,
+    ``batch_first``, bidirectional) runs like torch (skipped while the export's other ops lack converters)."""
     from ember_import.onnx._registry import lookup
 
-    tm = torch.nn.LSTM(3, 4).eval()
-    x, h, c = torch.randn(5, 2, 3), torch.randn(1, 2, 4), torch.randn(1, 2, 4)
-    f = io.BytesIO()
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(tm, (x, (h, c)), f, dynamo=False, input_names=["x", "h0", "c0"])
+        model, inputs, want = _export(name)
     except Exception as exc:  # noqa: BLE001 - the legacy exporter may be gone from a future torch
         pytest.skip(f"torch.onnx.export failed: {exc}")
-    model = onnx.load_from_string(f.getvalue())
     missing = {n.op_type for n in model.graph.node if lookup(n.op_type, n.domain, 17) is None}
     if missing:
-        pytest.skip(f"the export uses ops not converted yet: {missing}")
-    got = _run(model, {"x": x.numpy(), "h0": h.numpy(), "c0": c.numpy()}, backend)
-    with torch.no_grad():
-        y, (hn, cn) = tm(x, (h, c))
-    for g, t in zip(got, (y, hn, cn)):
-        np.testing.assert_allclose(g, t.numpy(), rtol=1e-4, atol=1e-5)
+        pytest.skip(f"the export uses ops not converted yet: {sorted(missing)}")
+    got = _run(model, {f"i{k}": v for k, v in enumerate(inputs)}, backend)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------- attributes

@@ -52,6 +52,8 @@ def _stack(ctx: Context, node: Node, values: list[Tensor], axis: int, info: Any)
     """Per-iteration ``values`` stacked on a new ``axis``; empty when there were no iterations (shape and
     type from the body's declared output)."""
     if values:
+        if any(not ctx.is_host(v) for v in values):  # iterations on both devices: join on the compute one
+            values = [ctx.to_main(v) if ctx.is_host(v) else v for v in values]
         rank = values[0].rank + 1
         return Tensor.stack(values, axis + rank if axis < 0 else axis)
     shape = getattr(info, "shape", None)
