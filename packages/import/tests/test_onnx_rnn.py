@@ -201,10 +201,10 @@ def test_torch_export(backend: str, name: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- attributes
-def _weights(op: str, nd: int, inp: int, hid: int, peep: bool = False) -> dict[str, np.ndarray]:
+def _weights(op: str, nd: int, inp: int, hid: int) -> dict[str, np.ndarray]:
+    """Random W, R, B of ``op`` for ``nd`` directions."""
     g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
-    out = {"w": _f32(nd, g * hid, inp), "r": _f32(nd, g * hid, hid), "b": _f32(nd, 2 * g * hid)}
-    return out
+    return {"w": _f32(nd, g * hid, inp), "r": _f32(nd, g * hid, hid), "b": _f32(nd, 2 * g * hid)}
 
 
 _CASES: dict[str, tuple[str, dict[str, Any], bool]] = {
@@ -449,3 +449,32 @@ def test_non_max_suppression_against_onnxruntime(backend: str, center: int) -> N
     model = _graph_model(nodes, [_f("boxes", [2, 30, 4]), _f("scores", [2, 3, 30])],
                          [helper.make_empty_tensor_value_info("sel")])
     _check_ort(model, {"boxes": boxes, "scores": scores}, backend)
+
+
+def test_lstm_and_stft_compile_with_ember_jax_jit() -> None:
+    """A bidirectional LSTM with weights as parameters and a traced ``sequence_lens``, and an STFT, trace
+    once under ``ember_jax.jit`` and equal onnxruntime."""
+    if not _installed("jax"):
+        pytest.skip("ember-backend-jax is not installed")
+    import ember_jax
+
+    x, lens, sig = _f32(4, 3, 2), np.array([4, 1, 3], np.int32), _f32(1, 20, 1)
+    inits = _weights("LSTM", 2, 2, 5)
+    nodes = [helper.make_node("LSTM", ["x", "w", "r", "b", "lens"], ["y", "yh", "yc"], hidden_size=5,
+                              direction="bidirectional"),
+             _const("step", np.array(4, np.int64)), _const("size", np.array(8, np.int64)),
+             helper.make_node("HannWindow", ["size"], ["win"]),
+             helper.make_node("STFT", ["sig", "step", "win"], ["spec"])]
+    model = _graph_model(nodes, [_f("x", [4, 3, 2]), helper.make_tensor_value_info("lens", TensorProto.INT32, [3]),
+                                 _f("sig", [1, 20, 1])],
+                         [_f("y", None), _f("yh", None), _f("yc", None), _f("spec", None)],
+                         inits=[onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    dev = backend_device("jax")
+    m = load_model(model, dev)
+    step = ember_jax.jit(lambda mod, a, b, c: mod(a, b, c))
+    args = [Tensor.from_data(v, dev, dtype=str(v.dtype)) for v in (x, lens, sig)]
+    got = [t.to_numpy() for t in step(m, *args)]
+    step(m, *args)
+    assert step.trace_count == 1
+    for g, w in zip(got, _ort(model, {"x": x, "lens": lens, "sig": sig})):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
