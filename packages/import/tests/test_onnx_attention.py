@@ -381,3 +381,13 @@ def test_linear_attention_gated_delta_gradients_match_torch(backend: str) -> Non
     (want * torch.tensor(weight)).sum().backward()
     for key, t, w in zip(fed, ts, tt):
         np.testing.assert_allclose(t.grad(g).to_numpy(), w.grad.numpy(), rtol=1e-3, atol=1e-5, err_msg=key)
+
+
+def test_attention_mode0_is_the_raw_scores_before_softcap(backend: str) -> None:
+    """``qk_matmul_output_mode`` 0 is the raw ``Q K^T * scale`` even with ``softcap`` (the spec: "raw QK matmul
+    result"; mode 1 is the one after the soft cap)."""
+    inputs = {"q": _f32(1, 2, 3, 4) * 3, "k": _f32(1, 2, 5, 4) * 3, "v": _f32(1, 2, 5, 4)}
+    raw = inputs["q"].astype(np.float64) @ inputs["k"].astype(np.float64).swapaxes(-1, -2) / 2.0
+    for mode, want in ((0, raw), (1, np.tanh(raw / 1.5) * 1.5)):
+        model = _model("Attention", inputs, "1001", softcap=1.5, qk_matmul_output_mode=mode)
+        np.testing.assert_allclose(_run(model, inputs, backend)[1], want, rtol=1e-4, atol=1e-5)

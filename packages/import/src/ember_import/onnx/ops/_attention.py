@@ -2,7 +2,7 @@
 
 Semantics follow the ONNX operator specification (onnx/docs/Operators.md) and its reference implementation
 (``onnx.reference.ops.op_attention`` and ``op_rotary_embedding``), which produced the node suite's expected
-outputs; where the two differ (the meaning of ``qk_matmul_output_mode``), the reference is followed:
+outputs:
 
 * ``Q`` and ``K`` are each scaled by ``sqrt(scale)`` (default ``scale = 1 / sqrt(head_size)``) before
   ``Q @ K^T``; ``softcap > 0`` maps the scores to ``softcap * tanh(scores / softcap)`` before the bias;
@@ -12,7 +12,9 @@ outputs; where the two differ (the meaning of ``qk_matmul_output_mode``), the re
   (opset 25) and the ``nonpad_kv_seqlen`` padding mask (opset 24);
 * a query row whose bias is ``-inf`` everywhere gives zero probabilities (so a zero output row), as does a
   row whose scores are all ``-inf``;
-* ``qk_matmul_output``: modes 0 and 1 the (soft-capped) scores, 2 the scores plus bias, 3 the probabilities.
+* ``qk_matmul_output`` (``qk_matmul_output_mode``): 0 the raw scores, 1 the soft-capped scores, 2 those plus
+  the bias, 3 the probabilities. Mode 0 with a soft cap follows the specification's "raw QK matmul result";
+  the reference returns the soft-capped scores there (no suite case has that combination).
 """
 
 from __future__ import annotations
@@ -132,11 +134,11 @@ def scaled_dot_product(
     """``softmax(softcap(q k^T * scale) + bias) @ v`` on ``[batch, heads, seq, size]`` tensors, with the
     ``qk_matmul_output`` of ``mode``; ``k``/``v`` already have ``q``'s head count."""
     root = math.sqrt(scale)
-    scores = q.mul(root).matmul(k.mul(root).swap_dims(-1, -2))
+    raw = scores = q.mul(root).matmul(k.mul(root).swap_dims(-1, -2))
     if softcap > 0:
         scores = scores.div(softcap).tanh().mul(softcap)
     biased = scores if bias is None else scores.add(bias)
-    out_qk = biased if mode == 2 else scores
+    out_qk = raw if mode == 0 else biased if mode == 2 else scores
     if softmax_dtype is not None:
         biased = as_dtype(biased, softmax_dtype)
     probs = _softmax_zero_rows(biased, bias)
