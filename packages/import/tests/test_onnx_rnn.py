@@ -389,6 +389,23 @@ def test_dft_against_numpy(backend: str, case: str) -> None:
     np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n", [60, 49, 13])
+def test_dft_four_step_split_matches_numpy(backend: str, n: int, monkeypatch: Any) -> None:
+    """Long composite lengths split into smaller DFTs (forced here by lowering the direct-product limit):
+    the complex DFT, the inverse and irfft equal numpy's FFT; a prime length stays one matrix product."""
+    from ember_import.onnx.ops import _signal
+
+    monkeypatch.setattr(_signal, "DIRECT_MAX", 4)
+    dev = backend_device(backend)
+    z = RNG.standard_normal((3, n)) + 1j * RNG.standard_normal((3, n))
+    re, im = (Tensor.from_data(p.astype(np.float32), dev) for p in (z.real, z.imag))
+    for inverse, onesided, want in ((False, False, np.fft.fft(z)), (True, False, np.fft.ifft(z)),
+                                    (True, True, np.fft.irfft(z[:, :n // 2 + 1], n=n))):
+        g_re, g_im = _signal.dft_last(re, im, n, inverse, onesided)
+        got = g_re.to_numpy() + (0 if g_im is None else 1j * g_im.to_numpy())
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_dft_gradient_matches_torch_rfft(backend: str) -> None:
     torch = pytest.importorskip("torch")
     x = _f32(3, 8)

@@ -3,8 +3,8 @@
 
 Complex values are ONNX's real representation: a trailing dim of 2 (real, imaginary) or 1 (real only). The
 DFT is a matrix product with cosine and sine matrices built with Ember ops (the angle ``2*pi*(k*t mod n)/n``
-is reduced in integers first, so large lengths keep float32 precision): ``O(n^2)`` per transform, fine for
-the frame lengths models use; ``dft_length`` zero-pads or truncates, ``onesided`` keeps the ``n//2 + 1``
+is reduced in integers first): ``O(n^2)`` for lengths up to ``DIRECT_MAX``, longer composite lengths are
+split recursively (four-step FFT); ``dft_length`` zero-pads or truncates, ``onesided`` keeps the ``n//2 + 1``
 non-negative frequencies, and the inverse with ``onesided`` (``irfft``) rebuilds a real signal from half a
 spectrum by Hermitian symmetry. Window formulas are the ONNX specification's (onnx/docs/Operators.md);
 ``MelWeightMatrix`` follows ``onnx.reference.ops.op_mel_weight_matrix`` step by step (host arithmetic on
@@ -56,36 +56,67 @@ def dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: boo
     return _dft_last(re, im, n, inverse, onesided)
 
 
-def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool) -> tuple[Tensor, Tensor | None]:
-    if inverse and onesided:  # irfft: x_t = sum_k c_k/n (Re X_k cos - Im X_k sin), c = 1, 2, ..., 2, (1)
-        m = n // 2 + 1
-        re = _fit(re, m)
-        im = None if im is None else _fit(im, m)
-        cos, sin = _trig(m, n, n, re)
-        ones = [1.0 if k == 0 or 2 * k == n else 2.0 for k in range(m)]
-        coef = Tensor.from_data([[c / n] for c in ones], re.device, dtype=re.dtype)
-        out = re.matmul(cos * coef)
+#: lengths up to this use one [n, n] matrix product; longer composite lengths split (four-step FFT)
+DIRECT_MAX = 2048
+
+
+def _split_length(n: int) -> int | None:
+    """The largest factor of ``n`` not above ``sqrt(n)`` (None for a prime ``n``)."""
+    for f in range(math.isqrt(n), 1, -1):
+        if n % f == 0:
+            return f
+    return None
+
+
+def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int) -> tuple[Tensor, Tensor]:
+    """``sum_t x_t exp(sign*2*pi*i*k*t/n)`` for ``k < n_out`` along the last dim (length ``n``), unnormalized.
+
+    Long composite lengths ``n = n1*n2`` use the four-step FFT (Bailey, 1990): ``n2`` DFTs of length ``n1``,
+    twiddle factors ``exp(sign*2*pi*i*t2*k1/n)``, ``n1`` DFTs of length ``n2``; ``k = k1 + n1*k2``.
+    """
+    n1 = _split_length(n) if n > DIRECT_MAX else None
+    if n1 is None:  # (a + ib)(cos + i*sign*sin) = a cos - sign b sin + i(b cos + sign a sin)
+        cos, sin = _trig(n, n_out, n, re)
+        out_re, out_im = re.matmul(cos), re.matmul(sin) * float(sign)
         if im is not None:
-            out = out - im.matmul(sin * coef)
-        return out, None
-    re = _fit(re, n)
-    im = None if im is None else _fit(im, n)
-    n_out = n // 2 + 1 if onesided else n
-    cos, sin = _trig(n, n_out, n, re)
-    if not inverse:  # (a + ib)(cos - i sin) = a cos + b sin + i(b cos - a sin)
-        out_re = re.matmul(cos)
-        out_im = -re.matmul(sin)
-        if im is not None:
-            out_re = out_re + im.matmul(sin)
+            out_re = out_re - im.matmul(sin) * float(sign)
             out_im = out_im + im.matmul(cos)
         return out_re, out_im
-    # (a + ib)(cos + i sin) / n = (a cos - b sin + i(b cos + a sin)) / n
-    out_re = re.matmul(cos)
-    out_im = re.matmul(sin)
-    if im is not None:
-        out_re = out_re - im.matmul(sin)
-        out_im = out_im + im.matmul(cos)
-    return out_re / n, out_im / n
+    n2 = n // n1
+    lead = list(re.shape[:-1])
+    r = len(lead)
+
+    def grid(t: Tensor) -> Tensor:  # [..., n] with t = n2*t1 + t2 -> [..., t2, t1]
+        return t.reshape([*lead, n1, n2]).swap_dims(r, r + 1)
+
+    a_re, a_im = _cdft(grid(re), None if im is None else grid(im), n1, sign, n1)  # [..., t2, k1]
+    cos, sin = _trig(n2, n1, n, re)
+    b_re = a_re * cos - a_im * sin * float(sign)
+    b_im = a_im * cos + a_re * sin * float(sign)
+    c_re, c_im = _cdft(b_re.swap_dims(r, r + 1), b_im.swap_dims(r, r + 1), n2, sign, n2)  # [..., k1, k2]
+
+    def flat(t: Tensor) -> Tensor:  # [..., k1, k2] -> [..., n] with k = k1 + n1*k2
+        out = t.swap_dims(r, r + 1).reshape([*lead, n])
+        return out if n_out == n else out.narrow(r, 0, n_out)
+
+    return flat(c_re), flat(c_im)
+
+
+def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool) -> tuple[Tensor, Tensor | None]:
+    last = re.rank - 1
+    if inverse and onesided:  # irfft: the full spectrum by Hermitian symmetry (X_{n-k} = conj X_k), real part
+        m = n // 2 + 1
+        re = _fit(re, m)
+        im = _fit(im, m) if im is not None else Tensor.zeros(list(re.shape), re.device).cast(re.dtype)
+        if n - m > 0:
+            re = Tensor.cat([re, re.narrow(last, 1, n - m).flip([last])], last)
+            im = Tensor.cat([im, -im.narrow(last, 1, n - m).flip([last])], last)
+        out, _ = _cdft(re, im, n, 1, n)
+        return out / n, None
+    re = _fit(re, n)
+    im = None if im is None else _fit(im, n)
+    out_re, out_im = _cdft(re, im, n, 1 if inverse else -1, n // 2 + 1 if onesided else n)
+    return (out_re / n, out_im / n) if inverse else (out_re, out_im)
 
 
 def _dft(ctx: Context, node: Node, x: Tensor, n_in: Tensor | None, axis: int) -> Tensor:
