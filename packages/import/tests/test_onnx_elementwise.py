@@ -252,3 +252,48 @@ def test_comparisons_legacy_broadcast_and_where(backend: str) -> None:
     x, y = _f32(1, 4), _f32(3, 4)
     (got,) = _run("Where", {"c": c, "x": x, "y": y}, backend, opset=16)
     _exact(got, np.where(c, x, y))
+
+
+@pytest.mark.skipif("jax" not in BACKENDS, reason="ember-backend-jax is not installed")
+def test_chain_compiles_with_ember_jax_jit() -> None:
+    """Mul, Add, Clip (bound inputs), Cast, integer Div/Mod, Greater, Where, Neg, Pow, Sigmoid and Dropout (static
+    ratio/training_mode initializers) trace once under ``ember_jax.jit`` and equal onnxruntime."""
+    import ember_jax
+    from onnx import numpy_helper
+
+    x = _f32(3, 5) * 4
+    consts = {"w": _f32(5), "lo": np.array(-3.0, np.float32), "hi": np.array(3.5, np.float32),
+              "k": np.array(2, np.int32), "r": np.array(0.4, np.float32), "t": np.array(False),
+              "e": np.array(2.0, np.float32)}
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["a"]),
+        helper.make_node("Add", ["a", "x"], ["b"]),
+        helper.make_node("Clip", ["b", "lo", "hi"], ["c"]),
+        helper.make_node("Cast", ["c"], ["ci"], to=TensorProto.INT32),
+        helper.make_node("Div", ["ci", "k"], ["d"]),
+        helper.make_node("Mod", ["ci", "k"], ["m"], fmod=1),
+        helper.make_node("Add", ["d", "m"], ["dm"]),
+        helper.make_node("Cast", ["dm"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Greater", ["x", "f"], ["g"]),
+        helper.make_node("Neg", ["f"], ["nf"]),
+        helper.make_node("Pow", ["x", "e"], ["p"]),
+        helper.make_node("Where", ["g", "p", "nf"], ["wh"]),
+        helper.make_node("Sigmoid", ["wh"], ["s"]),
+        helper.make_node("Dropout", ["s", "r", "t"], ["y", "mask"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape)),
+         helper.make_tensor_value_info("mask", TensorProto.BOOL, list(x.shape))],
+        initializer=[numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    dev = backend_device("jax")
+    step = ember_jax.jit(lambda mod, inp: mod(inp))
+    m, xt = load_model(model, dev), Tensor.from_data(x, dev)
+    got = [t.to_numpy() for t in step(m, xt)]
+    step(m, xt)
+    assert step.trace_count == 1
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"x": x})
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    _exact(got[1], want[1])

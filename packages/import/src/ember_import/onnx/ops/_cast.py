@@ -12,13 +12,16 @@ from __future__ import annotations
 from ember import Tensor
 
 from .._context import Context
-from .._dtypes import dtype_of
+from .._dtypes import dtype_of, onnx_type_name
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from ._elementwise_util import to_dtype
 
 __all__: list[str] = []
+
+#: ``TensorProto.DataType`` names -> numbers (``"FLOAT"`` -> 1), for ``Cast``-1's string ``to``
+_BY_NAME = {onnx_type_name(n): n for n in range(1, 27)}
 
 
 def _target(node: Node) -> int:
@@ -27,15 +30,12 @@ def _target(node: Node) -> int:
     if isinstance(to, bytes):
         to = to.decode()
     if isinstance(to, str):
-        from onnx import TensorProto  # the names of the wire-format enum (protobuf metadata only)
-
-        try:
-            return int(TensorProto.DataType.Value(to.upper()))
-        except ValueError:
+        if to.upper() not in _BY_NAME:
             raise OnnxImportError(
                 f"{node.where()}: 'to' names no ONNX element type ({to!r}); use a TensorProto.DataType name "
                 "such as 'FLOAT' or 'INT64'."
-            ) from None
+            )
+        return _BY_NAME[to.upper()]
     return int(to)
 
 
