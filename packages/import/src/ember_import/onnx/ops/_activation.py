@@ -108,8 +108,9 @@ def swiglu(ctx: Context, node: Node, a: Tensor, b: Tensor) -> Tensor:
 
 @converter("ThresholdedRelu", since=10)
 def thresholded_relu(ctx: Context, node: Node, x: Tensor) -> Tensor:
-    """ONNX ``ThresholdedRelu`` (10, 22): ``x`` for ``x > alpha``, 0 otherwise (``alpha`` default 1)."""
-    return x.mask_fill(x.lower_equal(node.attr("alpha", 1.0)), 0.0)
+    """ONNX ``ThresholdedRelu`` (10, 22): ``x`` for ``x > alpha``, 0 otherwise, NaN included (``alpha`` default
+    1)."""
+    return x.mask_fill(x.greater(node.attr("alpha", 1.0)).bool_not(), 0.0)
 
 
 @converter("Shrink", since=9)
