@@ -1,0 +1,201 @@
+"""Joining, splitting and cutting: ``Concat``, ``Split``, ``Slice``, ``Gather`` and ``Pad``.
+
+Counts and bounds (``Split``'s sizes, ``Slice``'s starts/ends/axes/steps, ``Pad``'s pads, constant value and
+axes) are static inputs read on the host; ``Gather``'s indices are data (they may come from the model's
+input), wrapped when negative. Semantics: onnx/docs/Operators.md and Changelog.md, versions named below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ember import Bool, Int, Tensor
+
+from .._context import Context
+from .._errors import OnnxImportError
+from .._ir import Node
+from .._registry import converter
+from ._axes import norm_axes, norm_axis
+
+__all__ = ["slice_bounds", "pad_tensor"]
+
+
+@converter("Concat", since=1)
+def concat(ctx: Context, node: Node, *xs: Tensor) -> Tensor:
+    """``Concat`` (1, 4, 11: negative ``axis``, 13): the inputs joined along ``axis``."""
+    parts = [x for x in xs if x is not None]
+    if not parts:
+        raise OnnxImportError(f"{node.where()}: Concat needs at least one input.")
+    axis = norm_axis(node, int(node.attr("axis", 1)), parts[0].rank)
+    if len(parts) == 1:
+        return parts[0]
+    return Tensor.cat(parts, axis)
+
+
+def _split_sizes(node: Node, n: int, count: int, split: Sequence[int] | None, num_outputs: int | None) -> list[int]:
+    if split:
+        if sum(split) != n or any(s < 0 for s in split) or len(split) != count:
+            raise OnnxImportError(
+                f"{node.where()}: split {list(split)} must give {count} non-negative sizes summing to the dim's "
+                f"size {n}."
+            )
+        return list(split)
+    parts = num_outputs or count
+    if num_outputs is not None:  # opset 18: the last chunk may be smaller
+        size = math.ceil(n / parts)
+        sizes = [size] * (parts - 1) + [n - size * (parts - 1)]
+        if sizes[-1] < 0:
+            raise OnnxImportError(f"{node.where()}: cannot split a dim of size {n} into {parts} chunks.")
+        return sizes
+    if n % parts:
+        raise OnnxImportError(
+            f"{node.where()}: a dim of size {n} does not split evenly into {parts} outputs; give the split sizes."
+        )
+    return [n // parts] * parts
+
+
+def _split(node: Node, x: Tensor, split: Sequence[int] | None, num_outputs: int | None) -> tuple[Tensor, ...]:
+    axis = norm_axis(node, int(node.attr("axis", 0)), x.rank)
+    sizes = _split_sizes(node, x.shape[axis], len(node.outputs), split, num_outputs)
+    if len(sizes) == 1:
+        return (x,)
+    return tuple(x.split_with_sizes(sizes, axis))
+
+
+@converter("Split", since=1, static=(1,))
+def split_v1(ctx: Context, node: Node, x: Tensor, split: Tensor | None = None) -> tuple[Tensor, ...]:
+    """``Split`` 1, 2, 11: sizes from the ``split`` attribute (or opset 1's optional second input)."""
+    sizes = ctx.ints(split) if split is not None else node.attr("split", None)
+    return _split(node, x, sizes, None)
+
+
+@converter("Split", since=13, static=(1,))
+def split(ctx: Context, node: Node, x: Tensor, split: Tensor | None = None) -> tuple[Tensor, ...]:
+    """``Split`` 13 (sizes as an input) and 18 (``num_outputs``: equal chunks, the last one smaller)."""
+    num = node.attr("num_outputs", None)
+    return _split(node, x, ctx.ints(split), int(num) if num is not None and ctx.opset >= 18 else None)
+
+
+def slice_bounds(n: int, start: int, end: int, step: int) -> slice:
+    """ONNX ``Slice``'s clamping of one axis of size ``n`` as a Python slice: negative bounds count from the
+    end, then ``[0, n]`` for positive steps and ``[-1, n - 1]`` for negative ones (-1: before the first)."""
+    start = start + n if start < 0 else start
+    end = end + n if end < 0 else end
+    if step > 0:
+        return slice(min(max(start, 0), n), min(max(end, 0), n), step)
+    s = min(max(start, 0), n - 1)
+    e = min(max(end, -1), n - 1)
+    return slice(s, None if e < 0 else e, step)
+
+
+def _slice(node: Node, x: Tensor, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None,
+           steps: Sequence[int] | None) -> Tensor:
+    axes = list(range(len(starts))) if axes is None else list(axes)
+    steps = [1] * len(starts) if steps is None else list(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise OnnxImportError(
+            f"{node.where()}: starts {list(starts)}, ends {list(ends)}, axes {axes} and steps {steps} must have "
+            "the same length."
+        )
+    norm = [norm_axis(node, int(a), x.rank, "axes entry") for a in axes]
+    if len(set(norm)) != len(norm):
+        raise OnnxImportError(f"{node.where()}: axes {axes} repeat an axis; list each once.")
+    ranges: list[slice] = [slice(None)] * x.rank
+    for a, s, e, st in zip(norm, starts, ends, steps, strict=True):
+        if st == 0:
+            raise OnnxImportError(f"{node.where()}: a step of 0 on axis {a}; steps must be non-zero.")
+        ranges[a] = slice_bounds(x.shape[a], int(s), int(e), int(st))
+    return x.slice(ranges)
+
+
+@converter("Slice", since=1)
+def slice_v1(ctx: Context, node: Node, x: Tensor) -> Tensor:
+    """``Slice`` 1: ``starts``/``ends``/``axes`` attributes, step 1."""
+    return _slice(node, x, node.attr("starts", []), node.attr("ends", []), node.attr("axes", None), None)
+
+
+@converter("Slice", since=10, static=(1, 2, 3, 4))
+def slice_(ctx: Context, node: Node, x: Tensor, starts: Tensor, ends: Tensor, axes: Tensor | None = None,
+           steps: Tensor | None = None) -> Tensor:
+    """``Slice`` 10, 11, 13: ``starts``, ``ends`` and optional ``axes``/``steps`` inputs (negative steps
+    walk backward)."""
+    return _slice(node, x, ctx.ints(starts) or [], ctx.ints(ends) or [], ctx.ints(axes), ctx.ints(steps))
+
+
+@converter("Gather", since=1)
+def gather(ctx: Context, node: Node, data: Tensor, indices: Tensor) -> Tensor:
+    """``Gather`` (1, 11: negative indices, 13): ``numpy.take(data, indices, axis)``; the output has rank
+    ``rank(data) - 1 + rank(indices)``."""
+    axis = norm_axis(node, int(node.attr("axis", 0)), data.rank)
+    n = data.shape[axis]
+    if n > 0:
+        indices = indices.remainder(n)  # -n..-1 wrap to 0..n-1 (floor modulo)
+    return data.take(axis, indices)
+
+
+def _wrap_pad(x: Tensor, pairs: Sequence[tuple[int, int]]) -> Tensor:
+    for d, (a, b) in enumerate(pairs):
+        if not (a or b):
+            continue
+        n = x.shape[d]
+        reps = 1 + math.ceil(a / n) + math.ceil(b / n)
+        tiled = x.repeat([reps if i == d else 1 for i in range(x.rank)])
+        start = math.ceil(a / n) * n - a
+        x = tiled.narrow(d, start, n + a + b)
+    return x
+
+
+def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: float | int | bool,
+               axes: Sequence[int] | None = None) -> Tensor:
+    """``x`` padded by ONNX ``pads`` (``[begin_0, ..., begin_k, end_0, ..., end_k]`` for ``axes``, all dims by
+    default); negative amounts crop. ``mode``: constant, reflect, edge or wrap.
+
+    Raises:
+        OnnxImportError: a pads list of the wrong length, an unknown mode, reflect padding beyond the dim.
+    """
+    dims = list(range(x.rank)) if axes is None else norm_axes(node, axes, x.rank)
+    if len(pads) != 2 * len(dims):
+        raise OnnxImportError(
+            f"{node.where()}: pads {list(pads)} must hold 2 entries per padded axis ({len(dims)} axes)."
+        )
+    k = len(dims)
+    pairs = [(0, 0)] * x.rank
+    for i, d in enumerate(dims):
+        pairs[d] = (int(pads[i]), int(pads[i + k]))
+    if any(a < 0 or b < 0 for a, b in pairs):  # crop first
+        x = x.slice([slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(pairs)])
+        pairs = [(max(a, 0), max(b, 0)) for a, b in pairs]
+    if not any(a or b for a, b in pairs):
+        return x
+    if mode == "constant":
+        v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else float(value)
+        return x.pad(pairs, v)
+    if mode == "wrap":
+        return _wrap_pad(x, pairs)
+    if mode not in ("reflect", "edge"):
+        raise OnnxImportError(f"{node.where()}: unknown pad mode {mode!r}; ONNX has constant, reflect, edge, wrap.")
+    try:
+        return x.pad(pairs, mode=mode)
+    except Exception as exc:
+        raise OnnxImportError(f"{node.where()}: {mode} padding {pairs} of shape {list(x.shape)}: {exc}") from None
+
+
+@converter("Pad", since=1)
+def pad_v2(ctx: Context, node: Node, x: Tensor) -> Tensor:
+    """``Pad`` 1, 2: ``pads`` (``paddings`` in opset 1), ``mode`` and ``value`` attributes."""
+    pads = node.attr("pads", None) or node.attr("paddings", [])
+    mode = node.attr("mode", "constant")
+    return pad_tensor(node, x, pads, mode.decode() if isinstance(mode, bytes) else mode, node.attr("value", 0.0))
+
+
+@converter("Pad", since=11, static=(1, 2, 3))
+def pad(ctx: Context, node: Node, x: Tensor, pads: Tensor, value: Tensor | None = None,
+        axes: Tensor | None = None) -> Tensor:
+    """``Pad`` 11, 13 (any type), 18 (``axes`` input), 19 (``wrap`` mode), 21, 23, 24, 25: ``pads`` and the
+    optional constant ``value`` as inputs."""
+    mode = node.attr("mode", "constant")
+    fill = ctx.scalar(value, 0) if value is not None and value.num_elements() else 0
+    return pad_tensor(node, x, ctx.ints(pads) or [], mode.decode() if isinstance(mode, bytes) else mode, fill,
+                      ctx.ints(axes))
+
