@@ -1,0 +1,212 @@
+"""Benchmark: an ONNX ResNet-18 imported with ``ember_import.onnx`` against the same architecture written by
+hand with Ember's layers, and against onnxruntime; import time of a 100 MB model against ``onnx.load``.
+
+Not a test: prints medians and ratios, never asserts on time. One process, contenders interleaved per round.
+
+- **Models.** torchvision's ResNet-18 (``packages/import/tests/_onnx_models.py``, 10 classes, random weights),
+  batch 8, 3x64x64, float32. The ONNX file is exported with PyTorch's legacy exporter: ``raw``
+  (``optimize=False``: one BatchNormalization node per BatchNorm, inference mode) and ``opt`` (PyTorch's
+  default optimizations: BatchNorm folded into the convolutions). The hand-written model
+  (``bench/_resnet_ember.py``) gets the same weights through ``ember_import``'s PyTorch recorder.
+- **forward**: inference (hand-written model after ``valid()``; BatchNorm on running statistics).
+- **forward+backward**: ``loss = sum(y * r)``, ``backward``, on ``Autodiff(backend)``. The ONNX file for this
+  row is exported in training mode (``training_mode=1`` BatchNormalization: batch statistics, as the
+  hand-written BatchNorm computes under Autodiff), so both sides do the same work.
+- **jax**: the forward and the forward+backward steps compiled with ``ember_jax.jit``.
+- **onnxruntime**: its CPU provider with one intra-op thread, forward only (ratio reported, no target).
+- **import**: ``load_model`` of a 100 MB model (6 MatMul+Add layers of 2048x2048 float32 initializers) against
+  ``onnx.load`` of the same file (target: within 2x).
+
+Targets (issue 17): imported within 1.15x of hand-written on numpy and torch (ratio = hand-written time /
+imported time >= 0.87), within 1.05x compiled on jax. BLAS and torch intra-op threads: ``--threads`` (default 1).
+
+Run: python bench/onnx.py [--rounds R] [--threads T] [--batch-ms MS] [-k TEXT]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/import/tests"))
+
+import ember  # noqa: E402
+from _resnet_ember import load_torch_state, resnet18  # noqa: E402
+from _timing import forward_backward_args, time_per_call  # noqa: E402
+from ember import Tensor  # noqa: E402
+from ember.autodiff import Autodiff  # noqa: E402
+from ember_import.onnx import load_model  # noqa: E402
+
+BATCH, SIZE = 8, 64
+
+
+def _export(tmp: Path) -> dict[str, Path]:
+    import torch
+
+    from _onnx_models import build, export
+
+    model = build("resnet18")
+    x = np.random.default_rng(0).standard_normal((BATCH, 3, SIZE, SIZE)).astype(np.float32)
+    paths = {"raw": export(model, x, tmp / "raw.onnx", optimize=False),
+             "opt": export(model, x, tmp / "opt.onnx", optimize=True)}
+    train = build("resnet18").train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(train, (torch.from_numpy(x),), str(tmp / "train.onnx"), dynamo=False, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["input"], output_names=["output"])
+    paths["train"] = tmp / "train.onnx"
+    torch.save(model.state_dict(), tmp / "state.pt")
+    return paths
+
+
+def _steps(backend: str, paths: dict[str, Path], tmp: Path) -> dict[str, Callable[[], Any]]:
+    import torch
+
+    opts = {"int_dtype": "int64"} if backend == "jax" else {}
+    inner = ember.backend(backend, **opts)
+    ad = Autodiff(inner)
+    dev, adev = inner.device(), ad.device()
+    x = np.random.default_rng(0).standard_normal((BATCH, 3, SIZE, SIZE)).astype(np.float32)
+    r = np.random.default_rng(1).standard_normal((BATCH, 10)).astype(np.float32)
+    state = torch.load(tmp / "state.pt", weights_only=True)
+    hand = load_torch_state(resnet18(adev), state, adev, tmp)
+    hand_eval = hand.valid()
+    imported = {k: load_model(paths[k], dev) for k in ("raw", "opt")}
+    trainable = load_model(paths["train"], adev)
+    xd, xa, ra = Tensor.from_data(x, dev), Tensor.from_data(x, adev), Tensor.from_data(r, adev)
+
+    def fwd(model: Any, inp: Tensor) -> Callable[[], Any]:
+        return lambda: model(inp).to_data()
+
+    def fwd_bwd(model: Any) -> Callable[[], Any]:
+        def step() -> Any:
+            out = model(xa)
+            out = out[0] if isinstance(out, tuple) else out
+            grads = (out * ra).sum().backward()
+            return [p.val().grad(grads) for p in model.params()[:1]]
+
+        return step
+
+    steps = {
+        "forward: hand-written": fwd(hand_eval, xd),
+        "forward: imported raw": fwd(imported["raw"], xd),
+        "forward: imported opt": fwd(imported["opt"], xd),
+        "fwd+bwd: hand-written": fwd_bwd(hand),
+        "fwd+bwd: imported train": fwd_bwd(trainable),
+    }
+    if backend == "jax":
+        import ember_jax
+
+        def compiled_fwd(model: Any, inp: Tensor) -> Callable[[], Any]:
+            f = ember_jax.jit(lambda m, i: m(i))
+            return lambda: f(model, inp).to_data()
+
+        def compiled_grad(model: Any) -> Callable[[], Any]:
+            def loss(m: Any, i: Tensor, w: Tensor) -> Any:
+                out = m(i)
+                out = out[0] if isinstance(out, tuple) else out
+                g = (out * w).sum().backward()
+                return [p.val().grad(g) for p in m.params()]
+
+            f = ember_jax.jit(loss)
+            return lambda: [t.to_data() for t in f(model, xa, ra)[:1]]
+
+        steps = {
+            "forward: hand-written": compiled_fwd(hand_eval, xd),
+            "forward: imported raw": compiled_fwd(imported["raw"], xd),
+            "forward: imported opt": compiled_fwd(imported["opt"], xd),
+            "fwd+bwd: hand-written": compiled_grad(hand),
+            "fwd+bwd: imported train": compiled_grad(trainable),
+        }
+    return steps
+
+
+def _ort_step(path: Path) -> Callable[[], Any]:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    x = np.random.default_rng(0).standard_normal((BATCH, 3, SIZE, SIZE)).astype(np.float32)
+    return lambda: sess.run(None, {"input": x})
+
+
+def _import_time(tmp: Path, rounds: int) -> tuple[float, float, float]:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, prev = [], [], "x"
+    for i in range(6):
+        inits += [numpy_helper.from_array(rng.standard_normal((2048, 2048)).astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal(2048).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"h{i}"])]
+        prev = f"h{i}"
+    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2048])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["n", 2048])], initializer=inits)
+    path = tmp / "big.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    size = path.stat().st_size / 1e6
+    dev = ember.backend("numpy").device()
+    t_onnx, t_ember = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        onnx.load(str(path))
+        t_onnx.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        load_model(path, dev)
+        t_ember.append(time.perf_counter() - t0)
+    return size, statistics.median(t_onnx), statistics.median(t_ember)
+
+
+def main() -> None:
+    args = forward_backward_args(__doc__ or "", batch_ms=1500.0)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(args.threads)
+    threadpool_limits(args.threads)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        paths = _export(tmp)
+        for backend in ("numpy", "torch", "jax"):
+            if args.k and args.k not in backend:
+                continue
+            try:
+                steps = _steps(backend, paths, tmp)
+            except Exception as exc:  # noqa: BLE001 - report and go on with the next backend
+                print(f"{backend}: skipped ({type(exc).__name__}: {exc})")
+                continue
+            if backend == "numpy":
+                steps["forward: onnxruntime (1 thread)"] = _ort_step(paths["raw"])
+            for step in steps.values():  # warm-up (and compilation on jax)
+                step()
+                step()
+            times: dict[str, list[float]] = {k: [] for k in steps}
+            for _ in range(args.rounds):
+                for name, step in steps.items():
+                    times[name].append(time_per_call(step, args.batch_ms / 1000.0))
+            med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+            print(f"\n{backend} (ResNet-18, batch {BATCH}, 3x{SIZE}x{SIZE}, {args.threads} thread(s), "
+                  f"{'compiled' if backend == 'jax' else 'eager'}), median ms of {args.rounds} rounds")
+            for name, ms in med.items():
+                part = name.split(":")[0]
+                ref = med[f"{part}: hand-written"]
+                print(f"  {name:<34} {ms:9.1f} ms   hand-written / this = {ref / ms:5.2f}x")
+        size, t_onnx, t_ember = _import_time(tmp, max(3, args.rounds // 2))
+        print(f"\nimport of a {size:.0f} MB model: onnx.load {t_onnx * 1000:.0f} ms, ember load_model "
+              f"{t_ember * 1000:.0f} ms ({t_ember / t_onnx:.2f}x onnx.load; target <= 2x)")
+
+
+if __name__ == "__main__":
+    main()
