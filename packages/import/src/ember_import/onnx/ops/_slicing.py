@@ -16,7 +16,7 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
-from ._axes import norm_axes, norm_axis
+from ._axes import norm_axis
 
 __all__ = ["slice_bounds", "pad_tensor"]
 
@@ -154,7 +154,9 @@ def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: flo
     Raises:
         OnnxImportError: a pads list of the wrong length, an unknown mode, reflect padding beyond the dim.
     """
-    dims = list(range(x.rank)) if axes is None else norm_axes(node, axes, x.rank)
+    dims = list(range(x.rank)) if axes is None else [norm_axis(node, int(a), x.rank, "axes entry") for a in axes]
+    if len(set(dims)) != len(dims):
+        raise OnnxImportError(f"{node.where()}: axes {list(axes or [])} repeat an axis; list each once.")
     if len(pads) != 2 * len(dims):
         raise OnnxImportError(
             f"{node.where()}: pads {list(pads)} must hold 2 entries per padded axis ({len(dims)} axes)."
