@@ -1,6 +1,6 @@
 """ResNet-18 written by hand with Ember's layers (torchvision's architecture), loading a PyTorch ``state_dict``.
 
-Used by ``bench/onnx.py`` as the reference an imported ONNX ResNet-18 is measured against.
+Used by ``bench/onnx_import.py`` as the reference an imported ONNX ResNet-18 is measured against.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real PyTorch models exported to ONNX for the import tests (and ``bench/onnx.py``).
+"""Real PyTorch models exported to ONNX for the import tests (and ``bench/onnx_import.py``).
 
 Each model is small enough for CI yet has the structure of the real thing: the MNIST guide's CNN, ResNet-18
 (torchvision's architecture, written out here so torchvision is not needed), an MLP with GELU and LayerNorm,

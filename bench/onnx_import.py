@@ -20,7 +20,7 @@ Not a test: prints medians and ratios, never asserts on time. One process, conte
 Targets (issue 17): imported within 1.15x of hand-written on numpy and torch (ratio = hand-written time /
 imported time >= 0.87), within 1.05x compiled on jax. BLAS and torch intra-op threads: ``--threads`` (default 1).
 
-Run: python bench/onnx.py [--rounds R] [--threads T] [--batch-ms MS] [-k TEXT]
+Run: python bench/onnx_import.py [--rounds R] [--threads T] [--batch-ms MS] [-k TEXT]
 """
 
 from __future__ import annotations
