@@ -70,7 +70,7 @@ class ResNet18(Module):
         x = self.maxpool(A.relu(self.bn1(self.conv1(x))))
         for layer in self.layers:
             for block in layer:
-                x = block(x)
+                x = block.forward(x)
         x = self.avgpool(x)
         return self.fc(x.reshape([x.shape[0], -1]))
 

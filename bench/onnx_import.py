@@ -85,11 +85,11 @@ def _steps(backend: str, paths: dict[str, Path], tmp: Path) -> dict[str, Callabl
     xd, xa, ra = Tensor.from_data(x, dev), Tensor.from_data(x, adev), Tensor.from_data(r, adev)
 
     def fwd(model: Any, inp: Tensor) -> Callable[[], Any]:
-        return lambda: model(inp).to_data()
+        return lambda: model.forward(inp).to_data()
 
     def fwd_bwd(model: Any) -> Callable[[], Any]:
         def step() -> Any:
-            out = model(xa)
+            out = model.forward(xa)
             out = out[0] if isinstance(out, tuple) else out
             grads = (out * ra).sum().backward()
             return [p.val().grad(grads) for p in model.params()[:1]]
@@ -107,12 +107,12 @@ def _steps(backend: str, paths: dict[str, Path], tmp: Path) -> dict[str, Callabl
         import ember_jax
 
         def compiled_fwd(model: Any, inp: Tensor) -> Callable[[], Any]:
-            f = ember_jax.jit(lambda m, i: m(i))
+            f = ember_jax.jit(lambda m, i: m.forward(i))
             return lambda: f(model, inp).to_data()
 
         def compiled_grad(model: Any) -> Callable[[], Any]:
             def loss(m: Any, i: Tensor, w: Tensor) -> Any:
-                out = m(i)
+                out = m.forward(i)
                 out = out[0] if isinstance(out, tuple) else out
                 g = (out * w).sum().backward()
                 return [p.val().grad(g) for p in m.params()]

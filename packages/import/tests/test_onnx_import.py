@@ -186,6 +186,22 @@ def test_checker_rejects_a_dangling_input() -> None:
         load_model(model, ember.backend("numpy").device())
 
 
+@pytest.mark.parametrize("weights_as_inputs", [False, True])
+def test_large_weights_are_checked_and_imported(dev: Any, weights_as_inputs: bool) -> None:
+    # initializers above the skeleton threshold skip onnx's checker and shape inference: read and checked here
+    w = RNG.standard_normal((200, 100)).astype(np.float32)
+    b = RNG.standard_normal(100).astype(np.float32)
+    m = load_model(_mlp(w, b, weights_as_inputs=weights_as_inputs), dev)
+    x = RNG.standard_normal((2, 200)).astype(np.float32)
+    np.testing.assert_allclose(_np(m(Tensor.from_data(x, dev))), np.maximum(x.astype(np.float64) @ w + b, 0),
+                               rtol=1e-4, atol=1e-4)
+    assert sorted(m.weights) == ["b", "w"] and m.input_names == ("x",)
+    bad = _mlp(w, b)
+    bad.graph.initializer[0].raw_data = bad.graph.initializer[0].raw_data[:-8]
+    with pytest.raises(OnnxImportError, match="'w'.*could not be read"):
+        load_model(bad, dev)
+
+
 def test_absurd_dims_are_refused_without_allocating() -> None:
     t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 30, 1 << 30], raw_data=b"\0" * 8)
     graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,21 +92,65 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
             proto = version_converter.convert_version(proto, int(opset))
         except Exception as exc:
             raise OnnxImportError(f"{source}: the model could not be converted to opset {opset}: {exc}") from None
+    skeleton, weights = _skeleton(onnx, proto)
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(skeleton)
     except Exception as exc:
         raise OnnxImportError(f"{source}: the ONNX checker rejects the model: {exc}") from None
     try:
-        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(skeleton, check_type=False, strict_mode=False, data_prop=True)
     except Exception:  # inference is an aid: a model it cannot process still imports
-        inferred = proto
+        inferred = skeleton
     opsets = {(o.domain or "ai.onnx"): int(o.version) for o in proto.opset_import}
     opsets.setdefault("ai.onnx", 1)
     if "" in opsets:
         opsets["ai.onnx"] = opsets.pop("")
     builder = _Builder(onnx, source)
-    graph = builder.graph(inferred.graph, outer_names=set())
+    graph = builder.graph(inferred.graph, outer_names=set(), extra_initializers=weights)
     return ParsedModel(graph, opsets, proto.producer_name, int(proto.ir_version), source)
+
+
+#: initializers with more elements than this are left out of the model the checker and shape inference see
+SKELETON_ELEMENTS = 1 << 14
+
+
+def _copy_field(message: Any, name: str, value: Any) -> None:
+    if isinstance(value, (str, bytes, int, float)):
+        setattr(message, name, value)
+    elif hasattr(value, "extend"):  # a repeated field
+        getattr(message, name).extend(value)
+    else:
+        getattr(message, name).CopyFrom(value)
+
+
+def _skeleton(onnx: Any, proto: Any) -> tuple[Any, list[Any]]:
+    """``(model without its large initializers, those initializers)``.
+
+    ``onnx.checker`` and ``onnx.shape_inference`` serialize the whole model (twice the import time of a
+    100 MB model in onnx.load's); they need only the types and shapes of the weights, so the large
+    initializers are declared as graph inputs of a lightweight copy instead. Small ones (shape constants
+    that data propagation reads) stay. The left-out tensors are checked when they are read (dims against
+    data length).
+    """
+    g = proto.graph
+    large = [t for t in g.initializer if math.prod(t.dims) > SKELETON_ELEMENTS]  # (ByteSize would serialize)
+    if not large:
+        return proto, []
+    names = {t.name for t in large}
+    skel = onnx.ModelProto()
+    for field, value in proto.ListFields():
+        if field.name != "graph":
+            _copy_field(skel, field.name, value)
+    sg = skel.graph
+    for field, value in g.ListFields():
+        if field.name == "initializer":
+            sg.initializer.extend(t for t in value if t.name not in names)
+        else:
+            _copy_field(sg, field.name, value)
+    declared = {i.name for i in g.input}
+    sg.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                    for t in large if t.name not in declared)
+    return skel, large
 
 
 # ---------------------------------------------------------------------------------------------- external data
@@ -184,7 +229,7 @@ class _Builder:
             raise OnnxImportError(f"{self.source}: {what} {t.name!r}: data shape {list(arr.shape)} != dims {dims}.")
         if dtype is DType.BFLOAT16:  # onnx gives ml_dtypes.bfloat16 values: exact in float32
             return TensorData(arr.astype("float32"), dtype)
-        return TensorData(arr.copy(), dtype)
+        return TensorData(arr, dtype)  # to_array copies the bytes out of the proto: no second copy
 
     def value_info(self, v: Any) -> ValueInfo:
         tp = v.type
@@ -252,8 +297,8 @@ class _Builder:
             raise OnnxImportError(f"{self.source}: node {node_name!r}: sparse tensor attributes are not supported.")
         raise OnnxImportError(f"{self.source}: node {node_name!r}: attribute {a.name!r} has unknown type {t}.")
 
-    def graph(self, g: Any, outer_names: set[str]) -> Graph:
-        inits = {t.name: self.tensor(t, "initializer") for t in g.initializer}
+    def graph(self, g: Any, outer_names: set[str], extra_initializers: Sequence[Any] = ()) -> Graph:
+        inits = {t.name: self.tensor(t, "initializer") for t in [*g.initializer, *extra_initializers]}
         for st in g.sparse_initializer:
             raise OnnxImportError(f"{self.source}: sparse initializer {st.values.name!r} is not supported.")
         inputs = [self.value_info(v) for v in g.input if v.name not in inits]
