@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ember import EmberError, Tensor
+from ember import DTypeError, EmberError, Tensor
 
 from ._errors import OnnxImportError
 from ._ir import Graph
@@ -55,7 +55,15 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: Context) -> list[Any]:
         ctx.node = node
         ctx.env = env
         try:
-            out = conv.fn(ctx, node, *args)
+            try:
+                out = conv.fn(ctx, node, *args)
+            except DTypeError:
+                if main or ctx.main is ctx.host:
+                    raise
+                # the host (numpy) lacks an element type the node produces (bfloat16): run it on the compute device
+                args = [a if i in static else _to_main(a, ctx) for i, a in enumerate(args)]
+                ctx.device = ctx.main
+                out = conv.fn(ctx, node, *args)
         except OnnxImportError:
             raise
         except (EmberError, ValueError, TypeError, IndexError, NotImplementedError) as exc:

@@ -1,7 +1,8 @@
 """Known failures of the shape and indexing operators (``ops/_reshape.py``, ``_slicing.py``, ``_indexing.py``,
 ``_select.py``)."""
 
-_NO_BF16 = "the numpy backend has no bfloat16 element type (its inputs cannot be built); passes on torch and jax"
+from ._reasons import NUMPY_NO_BF16 as _NO_BF16
+from ._reasons import TORCH_NO_WIDE_UINT
 
 ALL: dict[str, str] = {}
 NUMPY = {
@@ -13,6 +14,6 @@ NUMPY = {
     "test_unique_bfloat16_sorted_without_axis": _NO_BF16,
 }
 TORCH = {
-    "test_top_k_uint64": "the torch backend has no uint64 (a storage-only type in PyTorch); passes on numpy and jax",
+    "test_top_k_uint64": TORCH_NO_WIDE_UINT,
 }
 JAX: dict[str, str] = {}
