@@ -15,12 +15,12 @@ from ember import Tensor
 from ember.autodiff import Autodiff
 
 onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from _onnx_backends import BACKENDS  # noqa: E402
 from ember_import.onnx import OnnxImportError, load_model  # noqa: E402
 from ember_import.onnx.conformance._runner import backend_device  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
 
 RNG = np.random.default_rng(7)
 _TYPE = {np.dtype(t): getattr(TensorProto, n) for t, n in (

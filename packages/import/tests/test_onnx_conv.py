@@ -21,10 +21,10 @@ ort = pytest.importorskip("onnxruntime")
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from ember_import.onnx import load_model  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 RNG = np.random.default_rng(7)
 _NP = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,

@@ -20,10 +20,11 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 torch = pytest.importorskip("torch")
 
+from onnx import TensorProto, helper  # noqa: E402
+
 from _onnx_backends import BACKENDS  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 from ember_import.onnx.conformance._runner import backend_device  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
 
 RNG = np.random.default_rng(11)
 
@@ -258,8 +259,9 @@ def test_comparisons_legacy_broadcast_and_where(backend: str) -> None:
 def test_chain_compiles_with_ember_jax_jit() -> None:
     """Mul, Add, Clip (bound inputs), Cast, integer Div/Mod, Greater, Where, Neg, Pow, Sigmoid and Dropout (static
     ratio/training_mode initializers) trace once under ``ember_jax.jit`` and equal onnxruntime."""
-    import ember_jax
     from onnx import numpy_helper
+
+    import ember_jax
 
     x = _f32(3, 5) * 4
     consts = {"w": _f32(5), "lo": np.array(-3.0, np.float32), "hi": np.array(3.5, np.float32),

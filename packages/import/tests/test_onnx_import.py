@@ -18,10 +18,11 @@ from ember.module import ParamId
 from ember.record import NamedMpkFileRecorder
 
 onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
 from ember_import import ModelImportError  # noqa: E402
 from ember_import._cli import main as cli_main  # noqa: E402
 from ember_import.onnx import OnnxImportError, OnnxModule, load_model  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 RNG = np.random.default_rng(0)
 

@@ -15,9 +15,10 @@ from ember import Tensor
 from ember.autodiff import Autodiff
 
 onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
 from ember_import.onnx import OnnxImportError, load_model  # noqa: E402
 from ember_import.onnx.conformance._runner import backend_device  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 RNG = np.random.default_rng(3)
 _ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,

@@ -18,9 +18,10 @@ from ember import Tensor
 from ember.autodiff import Autodiff
 
 onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
 from ember_import.onnx import load_model  # noqa: E402
 from ember_import.onnx.conformance._runner import backend_device  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
 
 RNG = np.random.default_rng(5)
 _ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,

@@ -19,10 +19,11 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 torch = pytest.importorskip("torch")
 
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
 from _onnx_backends import BACKENDS  # noqa: E402
 from ember_import.onnx import OnnxImportError, load_model  # noqa: E402
 from ember_import.onnx.conformance._runner import backend_device  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 RNG = np.random.default_rng(5)
 
