@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ember import DType, Float, Int, Tensor
+from ember import DType, Int, Tensor
 
 from .._dtypes import dtype_of
 from .._errors import OnnxImportError
 from .._ir import Node
+from ._elementwise_util import to_dtype
 
 __all__ = ["norm_axis", "norm_axes", "as_dtype", "scale", "stash_dtype", "flat_shape_2d", "kept_shape"]
 
@@ -42,16 +43,9 @@ def norm_axes(node: Node, axes: Sequence[int], rank: int) -> list[int]:
 
 
 def as_dtype(t: Tensor, dtype: DType) -> Tensor:
-    """``t`` with element type ``dtype``, across kinds too (``.float()``/``.int()``/``.bool()`` then a cast)."""
-    if t.dtype is dtype:
-        return t
-    want = "float" if dtype.is_float else "bool" if dtype is DType.BOOL else "int"
-    have = "float" if t.kind is Float else "int" if t.kind is Int else "bool"
-    if want != have:
-        t = t.float() if want == "float" else t.int() if want == "int" else t.bool()
-        if t.dtype is dtype:
-            return t
-    return t.cast(dtype)
+    """``t`` with element type ``dtype``, across kinds too (:func:`._elementwise_util.to_dtype`: exact int64 ->
+    float64, floats truncate toward zero, anything to bool is ``!= 0``)."""
+    return to_dtype(t, dtype)
 
 
 def scale(t: Tensor, factor: float) -> Tensor:
