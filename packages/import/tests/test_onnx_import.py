@@ -20,6 +20,7 @@ from ember.record import NamedMpkFileRecorder
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from _onnx_backends import BACKENDS  # noqa: E402
 from ember_import import ModelImportError  # noqa: E402
 from ember_import._cli import main as cli_main  # noqa: E402
 from ember_import.onnx import OnnxImportError, OnnxModule, load_model  # noqa: E402
@@ -27,18 +28,7 @@ from ember_import.onnx import OnnxImportError, OnnxModule, load_model  # noqa: E
 RNG = np.random.default_rng(0)
 
 
-def _backends() -> list[str]:
-    out = []
-    for name in ("numpy", "torch", "jax"):
-        try:
-            ember.backend(name).device()
-        except Exception:  # noqa: BLE001 - an uninstalled backend is not tested
-            continue
-        out.append(name)
-    return out
-
-
-@pytest.fixture(params=_backends())
+@pytest.fixture(params=BACKENDS)
 def dev(request: Any) -> Any:
     return ember.backend(request.param).device()
 

@@ -21,24 +21,13 @@ torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
+from _onnx_backends import BACKENDS  # noqa: E402
 from _onnx_models import MODELS, build, export  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 
 TOL = 1e-4
 
 
-def _backends() -> list[str]:
-    out = []
-    for name in ("numpy", "torch", "jax"):
-        try:
-            ember.backend(name).device()
-        except Exception:  # noqa: BLE001 - an uninstalled backend is not tested
-            continue
-        out.append(name)
-    return out
-
-
-BACKENDS = _backends()
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from ember.autodiff import Autodiff
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
+from _onnx_backends import installed  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 from ember_import.onnx.conformance._runner import backend_device  # noqa: E402
 
@@ -29,15 +30,7 @@ _ONNX_TYPE = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): Ten
               np.dtype(np.bool_): TensorProto.BOOL}
 
 
-def _installed(name: str) -> bool:
-    try:
-        backend_device(name)
-    except Exception:  # noqa: BLE001 - an uninstalled backend is not tested
-        return False
-    return True
-
-
-@pytest.fixture(params=[pytest.param(n, marks=pytest.mark.skipif(not _installed(n), reason=f"no {n} backend"))
+@pytest.fixture(params=[pytest.param(n, marks=pytest.mark.skipif(not installed(n), reason=f"no {n} backend"))
                         for n in ("numpy", "torch", "jax")])
 def backend(request: Any) -> str:
     """A backend name (skipped where the backend is not installed)."""
@@ -472,7 +465,7 @@ def test_non_max_suppression_against_onnxruntime(backend: str, center: int) -> N
 def test_lstm_and_stft_compile_with_ember_jax_jit() -> None:
     """A bidirectional LSTM with weights as parameters and a traced ``sequence_lens``, and an STFT, trace
     once under ``ember_jax.jit`` and equal onnxruntime."""
-    if not _installed("jax"):
+    if not installed("jax"):
         pytest.skip("ember-backend-jax is not installed")
     import ember_jax
 
