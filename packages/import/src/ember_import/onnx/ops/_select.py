@@ -12,10 +12,11 @@ from __future__ import annotations
 from ember import Bool, DType, Float, Int, Tensor
 
 from .._context import Context
+from .._dtypes import dtype_of
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
-from ._axes import norm_axes, norm_axis
+from ._axes import norm_axis
 from ._elementwise_util import to_dtype
 from ._indexing import _put_elements
 
@@ -58,7 +59,11 @@ def topk(ctx: Context, node: Node, x: Tensor, k: Tensor) -> tuple[Tensor, Tensor
 @converter("Unique", since=11)
 def unique(ctx: Context, node: Node, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """``Unique`` (11): the unique elements (or slices along ``axis``), sorted unless ``sorted=0`` (then in
-    order of first occurrence), with the int64 first-occurrence indices, inverse indices and counts."""
+    order of first occurrence), with the int64 first-occurrence indices, inverse indices and counts.
+
+    The output size depends on the data, which is read on the host: it runs eagerly, and under
+    ``ember_jax.jit`` it raises ``OnnxImportError`` (the input is traced).
+    """
     axis = node.attr("axis", None)
     flat = x.reshape([-1]) if axis is None else x
     a = 0 if axis is None else norm_axis(node, int(axis), x.rank)
@@ -101,8 +106,6 @@ def eye_like(ctx: Context, node: Node, x: Tensor) -> Tensor:
     """``EyeLike`` (9, 22): ones on diagonal ``k`` of a matrix shaped like ``x`` (``dtype``, default x's)."""
     if x.rank != 2:
         raise OnnxImportError(f"{node.where()}: EyeLike needs a 2-D input, got shape {list(x.shape)}.")
-    from .._dtypes import dtype_of
-
     dt = x.dtype if node.attr("dtype", None) is None else dtype_of(int(node.attr("dtype")), node.where())
     rows, cols = x.shape
     r = Tensor.arange(0, rows, x.device).reshape([rows, 1])
@@ -155,9 +158,9 @@ def center_crop_pad(ctx: Context, node: Node, x: Tensor, shape: Tensor) -> Tenso
     (the window starts rounded down when cropping, the pad before is the smaller half)."""
     target = ctx.ints(shape) or []
     axes = node.attr("axes", None)
-    dims = list(range(x.rank)) if axes is None else norm_axes(node, axes, x.rank)
-    if axes is not None:
-        dims = [norm_axis(node, int(a), x.rank) for a in axes]
+    dims = list(range(x.rank)) if axes is None else [norm_axis(node, int(a), x.rank) for a in axes]
+    if len(set(dims)) != len(dims):
+        raise OnnxImportError(f"{node.where()}: axes {list(axes or [])} repeat an axis; list each once.")
     if len(target) != len(dims):
         raise OnnxImportError(f"{node.where()}: shape {target} must give one size per axis ({len(dims)}).")
     for d, want in zip(dims, target, strict=True):
