@@ -6,7 +6,12 @@ int64, ...) is a setting of the backend. Kinds are singletons compared with ``is
 
 from __future__ import annotations
 
-__all__ = ["Kind", "Float", "Int", "Bool"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._dtype import DType
+
+__all__ = ["Kind", "Float", "Int", "Bool", "kind_of"]
 
 
 class Kind:
@@ -29,3 +34,9 @@ Float = Kind("Float", 0)
 Int = Kind("Int", 1)
 Bool = Kind("Bool", 2)
 KINDS = (Float, Int, Bool)
+
+
+def kind_of(dtype: DType) -> Kind:
+    """The kind holding element type ``dtype``: ``Float`` for float types, ``Bool`` for bool, ``Int`` for the
+    signed and unsigned integers."""
+    return Float if dtype.is_float else Bool if dtype.kind == "bool" else Int

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 
 from .._data import TensorData
 from .._errors import DeviceError, RecordError, ShapeError
-from .._kind import Bool, Float, Int
+from .._kind import Float, kind_of
 from ..backend._device import Device
 from ..module import Module, ModuleMapper, Param, ParamId, ad_enabled
 from ..tensor import Tensor
@@ -140,7 +140,7 @@ def _materialize(node: Any, device: Device) -> Any:
         return node if node.device is device else node.to_device(device)
     if isinstance(node, TensorData):
         dt = node.dtype
-        return Tensor.from_data(node, device, Float if dt.is_float else Int if dt.is_int else Bool)
+        return Tensor.from_data(node, device, kind_of(dt))
     if isinstance(node, dict):
         return {k: _materialize(v, device) for k, v in node.items()}
     if isinstance(node, list):

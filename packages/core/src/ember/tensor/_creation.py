@@ -11,7 +11,7 @@ from .._data import TensorData
 from .._distribution import Distribution
 from .._dtype import DType
 from .._errors import DTypeError, EmberError, KindError, ShapeError
-from .._kind import Bool, Float, Int, Kind
+from .._kind import Bool, Float, Int, Kind, kind_of
 from ..backend._device import Device
 from . import _core
 from ._util import as_shape
@@ -85,13 +85,13 @@ class CreationOps:
         arr = _to_array("from_data", data)
         want = None if dtype is None else DType.parse(dtype)
         if want is not None and kind is None:
-            kind = Float if want.is_float else Bool if want is DType.BOOL else Int
+            kind = kind_of(want)
         k = _kind_of_array("from_data", arr) if kind is None else kind
         ops = dev.ops[k.index]
         if want is None:
             dtype = dev.backend.dtype_for(k.index)
         else:
-            if (Float if want.is_float else Bool if want is DType.BOOL else Int) is not k:
+            if kind_of(want) is not k:
                 raise DTypeError(f"from_data: dtype {want} is not a {k} element type; pass a matching kind.")
             dev.backend.check_dtype(want)
             dtype = want

@@ -20,7 +20,7 @@ import numpy as np
 from .._data import TensorData
 from .._dtype import DType
 from .._errors import EmberError, ShapeError
-from .._kind import Bool, Float, Int, Kind
+from .._kind import Bool, Float, Int, Kind, kind_of
 from ..backend._device import Device
 from ._autodiff import AutodiffTensorOps
 from ._basic import BasicOps
@@ -222,7 +222,7 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
         from .._errors import DTypeError
 
         d = DType.parse(dtype)
-        want = Float if d.is_float else Bool if d is DType.BOOL else Int
+        want = kind_of(d)
         if want is not self.kind:
             raise DTypeError(
                 f"cast: {d} is not a {self.kind} element type; use .float(), .int() or .bool() to "
