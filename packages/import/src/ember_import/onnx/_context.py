@@ -105,12 +105,13 @@ class Context:
     # ------------------------------------------------------------------ creation
     def tensor(self, data: Any, dtype: DType | str, device: Device | None = None) -> Tensor:
         """A tensor of ``dtype`` holding ``data`` (nested Python lists, a scalar or ``TensorData``) on
-        ``device`` (default: this node's device; the compute device when the node runs on the host and the host
-        backend, numpy, lacks ``dtype``, e.g. bfloat16)."""
-        dev = device or self.device
-        if dev is self.host and DType.parse(dtype) not in dev.backend.supported_dtypes:
-            dev = self.main
-        return Tensor.from_data(data, dev, dtype=dtype)
+        ``device`` (default: this node's device).
+
+        Raises:
+            DTypeError: the device's backend lacks ``dtype``; on the host (numpy, no bfloat16) the interpreter
+                then runs the node again on the compute device.
+        """
+        return Tensor.from_data(data, device or self.device, dtype=dtype)
 
     def is_host(self, t: Any) -> bool:
         """Whether ``t`` is a tensor on the host device (a constant or shape arithmetic)."""
