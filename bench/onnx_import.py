@@ -84,49 +84,39 @@ def _steps(backend: str, paths: dict[str, Path], tmp: Path) -> dict[str, Callabl
     trainable = load_model(paths["train"], adev)
     xd, xa, ra = Tensor.from_data(x, dev), Tensor.from_data(x, adev), Tensor.from_data(r, adev)
 
-    def fwd(model: Any, inp: Tensor) -> Callable[[], Any]:
-        return lambda: model.forward(inp).to_data()
+    def forward(m: Any, i: Tensor) -> Any:
+        return m.forward(i)
 
-    def fwd_bwd(model: Any) -> Callable[[], Any]:
-        def step() -> Any:
-            out = model.forward(xa)
-            out = out[0] if isinstance(out, tuple) else out
-            grads = (out * ra).sum().backward()
-            return [p.val().grad(grads) for p in model.params()[:1]]
+    def grads(m: Any, i: Tensor, w: Tensor) -> Any:
+        out = m.forward(i)
+        out = out[0] if isinstance(out, tuple) else out
+        g = (out * w).sum().backward()
+        return [p.val().grad(g) for p in m.params()]
 
-        return step
-
-    steps = {
-        "forward: hand-written": fwd(hand_eval, xd),
-        "forward: imported raw": fwd(imported["raw"], xd),
-        "forward: imported opt": fwd(imported["opt"], xd),
-        "fwd+bwd: hand-written": fwd_bwd(hand),
-        "fwd+bwd: imported train": fwd_bwd(trainable),
-    }
+    # one compiled function per model on jax (each traces once, in the warm-up), the same functions eager elsewhere
     if backend == "jax":
         import ember_jax
 
-        def compiled_fwd(model: Any, inp: Tensor) -> Callable[[], Any]:
-            f = ember_jax.jit(lambda m, i: m.forward(i))
-            return lambda: f(model, inp).to_data()
+        compile_ = ember_jax.jit
+    else:
+        def compile_(f: Callable[..., Any]) -> Callable[..., Any]:
+            return f
 
-        def compiled_grad(model: Any) -> Callable[[], Any]:
-            def loss(m: Any, i: Tensor, w: Tensor) -> Any:
-                out = m.forward(i)
-                out = out[0] if isinstance(out, tuple) else out
-                g = (out * w).sum().backward()
-                return [p.val().grad(g) for p in m.params()]
+    def fwd(model: Any) -> Callable[[], Any]:
+        f = compile_(forward)
+        return lambda: f(model, xd).to_data()
 
-            f = ember_jax.jit(loss)
-            return lambda: [t.to_data() for t in f(model, xa, ra)[:1]]
+    def fwd_bwd(model: Any) -> Callable[[], Any]:
+        f = compile_(grads)
+        return lambda: f(model, xa, ra)[0].to_data()
 
-        steps = {
-            "forward: hand-written": compiled_fwd(hand_eval, xd),
-            "forward: imported raw": compiled_fwd(imported["raw"], xd),
-            "forward: imported opt": compiled_fwd(imported["opt"], xd),
-            "fwd+bwd: hand-written": compiled_grad(hand),
-            "fwd+bwd: imported train": compiled_grad(trainable),
-        }
+    steps = {
+        "forward: hand-written": fwd(hand_eval),
+        "forward: imported raw": fwd(imported["raw"]),
+        "forward: imported opt": fwd(imported["opt"]),
+        "fwd+bwd: hand-written": fwd_bwd(hand),
+        "fwd+bwd: imported train": fwd_bwd(trainable),
+    }
     return steps
 
 
