@@ -23,7 +23,7 @@ from ._indexing import _put_elements
 __all__: list[str] = []
 
 
-def _topk(node: Node, x: Tensor, k: int, ctx: Context) -> tuple[Tensor, Tensor]:
+def _topk(node: Node, x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     axis = norm_axis(node, int(node.attr("axis", -1)), x.rank)
     n = x.shape[axis]
     if not 0 <= k <= n:
@@ -46,14 +46,14 @@ def _desc_stable(x: Tensor, axis: int) -> tuple[Tensor, Tensor]:
 @converter("TopK", since=1)
 def topk_v1(ctx: Context, node: Node, x: Tensor) -> tuple[Tensor, Tensor]:
     """``TopK`` 1: ``k`` attribute, largest, sorted."""
-    return _topk(node, x, int(node.attr("k", 1)), ctx)
+    return _topk(node, x, int(node.attr("k", 1)))
 
 
 @converter("TopK", since=10, static=(1,))
 def topk(ctx: Context, node: Node, x: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
     """``TopK`` 10 (``k`` input), 11 (``largest``, ``sorted``; results are always sorted), 24: values and int64
     indices of the k largest (or smallest) along ``axis``; equal values keep index order."""
-    return _topk(node, x, int(ctx.scalar(k)), ctx)
+    return _topk(node, x, int(ctx.scalar(k)))
 
 
 @converter("Unique", since=11)
@@ -181,8 +181,7 @@ def reverse_sequence(ctx: Context, node: Node, x: Tensor, lens: Tensor) -> Tenso
     t_axis = norm_axis(node, int(node.attr("time_axis", 0)), x.rank)
     b_axis = norm_axis(node, int(node.attr("batch_axis", 1)), x.rank)
     steps, batch = x.shape[t_axis], x.shape[b_axis]
-    shape = [1] * x.rank
-    shape[t_axis], t_shape = steps, [1] * x.rank
+    t_shape = [1] * x.rank
     t_shape[t_axis] = steps
     b_shape = [1] * x.rank
     b_shape[b_axis] = batch
