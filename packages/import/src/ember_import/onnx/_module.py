@@ -156,7 +156,11 @@ def load_model(
         fold: run constant folding at import (default ``True``).
 
     Returns:
-        The module; ``module(*inputs)`` runs it.
+        The module; ``module(*inputs)`` runs it. Float initializers become ``Param``s (``ParamId`` = the
+        initializer's name) in their own float type where the backend holds it, else in the backend's float
+        type; integer and bool initializers, and float ones read only as shapes or counts, are constants.
+        The pipeline follows Burn's onnx-ir: parse and check (``onnx``), typed IR, constant folding,
+        dead-node removal, then one converter per node (``ember_import/onnx/ops``).
 
     Raises:
         OnnxImportError: unreadable or malformed file (see :func:`~._parse.read_model`), or operators without
