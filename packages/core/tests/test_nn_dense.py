@@ -60,7 +60,8 @@ def test_linear_default_init_bound(backend_name: str) -> None:
     layer = nn.LinearConfig(400, 300).init(plain_device(backend_name))
     w = param_np(layer.weight)
     bound = 1 / math.sqrt(400)
-    assert np.abs(w).max() <= bound
+    # the sampler's bound is 1/20 in float32 (0.0500000007): a draw may equal it, above the float64 1/20
+    assert np.abs(w).max() <= np.float32(bound)
     assert abs(w.std() - bound / math.sqrt(3)) < 0.03 * bound
 
 
