@@ -268,6 +268,13 @@ class JaxBackend(
         require(dtype)
         return _cast(p, nd)
 
+    def bitcast(self, p: Any, dtype: DType) -> Any:
+        nd = JNP[dtype]
+        if p.dtype == nd:
+            return p
+        require(dtype)
+        return jax.lax.bitcast_convert_type(p, nd)
+
     def int_into_float(self, p: Any) -> Any:
         return _cast(p, self._fdt)
 

@@ -144,6 +144,9 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
             return np.trunc(p).astype(nd)
         return np.asarray(p).astype(nd)
 
+    def bitcast(self, p: Any, dtype: DType) -> Any:
+        return np.asarray(p).view(_NP[dtype])
+
 
 def _set_blas_threads(n: Any) -> None:
     """Limit the process's BLAS thread pools to ``n`` threads (threadpoolctl)."""

@@ -228,6 +228,10 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         td = TORCH_DTYPES[dtype]
         return p if p.dtype is td else p.to(td)
 
+    def bitcast(self, p: Any, dtype: DType) -> Any:
+        td = TORCH_DTYPES[dtype]
+        return p if p.dtype is td else p.view(td)
+
     def int_into_float(self, p: Any) -> Any:
         return p.to(self._ftd)
 

@@ -182,6 +182,12 @@ class Autodiff(Backend):
             return AP(y)
         return AP(y, Node((p.node,), _cast_back, I.dtype(p.p)))
 
+    def bitcast(self, p: Any, dtype: DType) -> Any:
+        """Bits reinterpreted: the result leaves the graph (no gradient flows through a bitcast); a Float
+        result is an untracked leaf."""
+        y = self.inner_backend.bitcast(p.p if p.__class__ is AP else p, dtype)
+        return AP(y) if dtype.is_float else y
+
     def to_device(self, p: Any, handle: Any) -> Any:
         """Moves keep the graph: the gradient moves back to the source device."""
         I = self.inner_backend  # noqa: E741
@@ -273,7 +279,7 @@ def _move_back(B: Any, g: Any, handle: Any, ps: Any) -> Any:
 
 #: every public method of the backend contract that Autodiff covers (checked by the tests)
 HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | frozenset(
-    {"shape", "cast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner", "compile",
+    {"shape", "cast", "bitcast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner", "compile",
      "is_concrete"}
 )
 

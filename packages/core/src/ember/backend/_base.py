@@ -258,6 +258,12 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         """``p`` converted to ``dtype`` (floats to ints truncate toward zero; bools become 0/1)."""
         return required("cast")
 
+    def bitcast(self, p: Any, dtype: DType) -> Any:
+        """``p``'s bits read as ``dtype``, which has the same item size and is not bool (``Tensor.bitcast``
+        handles bool); little-endian, shape unchanged. XLA's ``bitcast_convert_type``, numpy's ``view``,
+        torch's ``Tensor.view(dtype)``."""
+        return required("bitcast")
+
     def int_into_float(self, p: Any) -> Any:
         """An Int primitive as a Float primitive of the backend's float dtype (on Float ops)."""
         return self.cast(p, self.float_dtype)

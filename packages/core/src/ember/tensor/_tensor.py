@@ -231,6 +231,39 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
         self.device.backend.check_dtype(d)
         return Tensor(self.ops.cast(self.primitive, d), self.device, self.kind)
 
+    def bitcast(self, dtype: DType | str) -> Tensor:
+        """The same bits read as another element type of the same size, of any kind (float32 → int32,
+        int8 → uint8, bfloat16 → int16 ...); the shape is unchanged and the bytes are little-endian.
+
+        Bool is one byte holding 0 or 1: it reinterprets as uint8/int8 0 or 1, and a byte reinterprets as
+        Bool true where it is non-zero. ONNX's ``BitCast``; XLA's ``bitcast_convert_type``, numpy's
+        ``ndarray.view(dtype)``, torch's ``Tensor.view(dtype)``. Not differentiable: under ``Autodiff``
+        the result carries no graph.
+
+        Raises:
+            DTypeError: ``dtype``'s item size differs from the tensor's (use ``cast`` to convert values),
+                or the backend cannot hold ``dtype``.
+        """
+        from .._errors import DTypeError
+
+        d = DType.parse(dtype)
+        src = self.dtype
+        if d is src:
+            return self
+        if d.itemsize != src.itemsize:
+            raise DTypeError(
+                f"bitcast: {src} has {src.itemsize} bytes per element and {d} has {d.itemsize}; a bitcast "
+                "keeps every bit, so both must have the same size. Use .cast() (or .float()/.int()) to "
+                "convert values instead."
+            )
+        self.device.backend.check_dtype(d)
+        if d is DType.BOOL:
+            return self.bitcast(DType.UINT8).bool() if src is not DType.UINT8 else self.bool()
+        if src is DType.BOOL:
+            return self.int().cast(DType.UINT8).bitcast(d)
+        p = self.device.ops[0].bitcast(self.primitive, d)
+        return Tensor(p, self.device, kind_of(d))
+
     def to_device(self, device: Device) -> Tensor:
         """The tensor on ``device``, which may belong to another backend.
 

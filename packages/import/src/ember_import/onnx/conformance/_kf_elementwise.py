@@ -141,6 +141,8 @@ TORCH: dict[str, str] = {
     "test_add_uint16": _TORCH_UINT,
     "test_add_uint32": _TORCH_UINT,
     "test_add_uint64": _TORCH_UINT,
+    "test_bitcast_uint16_to_int16": _TORCH_UINT,
+    "test_bitcast_uint32_to_int32": _TORCH_UINT,
     "test_bitshift_right_uint16": _TORCH_UINT,
     "test_bitshift_right_uint32": _TORCH_UINT,
     "test_bitshift_right_uint64": _TORCH_UINT,

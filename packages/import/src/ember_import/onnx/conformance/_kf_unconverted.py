@@ -13,10 +13,6 @@ _ML = "a classical-ML operator of ai.onnx.ml (decision trees, label maps over st
 _LOW = "{} element types have no Ember equivalent; the suite's data cannot be built"
 
 ALL: dict[str, str] = {
-    "test_bitcast_*": (
-        "BitCast reinterprets the bits of one element type as another; Ember has no bit-reinterpreting primitive "
-        "(numpy view, torch view(dtype), lax.bitcast_convert_type) yet"
-    ),
     "test_image_decoder_*": "ImageDecoder decodes JPEG/PNG/... bytes: an image codec, not a tensor op; decode first",
     "test_tfidfvectorizer_*": (
         "TfIdfVectorizer counts n-grams of token pools (a text-preprocessing op): not converted"

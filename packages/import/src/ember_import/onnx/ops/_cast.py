@@ -5,6 +5,8 @@ bool is ``!= 0``, bool to numbers is 0/1.
 ``to`` is a type name string in opset 1 and a ``TensorProto.DataType`` number from 6. ``saturate`` and
 ``round_mode`` only concern float8/float8e8m0 targets, which (like strings, 4-bit and 2-bit types) have no Ember
 element type: such casts raise :class:`OnnxImportError` when the model is run.
+
+``BitCast`` (26) keeps the bits instead of the value (``Tensor.bitcast``).
 """
 
 from __future__ import annotations
@@ -49,3 +51,9 @@ def cast(ctx: Context, node: Node, x: Tensor) -> Tensor:
 def cast_like(ctx: Context, node: Node, x: Tensor, like: Tensor) -> Tensor:
     """ONNX ``CastLike``: ``x`` converted to the element type of ``like``."""
     return to_dtype(x, like.dtype)
+
+
+@converter("BitCast", since=26)
+def bit_cast(ctx: Context, node: Node, x: Tensor) -> Tensor:
+    """ONNX ``BitCast``: ``x``'s bits read as the element type ``to`` of the same size (little-endian)."""
+    return x.bitcast(dtype_of(_target(node), f"{node.where()} attribute 'to'"))
