@@ -1,6 +1,7 @@
 """The ``ember-import`` command line: ``ember-import inspect FILE`` lists a model file's tensors;
 ``ember-import onnx-info MODEL.onnx`` describes an ONNX model (opsets, inputs and outputs with shapes, op
-histogram, which ops Ember supports; exit status 3 when some are not).
+histogram, which ops Ember supports; exit status 3 when some are not); ``ember-import onnx2ember MODEL.onnx --out
+DIR`` writes the model as Ember source (``DIR/model.py``) and its weights record (:class:`~.onnx.ModelGen`).
 
 Output: one row per tensor (key, shape, dtype, element count), then the totals (tensors, parameters, bytes)
 and the non-tensor values (epoch numbers, config entries). ``--json`` prints the same as JSON. The file is
@@ -98,8 +99,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     info = sub.add_parser("onnx-info", help="an ONNX model's opsets, inputs, outputs, op histogram and support")
     info.add_argument("file")
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
+    gen = sub.add_parser("onnx2ember", help="write an ONNX model as an Ember module (model.py) and its weights")
+    gen.add_argument("file")
+    gen.add_argument("--out", required=True, help="output folder (created if missing)")
+    gen.add_argument("--name", default="Model", help="class name of the generated module (default: Model)")
+    gen.add_argument("--record-type", default="mpk", help="weights format: mpk (default), mpk.gz, bin, bin.gz, "
+                     "json, json.gz or safetensors")
+    gen.add_argument("--half", action="store_true", help="store float weights as float16")
+    gen.add_argument("--development", action="store_true", help="also write the IR as model.ir.txt")
     args = parser.parse_args(argv)
     try:
+        if args.command == "onnx2ember":
+            from .onnx import ModelGen
+
+            py = (ModelGen().input(args.file).out_dir(args.out).class_name(args.name).record_type(args.record_type)
+                  .half_precision(args.half).development(args.development).run())
+            print(f"wrote {py} and {py.parent / ('model.' + args.record_type)}")
+            return 0
         if args.command == "onnx-info":
             from .onnx._info import print_info
 

@@ -12,6 +12,8 @@
   initializers are ``Param``\\ s, every node runs as Ember tensor ops (converters in :mod:`.ops`), so the
   model runs on every backend, differentiates under ``Autodiff``, compiles with ``ember_jax.jit``, saves
   and loads records and fine-tunes with the Learner.
+- :class:`ModelGen` writes the model as Ember source instead: ``model.py`` with ordinary layers and straight-line
+  ``forward`` code, and a weights record (``python -m ember_import onnx2ember MODEL.onnx --out DIR``).
 - :class:`OnnxImportError` lists every unsupported operator at once, before anything runs.
 - ``python -m ember_import onnx-info MODEL.onnx`` describes a model and its support;
   ``python -m ember_import.onnx.conformance --backend NAME`` runs ONNX's node test suite.
@@ -25,5 +27,9 @@ from ._errors import OnnxImportError
 from ._ir import Graph, Node, ValueInfo
 from ._module import OnnxModule, load_model
 from ._registry import converter, registered_ops
+from .codegen import ModelGen, ModelGenError, source_key_remap
 
-__all__ = ["Graph", "Node", "OnnxImportError", "OnnxModule", "ValueInfo", "converter", "load_model", "registered_ops"]
+__all__ = [
+    "Graph", "ModelGen", "ModelGenError", "Node", "OnnxImportError", "OnnxModule", "ValueInfo", "converter",
+    "load_model", "registered_ops", "source_key_remap",
+]

@@ -1,0 +1,499 @@
+"""Layer recognition: ONNX nodes on weights that become Ember layers (fields of the generated module).
+
+Each recognizer looks at one node (and, for ``MatMul`` + ``Add`` and the erf form of GELU, the nodes after
+it), and when the pattern holds adds the field, writes the call and returns the nodes it consumed. Weights
+are kept in PyTorch's layout under PyTorch's names (``weight``, ``bias``, ``running_mean``, ``weight_ih_l0``
+...), so :class:`~ember_import.ImportedRecord` converts them to each layer's layout with the rules the
+PyTorch importer uses and tests (``ember_import._layers``).
+
+Semantics follow the ONNX operator specification (onnx/docs/Operators.md) for the nodes and the Ember layers'
+docstrings for the layers; a node whose attributes the layer cannot express (asymmetric pads, ``auto_pad``
+SAME, ``Gemm`` with ``alpha != 1``) is left to the tensor-op emitters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ember import TensorData
+
+from ..._layers import transpose
+from .._ir import Node
+from ._gen import Gen, literal
+from ._names import identifier, scope_path
+
+__all__ = ["RECOGNIZERS"]
+
+Recognizer = Callable[[Gen, Node], "list[Node] | None"]
+
+
+def _weight(g: Gen, node: Node, i: int) -> TensorData | None:
+    if i < len(node.inputs) and node.inputs[i] in g.weights:
+        return g.weights[node.inputs[i]]
+    return None
+
+
+def _absent(node: Node, i: int) -> bool:
+    return i >= len(node.inputs) or not node.inputs[i]
+
+
+def _base(g: Gen, node: Node, weight_input: int, fallback: str) -> tuple[str, str | None]:
+    """The field name's base and the source module path: the weight's name when the exporter kept it
+    (``layer1.0.conv1.weight`` -> ``layer1.0.conv1``), else the node's scope (``/lstm/LSTM`` -> ``lstm``)."""
+    name = node.inputs[weight_input] if weight_input < len(node.inputs) else ""
+    if name and "::" not in name and "/" not in name and "." in name and name in g.weights:
+        prefix = name.rsplit(".", 1)[0]
+        return prefix, prefix
+    scope = scope_path(node.name)
+    return (scope or fallback), None
+
+
+def _symmetric(pads: list[int], k: int) -> list[int] | None:
+    if not pads:
+        return [0] * k
+    if len(pads) != 2 * k or pads[:k] != pads[k:]:
+        return None
+    return list(pads[:k])
+
+
+def _padding(g: Gen, k: int, pads: list[int]) -> str:
+    if not any(pads):
+        return ""
+    name = "PADDING_" + "_".join(str(p) for p in (pads if len(set(pads)) > 1 else pads[:1]))
+    if k != 2:
+        name += f"_{k}D"
+    values = ", ".join(str(p) for p in pads)
+    return f", padding={g.shared(name, f'nn.PaddingConfig{k}d.Explicit({values})')}"
+
+
+def _tuple(v: list[int]) -> str:
+    return "(" + ", ".join(str(int(x)) for x in v) + ("," if len(v) == 1 else "") + ")"
+
+
+def _call(g: Gen, node: Node, field: str, x: str) -> None:
+    g.emit(node, f"self.{field}({x})", base=field)
+
+
+def conv(g: Gen, node: Node) -> list[Node] | None:
+    """``Conv`` on a weight initializer -> ``Conv1d/2d/3d`` (symmetric pads, ``auto_pad`` NOTSET/VALID)."""
+    if node.op_type != "Conv":
+        return None
+    w, b = _weight(g, node, 1), _weight(g, node, 2)
+    if w is None or (b is None and not _absent(node, 2)) or node.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        return None
+    k = len(w.shape) - 2
+    if k not in (1, 2, 3):
+        return None
+    pads = _symmetric(list(node.attr("pads", [])), k)
+    if pads is None:
+        return None
+    groups = int(node.attr("group", 1))
+    kernel = list(w.shape[2:])
+    stride = list(node.attr("strides", [1] * k))
+    dilation = list(node.attr("dilations", [1] * k))
+    args = [f"({w.shape[1] * groups}, {w.shape[0]})", _tuple(kernel)]
+    if any(s != 1 for s in stride):
+        args.append(f"stride={_tuple(stride)}")
+    if any(d != 1 for d in dilation):
+        args.append(f"dilation={_tuple(dilation)}")
+    if groups != 1:
+        args.append(f"groups={groups}")
+    if b is None:
+        args.append("bias=False")
+    init = f"nn.Conv{k}dConfig({', '.join(args)}{_padding(g, k, pads)}).init(device)"
+    state = {"weight": w} if b is None else {"weight": w, "bias": b}
+    base, source = _base(g, node, 1, "conv")
+    field = g.add_field(base, f"nn.Conv{k}d", init, state, source, f"Conv{k}d")
+    _call(g, node, field, g.tensor(node, 0))
+    return [node]
+
+
+def conv_transpose(g: Gen, node: Node) -> list[Node] | None:
+    """``ConvTranspose`` on a weight -> ``ConvTranspose1d/2d/3d`` (symmetric pads, no ``output_shape``)."""
+    if node.op_type != "ConvTranspose":
+        return None
+    w, b = _weight(g, node, 1), _weight(g, node, 2)
+    if w is None or (b is None and not _absent(node, 2)) or node.attr("output_shape", None) is not None:
+        return None
+    if node.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        return None
+    k = len(w.shape) - 2
+    pads = _symmetric(list(node.attr("pads", [])), k)
+    if k not in (1, 2, 3) or pads is None:
+        return None
+    groups = int(node.attr("group", 1))
+    stride = list(node.attr("strides", [1] * k))
+    dilation = list(node.attr("dilations", [1] * k))
+    out_pad = list(node.attr("output_padding", [0] * k))
+    args = [f"({w.shape[0]}, {w.shape[1] * groups})", _tuple(list(w.shape[2:]))]
+    if any(s != 1 for s in stride):
+        args.append(f"stride={_tuple(stride)}")
+    if any(d != 1 for d in dilation):
+        args.append(f"dilation={_tuple(dilation)}")
+    if any(pads):
+        args.append(f"padding={_tuple(pads)}")
+    if any(out_pad):
+        args.append(f"padding_out={_tuple(out_pad)}")
+    if groups != 1:
+        args.append(f"groups={groups}")
+    if b is None:
+        args.append("bias=False")
+    init = f"nn.ConvTranspose{k}dConfig({', '.join(args)}).init(device)"
+    state = {"weight": w} if b is None else {"weight": w, "bias": b}
+    base, source = _base(g, node, 1, "conv_transpose")
+    field = g.add_field(base, f"nn.ConvTranspose{k}d", init, state, source, f"ConvTranspose{k}d")
+    _call(g, node, field, g.tensor(node, 0))
+    return [node]
+
+
+def _linear(g: Gen, node: Node, weight_out_in: TensorData, bias: TensorData | None, base_input: int,
+            x: str, anchor: Node) -> None:
+    d_out, d_in = weight_out_in.shape
+    init = f"nn.LinearConfig({d_in}, {d_out}{'' if bias is not None else ', bias=False'}).init(device)"
+    state = {"weight": weight_out_in} if bias is None else {"weight": weight_out_in, "bias": bias}
+    base, source = _base(g, node, base_input, "linear")
+    field = g.add_field(base, "nn.Linear", init, state, source, "Linear")
+    _call(g, anchor, field, x)
+
+
+def gemm(g: Gen, node: Node) -> list[Node] | None:
+    """``Gemm(A, B, C)`` with weights ``B`` (and ``C`` of shape ``[N]``), ``alpha = beta = 1``, ``transA = 0``
+    -> ``Linear`` (``y = A @ B' + C``; PyTorch's ``weight [out, in]`` is ``B'^T``)."""
+    if node.op_type != "Gemm" or node.attr("transA", 0) or float(node.attr("alpha", 1.0)) != 1.0:
+        return None
+    w, c = _weight(g, node, 1), _weight(g, node, 2)
+    if w is None or len(w.shape) != 2 or (c is None and not _absent(node, 2)):
+        return None
+    n_out = w.shape[0 if node.attr("transB", 0) else 1]
+    if c is not None and (float(node.attr("beta", 1.0)) != 1.0 or list(c.shape) != [n_out]):
+        return None
+    weight = w if node.attr("transB", 0) else transpose(w)
+    _linear(g, node, weight, c, 1, g.tensor(node, 0), node)
+    return [node]
+
+
+def matmul_add(g: Gen, node: Node) -> list[Node] | None:
+    """``MatMul(x, W)`` with a weight ``W [in, out]``, and the ``Add`` of a bias ``[out]`` that follows it
+    when that is the product's only use -> ``Linear``."""
+    if node.op_type != "MatMul":
+        return None
+    w = _weight(g, node, 1)
+    if w is None or len(w.shape) != 2 or g.rank(node.inputs[0]) in (None, 1):
+        return None
+    out = node.outputs[0]
+    users = g.consumers.get(out, [])
+    bias, anchor, used = None, node, [node]
+    if len(users) == 1 and g.uses.get(out, 0) == 1 and users[0].op_type == "Add":
+        add = users[0]
+        other = add.inputs[1] if add.inputs[0] == out else add.inputs[0]
+        b = g.weights.get(other)
+        if b is not None and list(b.shape) == [w.shape[1]]:
+            bias, anchor, used = b, add, [node, add]
+    _linear(g, node, transpose(w), bias, 1, g.tensor(node, 0), anchor)
+    return used
+
+
+def batch_norm(g: Gen, node: Node) -> list[Node] | None:
+    """Inference ``BatchNormalization`` (one output) on weights -> ``BatchNorm`` (PyTorch's momentum is
+    ``1 - momentum`` of ONNX)."""
+    if node.op_type != "BatchNormalization" or len([o for o in node.outputs if o]) != 1:
+        return None
+    ws = [_weight(g, node, i) for i in range(1, 5)]
+    if any(w is None for w in ws) or node.attr("training_mode", 0):
+        return None
+    scale, bias, mean, var = ws
+    assert scale is not None and bias is not None and mean is not None and var is not None
+    eps = float(node.attr("epsilon", 1e-5))
+    momentum = round(1.0 - float(node.attr("momentum", 0.9)), 6)
+    args = [str(scale.shape[0])]
+    if abs(eps - 1e-5) > 1e-12:
+        args.append(f"epsilon={literal(eps)}")
+    if abs(momentum - 0.1) > 1e-9:
+        args.append(f"momentum={literal(momentum)}")
+    init = f"nn.BatchNormConfig({', '.join(args)}).init(device)"
+    state = {"weight": scale, "bias": bias, "running_mean": mean, "running_var": var}
+    base, source = _base(g, node, 1, "batch_norm")
+    field = g.add_field(base, "nn.BatchNorm", init, state, source, "BatchNorm")
+    _call(g, node, field, g.tensor(node, 0))
+    return [node]
+
+
+def layer_norm(g: Gen, node: Node) -> list[Node] | None:
+    """``LayerNormalization`` over the last axis with a weight scale (and bias) -> ``LayerNorm``."""
+    if node.op_type != "LayerNormalization" or len([o for o in node.outputs if o]) != 1:
+        return None
+    scale, bias = _weight(g, node, 1), _weight(g, node, 2)
+    rank = g.rank(node.inputs[0])
+    axis = int(node.attr("axis", -1))
+    if scale is None or len(scale.shape) != 1 or (bias is None and not _absent(node, 2)) or rank is None:
+        return None
+    if axis not in (-1, rank - 1):
+        return None
+    init = f"nn.LayerNormConfig({scale.shape[0]}{_eps_arg(node)}).init(device)"
+    zeros = TensorData(np.zeros(scale.shape, dtype=scale.to_numpy().dtype))
+    state = {"weight": scale, "bias": bias if bias is not None else zeros}
+    base, source = _base(g, node, 1, "layer_norm")
+    field = g.add_field(base, "nn.LayerNorm", init, state, source, "LayerNorm")
+    _call(g, node, field, g.tensor(node, 0))
+    return [node]
+
+
+def _eps_arg(node: Node) -> str:
+    eps = float(node.attr("epsilon", 1e-5))
+    return "" if abs(eps - 1e-5) < 1e-12 else f", epsilon={literal(eps)}"
+
+
+def channel_norm(g: Gen, node: Node) -> list[Node] | None:
+    """``InstanceNormalization(x, scale, B)`` -> ``InstanceNorm``; ``GroupNormalization`` 21 (per-channel
+    ``scale``/``bias``; opset 18's were per group) -> ``GroupNorm``; both on weights."""
+    if node.op_type == "InstanceNormalization":
+        cls, groups = "InstanceNorm", ""
+    elif node.op_type == "GroupNormalization" and g.opset >= 21:
+        cls, groups = "GroupNorm", f"{int(node.attr('num_groups'))}, "
+    else:
+        return None
+    scale, bias = _weight(g, node, 1), _weight(g, node, 2)
+    if scale is None or bias is None:
+        return None
+    init = f"nn.{cls}Config({groups}{scale.shape[0]}{_eps_arg(node)}).init(device)"
+    base, source = _base(g, node, 1, identifier(cls))
+    field = g.add_field(base, f"nn.{cls}", init, {"weight": scale, "bias": bias}, source, cls)
+    _call(g, node, field, g.tensor(node, 0))
+    return [node]
+
+
+def embedding(g: Gen, node: Node) -> list[Node] | None:
+    """``Gather(table, indices)`` on axis 0 of a 2-D float weight -> ``Embedding``."""
+    if node.op_type != "Gather" or int(node.attr("axis", 0)) != 0:
+        return None
+    table = _weight(g, node, 0)
+    if table is None or len(table.shape) != 2 or not table.dtype.is_float:
+        return None
+    idx = g.val(node, 1)
+    if idx is None or idx.host:
+        return None
+    init = f"nn.EmbeddingConfig({table.shape[0]}, {table.shape[1]}).init(device)"
+    base, source = _base(g, node, 0, "embedding")
+    field = g.add_field(base, "nn.Embedding", init, {"weight": table}, source, "Embedding")
+    _call(g, node, field, g.tensor(node, 1))
+    return [node]
+
+
+def _pool_args(node: Node, k: int) -> tuple[list[int], list[int], list[int]] | None:
+    if node.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        return None
+    kernel = list(node.attr("kernel_shape"))
+    pads = _symmetric(list(node.attr("pads", [])), k)
+    if pads is None:
+        return None
+    return kernel, list(node.attr("strides", [1] * k)), pads
+
+
+def pool(g: Gen, node: Node) -> list[Node] | None:
+    """``MaxPool`` (one output) / ``AveragePool`` over 1 or 2 spatial dims -> ``MaxPool1d/2d`` /
+    ``AvgPool1d/2d``; ``GlobalAveragePool`` -> ``AdaptiveAvgPool1d/2d`` to size 1."""
+    rank = g.rank(node.inputs[0]) if node.inputs else None
+    if rank not in (3, 4):
+        return None
+    assert rank is not None
+    k = rank - 2
+    if node.op_type == "GlobalAveragePool":
+        size = "1" if k == 1 else "(1, 1)"
+        field = g.add_field(scope_path(node.name) or "global_avg_pool", f"nn.AdaptiveAvgPool{k}d",
+                            f"nn.AdaptiveAvgPool{k}dConfig({size}).init()", {}, None, f"AdaptiveAvgPool{k}d")
+        _call(g, node, field, g.tensor(node, 0))
+        return [node]
+    if node.op_type not in ("MaxPool", "AveragePool") or len([o for o in node.outputs if o]) != 1:
+        return None
+    parts = _pool_args(node, k)
+    if parts is None or (node.op_type == "MaxPool" and node.attr("storage_order", 0)):
+        return None
+    kernel, stride, pads = parts
+    args = [_tuple(kernel)]
+    if stride != kernel:
+        args.append(f"strides={_tuple(stride)}")
+    pad = _padding(g, k, pads)
+    dil = list(node.attr("dilations", [1] * k))
+    if node.op_type == "MaxPool":
+        cls = f"MaxPool{k}d"
+        if any(d != 1 for d in dil):
+            args.append(f"dilation={_tuple(dil)}")
+    else:
+        cls = f"AvgPool{k}d"
+        if any(d != 1 for d in dil):
+            return None
+        if any(pads) and not node.attr("count_include_pad", 0):
+            args.append("count_include_pad=False")
+    if node.attr("ceil_mode", 0):
+        args.append("ceil_mode=True")
+    base = scope_path(node.name) or identifier(node.op_type)
+    field = g.add_field(base if base != "" else cls.lower(), f"nn.{cls}",
+                        f"nn.{cls}Config({', '.join(args)}{pad}).init()", {}, None, cls)
+    _call(g, node, field, g.tensor(node, 0))
+    return [node]
+
+
+#: ONNX gate order -> PyTorch's (rows of W, R and each half of B): LSTM ``i o f c`` -> ``i f g o``,
+#: GRU ``z r h`` -> ``r z n``
+_LSTM_ORDER = (0, 2, 3, 1)
+_GRU_ORDER = (1, 0, 2)
+
+
+def _gates(t: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
+    return np.concatenate([np.split(t, len(order), axis=0)[i] for i in order], axis=0)
+
+
+def _td(a: np.ndarray) -> TensorData:
+    return TensorData(np.ascontiguousarray(a))
+
+
+def recurrent(g: Gen, node: Node) -> list[Node] | None:
+    """One-direction ``LSTM`` / ``GRU`` (default activations, no ``clip``, no ``sequence_lens``) -> ``Lstm`` /
+    ``Gru`` (``linear_before_reset = 1`` is PyTorch's and Ember's ``reset_after``)."""
+    if node.op_type not in ("LSTM", "GRU"):
+        return None
+    w, r, b = _weight(g, node, 1), _weight(g, node, 2), _weight(g, node, 3)
+    lstm = node.op_type == "LSTM"
+    if w is None or r is None or (b is None and not _absent(node, 3)) or not _absent(node, 4):
+        return None
+    if node.attr("direction", "forward") != "forward" or node.attr("clip", None) is not None:
+        return None
+    if node.attr("activations", None) or node.attr("layout", 0) or (lstm and node.attr("input_forget", 0)):
+        return None
+    if lstm and len(node.inputs) > 7 and node.inputs[7]:
+        return None  # peepholes
+    if not lstm and not node.attr("linear_before_reset", 0):
+        return None
+    hidden = int(node.attr("hidden_size", r.shape[-1]))
+    order = _LSTM_ORDER if lstm else _GRU_ORDER
+    wn, rn = w.to_numpy()[0], r.to_numpy()[0]
+    state = {"weight_ih_l0": _td(_gates(wn, order)), "weight_hh_l0": _td(_gates(rn, order))}
+    if b is not None:
+        bn = b.to_numpy()[0]
+        state["bias_ih_l0"] = _td(_gates(bn[: len(bn) // 2], order))
+        state["bias_hh_l0"] = _td(_gates(bn[len(bn) // 2:], order))
+    cls = "Lstm" if lstm else "Gru"
+    bias_arg = "" if b is not None else ", bias=False"
+    init = f"nn.{cls}Config({wn.shape[1]}, {hidden}{bias_arg}).init(device)"
+    base, _ = _base(g, node, 1, cls.lower())
+    field = g.add_field(base, f"nn.{cls}", init, state, None, cls)
+    x = g.tensor(node, 0)
+    h0 = None if _absent(node, 5) else g.tensor(node, 5)
+    outs = node.outputs
+    seq = g.var(node, 0, f"{field}_seq")
+    if lstm:
+        c0 = None if _absent(node, 6) else g.tensor(node, 6)
+        st = "" if h0 is None else (
+            f", nn.LstmState(cell={c0 + '[0]' if c0 else f'{h0}[0].zeros_like()'}, hidden={h0}[0])")
+        used = any(g.uses.get(o) for o in outs[1:] if o)
+        final = g.var_names.take(f"{field}_state") if used else "_"
+        g.lines.append(f"{seq}, {final} = self.{field}({x}.swap_dims(0, 1){st})")
+    else:
+        st = "" if h0 is None else f", {h0}[0]"
+        g.lines.append(f"{seq} = self.{field}({x}.swap_dims(0, 1){st})")
+    if len(outs) > 0 and outs[0]:
+        g.emit(node, f"{seq}.swap_dims(0, 1).unsqueeze_dim(1)", index=0, base=f"{field}_y")
+    if len(outs) > 1 and outs[1] and g.uses.get(outs[1]):
+        last = f"{final}.hidden" if lstm else f"{seq}.select(1, [{seq}.shape[1] - 1]).squeeze_dim(1)"
+        g.emit(node, f"{last}.unsqueeze_dim(0)", index=1, base=f"{field}_h")
+    if lstm and len(outs) > 2 and outs[2] and g.uses.get(outs[2]):
+        g.emit(node, f"{final}.cell.unsqueeze_dim(0)", index=2, base=f"{field}_c")
+    return [node]
+
+
+def _scalar_weight(g: Gen, name: str) -> float | None:
+    v = g.env.get(name)
+    if v is not None and v.known and isinstance(v.const, (int, float)):
+        return float(v.const)
+    data = g.constants.get(name)
+    if data is not None and int(np.prod(data.shape, dtype=np.int64)) == 1:
+        return float(data.to_numpy().reshape(-1)[0])
+    return None
+
+
+def _only_user(g: Gen, value: str, op: str) -> Node | None:
+    users = g.consumers.get(value, [])
+    if len(users) == 1 and g.uses.get(value, 0) == 1 and users[0].op_type == op:
+        return users[0]
+    return None
+
+
+def _other(node: Node, value: str) -> str:
+    return node.inputs[1] if node.inputs[0] == value else node.inputs[0]
+
+
+def gelu_erf(g: Gen, node: Node) -> list[Node] | None:
+    """The erf form of GELU that exporters write, ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (Div, Erf, Add, Mul,
+    Mul in either order of the two products) -> ``Gelu`` (Hendrycks & Gimpel 2016)."""
+    if node.op_type != "Div" or len(node.inputs) != 2:
+        return None
+    x = node.inputs[0]
+    c = _scalar_weight(g, node.inputs[1])
+    if c is None or abs(c - 2**0.5) > 1e-6:
+        return None
+    erf = _only_user(g, node.outputs[0], "Erf")
+    add = erf and _only_user(g, erf.outputs[0], "Add")
+    if erf is None or add is None or _scalar_weight(g, _other(add, erf.outputs[0])) != 1.0:
+        return None
+    m1 = _only_user(g, add.outputs[0], "Mul")
+    if m1 is None:
+        return None
+    if _other(m1, add.outputs[0]) == x:
+        m2 = _only_user(g, m1.outputs[0], "Mul")
+        if m2 is None or _scalar_weight(g, _other(m2, m1.outputs[0])) != 0.5:
+            return None
+    else:
+        return None
+    field = g.activation("Gelu", "nn.Gelu()")
+    xv = g.tensor(node, 0)
+    g.emit(m2, f"{field}({xv})", base="gelu")
+    return [node, erf, add, m1, m2]
+
+
+#: activation ops -> (layer class, its construction from the node)
+_ACTIVATIONS: dict[str, tuple[str, Callable[[Node], str]]] = {
+    "Relu": ("Relu", lambda n: "nn.Relu()"),
+    "Sigmoid": ("Sigmoid", lambda n: "nn.Sigmoid()"),
+    "Tanh": ("Tanh", lambda n: "nn.Tanh()"),
+    "Softsign": ("Softsign", lambda n: "nn.Softsign()"),
+    "Mish": ("Mish", lambda n: "nn.Mish()"),
+    "HardSwish": ("HardSwish", lambda n: "nn.HardSwish()"),
+    "LeakyRelu": ("LeakyRelu", lambda n: f"nn.LeakyReluConfig({literal(float(n.attr('alpha', 0.01)))}).init()"),
+    "Elu": ("Elu", lambda n: f"nn.EluConfig({literal(float(n.attr('alpha', 1.0)))}).init()"),
+    "HardSigmoid": ("HardSigmoid", lambda n: (
+        f"nn.HardSigmoidConfig({literal(float(n.attr('alpha', 0.2)))}, {literal(float(n.attr('beta', 0.5)))}).init()")),
+    "Gelu": ("Gelu", lambda n: "nn.Gelu()" if n.attr("approximate", "none") == "none"
+             else "nn.GeluConfig(approximate=True).init()"),
+    "Softplus": ("Softplus", lambda n: "nn.Softplus()"),
+}
+
+
+def activation(g: Gen, node: Node) -> list[Node] | None:
+    """Element-wise activations -> one shared field per activation and configuration (``self.relu``)."""
+    spec = _ACTIVATIONS.get(node.op_type)
+    if spec is None or node.domain not in ("", "ai.onnx"):
+        return None
+    cls, make = spec
+    field = g.activation(cls, make(node))
+    g.emit(node, f"{field}({g.tensor(node, 0)})")
+    return [node]
+
+
+def dropout(g: Gen, node: Node) -> list[Node] | None:
+    """``Dropout`` (its mask output unused) -> ``Dropout`` (active only on an autodiff device, as in Burn)."""
+    if node.op_type != "Dropout" or (len(node.outputs) > 1 and node.outputs[1] and g.uses.get(node.outputs[1])):
+        return None
+    ratio = float(node.attr("ratio", 0.5))
+    if len(node.inputs) > 1 and node.inputs[1]:
+        ratio = float(g.const(node, 1))
+    field = g.activation("Dropout", f"nn.DropoutConfig({literal(ratio)}).init()")
+    g.emit(node, f"{field}({g.tensor(node, 0)})")
+    return [node]
+
+
+RECOGNIZERS: tuple[Recognizer, ...] = (
+    conv, conv_transpose, gemm, matmul_add, batch_norm, layer_norm, channel_norm, embedding, pool,
+    recurrent, gelu_erf, activation, dropout,
+)

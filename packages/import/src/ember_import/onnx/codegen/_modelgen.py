@@ -1,0 +1,300 @@
+"""``ModelGen``: ONNX to Ember source (Burn's ``burn-onnx`` ``ModelGen``), and the generation driver."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ember import TensorData
+from ember.record import HalfPrecisionSettings
+
+from ..._recorder import ImportedRecord
+from .._context import Context
+from .._ir import Graph
+from .._module import OnnxModule, load_model
+from .._passes import fold_constants, remove_dead_nodes
+from .._program import host_device
+from ._errors import ModelGenError
+from ._gen import Gen, Val
+from ._layers import RECOGNIZERS
+from ._names import identifier
+from ._ops import EMITTERS
+from ._source import RECORDERS, render
+
+__all__ = ["GeneratedModel", "ModelGen", "generate", "source_key_remap"]
+
+#: ops some recognizer may turn into a layer (no tensor-op emitter of their own)
+_LAYER_OPS = frozenset({
+    "Conv", "ConvTranspose", "Gemm", "BatchNormalization", "LayerNormalization", "InstanceNormalization",
+    "GroupNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "LSTM", "GRU", "Dropout", "Relu",
+    "Sigmoid", "Tanh", "Softsign", "Mish", "HardSwish", "LeakyRelu", "Elu", "HardSigmoid", "Gelu", "Softplus",
+})
+
+
+@dataclasses.dataclass
+class GeneratedModel:
+    """What :func:`generate` made.
+
+    Attributes:
+        source: the text of ``model.py``.
+        gen: the generation state (fields with their weights, ``forward`` lines).
+        module: the runtime module the source was generated from.
+    """
+
+    source: str
+    gen: Gen
+    module: OnnxModule
+
+
+def _check_supported(graph: Graph) -> None:
+    missing: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        if node.op_type not in EMITTERS and node.op_type not in _LAYER_OPS:
+            missing.setdefault(node.op_type, []).append(node.name)
+    if missing:
+        lines = [f"  - {op}: {len(names)} node(s): {', '.join(repr(n) for n in names[:3])}"
+                 for op, names in sorted(missing.items())]
+        raise ModelGenError(
+            f"ModelGen cannot write {len(missing)} operator(s) of this model as Ember source:\n" + "\n".join(lines)
+            + "\nThe runtime import runs it: ember_import.onnx.load_model(path, device)."
+        )
+
+
+def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "Model",
+             record_file: str = "model.mpk", record_type: str = "mpk", half: bool = False,
+             source_name: str | None = None) -> GeneratedModel:
+    """The Ember source of an ONNX model (see :class:`ModelGen`).
+
+    Raises:
+        OnnxImportError: the model cannot be imported at all.
+        ModelGenError: operators or attributes without generated-code support (listed), or a shape computed
+            from tensor data.
+    """
+    module = load_model(model, host_device())
+    graph = module.program.graph
+    weights, constants = _fold_weights(module)
+    g = Gen(graph, weights, constants, module.opset, True)
+    _check_supported(graph)
+    for node in graph.nodes:
+        if node.subgraphs():
+            raise ModelGenError(f"{node.where()}: control flow (If/Loop/Scan) is not supported in generated code; "
+                                "use ember_import.onnx.load_model.")
+    inputs = []
+    for info in graph.inputs:
+        var = g.var_names.take(identifier(info.name, "input"))
+        g.env[info.name] = Val(expr=var)
+        inputs.append((var, info))
+    g.device_expr = f"{inputs[0][0]}.device" if inputs else None
+    consumed: set[int] = set()
+    for node in graph.nodes:
+        if id(node) in consumed:
+            continue
+        for recognize in RECOGNIZERS:
+            used = recognize(g, node)
+            if used:
+                consumed.update(id(n) for n in used)
+                break
+        else:
+            emitter = EMITTERS.get(node.op_type)
+            if emitter is None:
+                raise ModelGenError(f"{node.where()}: its attributes have no Ember layer equivalent and the op has "
+                                    "no tensor-op form in generated code; use ember_import.onnx.load_model.")
+            emitter(g, node)
+    outputs = []
+    for info in graph.outputs:
+        v = g.env.get(info.name)
+        if v is None:
+            v = Val(expr=g.weight_field(info.name)) if info.name in weights else None
+        if v is None:
+            raise ModelGenError(f"output {info.name!r} is not computed by any node.")
+        outputs.append((g.host_tensor(v, info.dtype) if v.host else v.expr, info))
+    n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
+                   if f_data.dtype.is_float)
+    name = source_name or (os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "model")
+    source = render(g, class_name=class_name, source_file=name, record_file=record_file, record_type=record_type,
+                    half=half, inputs=inputs, outputs=outputs, n_params=n_params)
+    return GeneratedModel(source, g, module)
+
+
+def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, TensorData]]:
+    """Weights and constants after folding the nodes computed from weights alone (PyTorch's exporter writes
+    ``Transpose(weight)`` or the gate reordering of an LSTM's weights as nodes when constant folding is off):
+    in generated code the layer owns the computed weight. Returns ``(weights, constants)`` as used by the graph.
+    """
+    program = module.program
+    graph = program.graph
+    weights = {name: p.val().to_data() for name, p in module.weights.items()}
+    constants = dict(program.constants)
+    merged = {**constants, **weights}
+    program.constants = merged
+    try:
+        fold_constants(graph, merged, Context(program, host_device(), host_device()))
+    finally:
+        program.constants = constants
+    remove_dead_nodes(graph)
+    used = {i for n in graph.nodes for i in n.inputs if i} | {o.name for o in graph.outputs}
+    derived = {k for k, v in merged.items() if k not in constants and k not in weights and v.dtype.is_float}
+    new_weights = {k: v for k, v in merged.items() if k in used and (k in weights or k in derived)}
+    new_constants = {k: v for k, v in merged.items() if k in used and k not in new_weights}
+    return new_weights, new_constants
+
+
+def _import_file(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        del sys.modules[name]
+    return mod
+
+
+def ir_text(graph: Graph) -> str:
+    """The IR as text: one line per node, ``outputs = Op[attrs](inputs)`` with inferred types."""
+    def desc(name: str) -> str:
+        info = graph.value_info.get(name) or next((v for v in (*graph.inputs, *graph.outputs) if v.name == name),
+                                                  None)
+        return f"{name}: {info.describe().split(': ', 1)[1]}" if info is not None else name
+
+    lines = [f"graph {graph.name}", "inputs:"] + [f"  {v.describe()}" for v in graph.inputs]
+    lines += ["initializers:"] + [f"  {k}: {d.dtype}{list(d.shape)}" for k, d in graph.initializers.items()]
+    lines.append("nodes:")
+    for n in graph.nodes:
+        attrs = ", ".join(f"{k}={v!r}" for k, v in n.attrs.items() if not hasattr(v, "nodes"))
+        lines.append(f"  [{n.name}] {', '.join(desc(o) for o in n.outputs)} = {n.op_type}[{attrs}]"
+                     f"({', '.join(n.inputs)})")
+    lines += ["outputs:"] + [f"  {v.describe()}" for v in graph.outputs]
+    return "\n".join(lines) + "\n"
+
+
+class ModelGen:
+    """ONNX model -> an Ember Python module and its weights record (Burn's ``ModelGen``, same builder names).
+
+    ::
+
+        ModelGen().input("resnet18.onnx").out_dir("resnet/").run()
+        # resnet/model.py (class Model, ModelConfig) and resnet/model.mpk
+
+    ``model.py`` holds a ``Module`` whose fields are Ember layers recognised in the graph (``Conv1d/2d/3d``,
+    ``ConvTranspose*``, ``Linear`` from ``Gemm`` or ``MatMul`` + ``Add``, ``BatchNorm``, ``LayerNorm``,
+    ``GroupNorm``, ``InstanceNorm``, ``Embedding``, pooling, ``Dropout``, activations, ``Lstm``/``Gru``),
+    ``forward`` as straight-line tensor code with the shapes in its docstring, ``from_record(path, device)``,
+    and a ``@config`` class whose ``init(device)`` builds the network with fresh weights. The code imports only
+    Ember and runs on every backend, under ``Autodiff`` and ``ember_jax.jit``.
+
+    Raises (from :meth:`run`):
+        ModelGenError: no input set, an unknown record type, or a model the generator cannot write (every
+            unsupported operator listed; the runtime ``load_model`` may still run it).
+    """
+
+    def __init__(self) -> None:
+        self._input: Path | None = None
+        self._out_dir: Path | None = None
+        self._record_type = "mpk"
+        self._half = False
+        self._development = False
+        self._class_name = "Model"
+
+    def input(self, path: str | os.PathLike[str]) -> ModelGen:
+        """The ``.onnx`` file to convert."""
+        self._input = Path(path)
+        return self
+
+    def out_dir(self, path: str | os.PathLike[str]) -> ModelGen:
+        """Where ``model.py`` and the record go (created if missing; default: the input's folder)."""
+        self._out_dir = Path(path)
+        return self
+
+    def record_type(self, kind: str) -> ModelGen:
+        """The weights file format: ``"mpk"`` (default), ``"mpk.gz"``, ``"bin"``, ``"bin.gz"``, ``"json"``,
+        ``"json.gz"`` or ``"safetensors"``."""
+        if kind not in RECORDERS:
+            raise ModelGenError(f"record_type: unknown type {kind!r}; expected one of {', '.join(RECORDERS)}.")
+        self._record_type = kind
+        return self
+
+    def half_precision(self, half: bool) -> ModelGen:
+        """Store float weights as float16 (``HalfPrecisionSettings``; half the file size)."""
+        self._half = bool(half)
+        return self
+
+    def development(self, dev: bool) -> ModelGen:
+        """Also write ``model.ir.txt``, the IR the code was generated from, for debugging."""
+        self._development = bool(dev)
+        return self
+
+    def class_name(self, name: str) -> ModelGen:
+        """The generated module's class name (default ``Model``; the config is ``<name>Config``)."""
+        if not name.isidentifier():
+            raise ModelGenError(f"class_name: {name!r} is not a Python identifier.")
+        self._class_name = name
+        return self
+
+    def run(self) -> Path:
+        """Generate. Returns the path of ``model.py``.
+
+        Raises:
+            ModelGenError: see the class docstring.
+            OnnxImportError: the model cannot be read.
+        """
+        if self._input is None:
+            raise ModelGenError("ModelGen: no input; call .input('model.onnx') before .run().")
+        out = self._out_dir or self._input.parent
+        out.mkdir(parents=True, exist_ok=True)
+        record_file = f"model.{self._record_type}"
+        made = generate(self._input, class_name=self._class_name, record_file=record_file,
+                        record_type=self._record_type, half=self._half, source_name=self._input.name)
+        py = out / "model.py"
+        _write(py, made.source)
+        if self._development:
+            _write(out / "model.ir.txt", ir_text(made.module.program.graph))
+        save_weights(made, py, out / record_file, self._record_type, self._half, self._class_name)
+        return py
+
+
+def _write(path: Path, text: str) -> None:
+    from ember.record._atomic import atomic_write
+
+    atomic_write(path, lambda f: f.write(text.encode()))
+
+
+def save_weights(made: GeneratedModel, py: Path, record: Path, record_type: str, half: bool,
+                 class_name: str) -> Path:
+    """Build the generated module (its ``init``), load the ONNX weights into it through the PyTorch layer
+    rules, and save the record."""
+    import ember.record as rec
+
+    mod = _import_file(py, f"_ember_modelgen_{abs(hash(str(py)))}")
+    device = host_device()
+    net = getattr(mod, f"{class_name}Config")().init(device)
+    flat = {}
+    for f in made.gen.fields:
+        for key, data in f.state.items():
+            flat[f"{f.name}.{key}" if key else f.name] = data
+    record_in = ImportedRecord(flat, origins={}, values={}, pytorch=True, adapter=None, device=device,
+                               source=str(py))
+    net = net.load_record(record_in)
+    recorder = getattr(rec, RECORDERS[record_type])(HalfPrecisionSettings() if half else None)
+    return net.save_file(record, recorder)  # type: ignore[no-any-return]
+
+
+def source_key_remap(model: Any) -> list[tuple[str, str]]:
+    """Key remaps that give a generated module's weights the names they had in the source model, for
+    :func:`ember_import.save_pytorch` (``key_remap=``): each field ``a_b_c`` becomes ``a.b.c`` unless the
+    generated file's ``SOURCE_NAMES`` says otherwise. Meaningful when the exporter kept the names
+    (``torch.onnx.export(..., do_constant_folding=False)``)."""
+    explicit: dict[str, str] = getattr(sys.modules.get(type(model).__module__), "SOURCE_NAMES", {})
+    remaps = []
+    for name in getattr(type(model), "__annotations__", {}):
+        src = explicit.get(name, name.replace("_", "."))
+        if src != name:
+            remaps.append((rf"^{name}\.", f"{src}."))
+    return remaps

@@ -1,0 +1,161 @@
+"""Writing ``model.py``: the module class, its config and ``forward`` as straight-line code."""
+
+from __future__ import annotations
+
+import re
+
+from .._ir import ValueInfo
+from ._gen import Gen
+
+__all__ = ["RECORDERS", "render"]
+
+#: record type (file extension) -> Ember recorder class (``ember.record``)
+RECORDERS = {
+    "mpk": "NamedMpkFileRecorder", "mpk.gz": "NamedMpkGzFileRecorder", "bin": "BinFileRecorder",
+    "bin.gz": "BinGzFileRecorder", "json": "PrettyJsonFileRecorder", "json.gz": "JsonGzFileRecorder",
+    "safetensors": "SafetensorsFileRecorder",
+}
+
+
+def _describe(info: ValueInfo) -> str:
+    dt = str(info.dtype) if info.dtype is not None else "?"
+    if info.shape is None:
+        return dt
+    return f"{dt}[{', '.join('?' if d is None else str(d) for d in info.shape)}]"
+
+
+def _wrap(items: list[str], indent: str, width: int = 120) -> list[str]:
+    """``items`` joined by ``", "`` over as few lines of at most ``width`` characters as fit."""
+    lines: list[str] = []
+    cur = indent
+    for it in items:
+        piece = it + ","
+        if cur != indent and len(cur) + 1 + len(piece) > width:
+            lines.append(cur)
+            cur = indent
+        cur = cur + ("" if cur == indent else " ") + piece
+    if cur != indent:
+        lines.append(cur)
+    return lines
+
+
+def _split_args(text: str) -> list[str]:
+    """``text`` split at its top-level commas (outside brackets and strings)."""
+    parts, depth, cur, quote = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def _fit(line: str, indent: str, width: int = 120) -> list[str]:
+    """``indent + line``, wrapped at the arguments of its first call when longer than ``width`` (black's style:
+    the arguments on one line of their own, else one per line)."""
+    if len(indent) + len(line) <= width:
+        return [indent + line]
+    start = line.find("(")
+    depth, end = 0, -1
+    for i in range(start, len(line)):
+        if line[i] == "(":
+            depth += 1
+        elif line[i] == ")":
+            depth -= 1
+            if depth == 0:
+                end = i
+                break
+    if start < 0 or end < 0:
+        return [indent + line]
+    head, args, tail = line[: start + 1], line[start + 1: end], line[end:]
+    inner = indent + "    "
+    if len(inner) + len(args) <= width:
+        return [indent + head, inner + args, indent + tail]
+    return [indent + head, *(inner + a + "," for a in _split_args(args)), indent + tail]
+
+
+def render(g: Gen, *, class_name: str, source_file: str, record_file: str, record_type: str, half: bool,
+           inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
+    """The text of ``model.py``."""
+    body = "\n".join(g.lines) + "\n" + "\n".join(e for e, _ in outputs)
+    config_name = f"{class_name}Config"
+    recorder = RECORDERS[record_type]
+    settings = "HalfPrecisionSettings()" if half else ""
+    ember_names = sorted({n for n in ("Bool", "Int", "Tensor") if re.search(rf"\b{n}\b", body)} | {"Tensor"})
+    if any(f.annotation.startswith("nn.") or "nn." in f.init for f in g.fields):
+        ember_names.append("nn")
+    tensor_mods = [m for m in ("activation", "module") if re.search(rf"\b{m}\.", body)]
+    record_names = sorted({recorder} | ({"HalfPrecisionSettings"} if half else set()))
+    uses_param = any(f.annotation == "Param" for f in g.fields)
+
+    sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
+    ret = "Tensor" if len(outputs) == 1 else f"tuple[{', '.join('Tensor' for _ in outputs)}]"
+    shapes_in = ", ".join(f"``{v}`` {_describe(i)}" for v, i in inputs)
+    shapes_out = ", ".join(f"``{i.name}`` {_describe(i)}" for _, i in outputs)
+
+    out: list[str] = [
+        f'"""{class_name}: generated from ``{source_file}`` by ``ember_import.onnx.ModelGen`` (ai.onnx opset '
+        f"{g.opset}); edit freely.",
+        "",
+        f"{n_params:,} parameters; the weights are in ``{record_file}`` (``{class_name}.from_record(path, device)``),",
+        f"``{config_name}().init(device)`` builds the same network with fresh weights.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
+    if g.needs_math:
+        out += ["import math", ""]
+    out.append(f"from ember import {', '.join(ember_names)}")
+    out.append("from ember.backend import Device")
+    out.append("from ember.config import config")
+    out.append(f"from ember.module import Module{', Param' if uses_param else ''}")
+    out.append(f"from ember.record import {', '.join(record_names)}")
+    if tensor_mods:
+        out.append(f"from ember.tensor import {', '.join(tensor_mods)}")
+    out += ["", f'__all__ = ["{class_name}", "{config_name}"]', ""]
+    renamed = [(f.name, f.source) for f in g.fields
+               if f.source and f.layer != "Param" and f.source != f.name.replace("_", ".")]
+    if renamed:
+        out += ["#: field -> the module path its weights had in the source model, where it is not the field's name",
+                "#: with '_' read as '.' (ember_import.onnx.source_key_remap uses it to export back to PyTorch)",
+                "SOURCE_NAMES = {"]
+        out += _wrap([f'"{a}": "{b}"' for a, b in renamed], "    ")
+        out += ["}", ""]
+    if g.constants_src:
+        out += ["#: layer settings used more than once", *g.constants_src, ""]
+    out += ["", f"class {class_name}(Module):", f'    """The network of ``{source_file}``.', "",
+            f"    Shapes: {shapes_in} -> {shapes_out}.", '    """', ""]
+    out += [f"    {f.name}: {f.annotation}" for f in g.fields]
+    out += ["", f"    def forward(self, {sig_in}) -> {ret}:",
+            f'        """Shapes: {shapes_in} -> {shapes_out}."""']
+    for line in g.lines:
+        out += _fit(line, "        ")
+    rets = [e for e, _ in outputs]
+    out.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")
+    out += ["", "    __call__ = forward"]
+    out += ["", "    @classmethod",
+            f"    def from_record(cls, path: str, device: Device) -> {class_name}:",
+            f'        """The network with the weights saved at ``path`` (``{record_file}``), on ``device``."""',
+            f"        model = {config_name}().init(device)",
+            f"        return model.load_file(path, {recorder}({settings}), device)",
+            "", "", "@config", f"class {config_name}:",
+            f'    """Configuration of :class:`{class_name}` (the architecture is fixed by the source model)."""',
+            "", f"    def init(self, device: Device) -> {class_name}:",
+            '        """The network on ``device`` with fresh weights (each layer\'s default initializer)."""',
+            f"        return {class_name}("]
+    for f in g.fields:
+        out += _fit(f"{f.name}={f.init},", "            ")
+    out += ["        )", ""]
+    return "\n".join(out)
