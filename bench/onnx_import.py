@@ -1,5 +1,6 @@
-"""Benchmark: an ONNX ResNet-18 imported with ``ember_import.onnx`` against the same architecture written by
-hand with Ember's layers, and against onnxruntime; import time of a 100 MB model against ``onnx.load``.
+"""Benchmark: an ONNX ResNet-18 imported with ``ember_import.onnx`` (the runtime ``OnnxModule``) and written as
+Ember source by ``ModelGen``, against the same architecture written by hand with Ember's layers, and against
+onnxruntime; import time of a 100 MB model against ``onnx.load``.
 
 Not a test: prints medians and ratios, never asserts on time. One process, contenders interleaved per round.
 
@@ -12,13 +13,17 @@ Not a test: prints medians and ratios, never asserts on time. One process, conte
 - **forward+backward**: ``loss = sum(y * r)``, ``backward``, on ``Autodiff(backend)``. The ONNX file for this
   row is exported in training mode (``training_mode=1`` BatchNormalization: batch statistics, as the
   hand-written BatchNorm computes under Autodiff), so both sides do the same work.
+- **generated**: ``ModelGen`` on the raw and optimized files (``Conv2d``/``BatchNorm``/``Linear`` fields,
+  straight-line ``forward``), loaded from its record; its forward+backward row uses the module generated from
+  the raw file on ``Autodiff`` (its ``BatchNorm`` layers take batch statistics, as the hand-written ones do).
 - **jax**: the forward and the forward+backward steps compiled with ``ember_jax.jit``.
 - **onnxruntime**: its CPU provider with one intra-op thread, forward only (ratio reported, no target).
 - **import**: ``load_model`` of a 100 MB model (6 MatMul+Add layers of 2048x2048 float32 initializers) against
   ``onnx.load`` of the same file (target: within 2x).
 
-Targets (issue 17): imported within 1.15x of hand-written on numpy and torch (ratio = hand-written time /
-imported time >= 0.87), within 1.05x compiled on jax. BLAS and torch intra-op threads: ``--threads`` (default 1).
+Targets: imported within 1.15x of hand-written on numpy and torch (ratio = hand-written time / imported time
+>= 0.87), within 1.05x compiled on jax (issue 17); generated within 1.05x of hand-written on every backend
+(ratio >= 0.95; issue 18). BLAS and torch intra-op threads: ``--threads`` (default 1).
 
 Run: python bench/onnx_import.py [--rounds R] [--threads T] [--batch-ms MS] [-k TEXT]
 """
@@ -65,7 +70,21 @@ def _export(tmp: Path) -> dict[str, Path]:
                           input_names=["input"], output_names=["output"])
     paths["train"] = tmp / "train.onnx"
     torch.save(model.state_dict(), tmp / "state.pt")
+    from ember_import.onnx import ModelGen
+
+    for kind in ("raw", "opt"):
+        paths[f"gen_{kind}"] = ModelGen().input(paths[kind]).out_dir(tmp / f"gen_{kind}").run()
     return paths
+
+
+def _generated(py: Path, device: Any) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_bench_{py.parent.name}", py)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Model.from_record(str(py.parent / "model.mpk"), device)
 
 
 def _steps(backend: str, paths: dict[str, Path], tmp: Path) -> dict[str, Callable[[], Any]]:
@@ -82,6 +101,8 @@ def _steps(backend: str, paths: dict[str, Path], tmp: Path) -> dict[str, Callabl
     hand_eval = hand.valid()
     imported = {k: load_model(paths[k], dev) for k in ("raw", "opt")}
     trainable = load_model(paths["train"], adev)
+    generated = {k: _generated(paths[f"gen_{k}"], dev) for k in ("raw", "opt")}
+    generated_train = _generated(paths["gen_raw"], adev)
     xd, xa, ra = Tensor.from_data(x, dev), Tensor.from_data(x, adev), Tensor.from_data(r, adev)
 
     def forward(m: Any, i: Tensor) -> Any:
@@ -114,8 +135,11 @@ def _steps(backend: str, paths: dict[str, Path], tmp: Path) -> dict[str, Callabl
         "forward: hand-written": fwd(hand_eval),
         "forward: imported raw": fwd(imported["raw"]),
         "forward: imported opt": fwd(imported["opt"]),
+        "forward: generated raw": fwd(generated["raw"]),
+        "forward: generated opt": fwd(generated["opt"]),
         "fwd+bwd: hand-written": fwd_bwd(hand),
         "fwd+bwd: imported train": fwd_bwd(trainable),
+        "fwd+bwd: generated raw": fwd_bwd(generated_train),
     }
     return steps
 

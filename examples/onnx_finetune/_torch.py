@@ -59,11 +59,14 @@ def pretrain_torch(train: Any, steps: int, batch_size: int = 64, seed: int = 42,
     return model.eval()
 
 
-def export_onnx(model: GuideCnn, path: Path) -> Path:
-    """Export ``model`` (eval mode: dropout removed) to ``path`` with a dynamic batch dim."""
+def export_onnx(model: GuideCnn, path: Path, training: bool = False) -> Path:
+    """Export ``model`` to ``path`` with a dynamic batch dim: in eval mode (dropout removed), or with
+    ``training=True`` in training mode (``Dropout`` nodes kept, as a model to train needs them)."""
+    mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (torch.zeros(1, 28, 28),), str(path), dynamo=False, opset_version=17,
-                          input_names=["images"], output_names=["logits"],
+                          input_names=["images"], output_names=["logits"], training=mode,
+                          do_constant_folding=not training,
                           dynamic_axes={"images": {0: "batch"}, "logits": {0: "batch"}})
     return path

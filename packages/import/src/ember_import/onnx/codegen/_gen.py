@@ -332,7 +332,8 @@ class Gen:
         if base is None:
             scope = scope_path(node.name).split(".")[-1] if scope_path(node.name) else ""
             op = identifier(node.op_type)
-            base = f"{identifier(scope)}_{op}" if scope and not scope.isdigit() else op
+            sc = identifier(scope) if scope and not scope.isdigit() else ""
+            base = sc if sc.startswith(op) else f"{sc}_{op}" if sc else op
         return self.var_names.take(identifier(base))
 
     def emit(self, node: Node, expr: str, *, index: int = 0, host: bool = False, base: str | None = None) -> str:
