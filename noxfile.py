@@ -5,8 +5,8 @@
   ``nox -s conformance -k numpy``.
 - ``tests``: each package's own ``packages/*/tests``.
 - ``lint``: ruff. ``typecheck``: mypy on every distribution's package.
-- ``onnx(<backend>)``: ONNX's node test suite through ``ember_import.onnx``; the default run has numpy only,
-  ``nox -s onnx`` runs all three.
+- ``onnx(<backend>)``: ONNX's node test suite through ``ember_import.onnx`` (the runtime module, then the code
+  ModelGen writes); the default run has numpy only, ``nox -s onnx`` runs all three.
 
 Every session builds its own virtualenv and installs the repository's packages editable with
 ``-c constraints.txt`` (torch is always 2.13.0, the CPU wheel pip finds on disk), so
@@ -107,6 +107,8 @@ def onnx(session: nox.Session, backend: str) -> None:
         session.skip(f"{BACKENDS[backend]} is not in the repository")
     session.install(*CONSTRAINTS, "-e", "packages/core", "-e", BACKENDS[backend], "-e", "packages/import[onnx]")
     session.run("python", "-m", "ember_import.onnx.conformance", "--backend", backend, *session.posargs)
+    # the same cases through ModelGen's generated source: each passes or is refused, none is wrong
+    session.run("python", "-m", "ember_import.onnx.conformance", "--backend", backend, "--codegen", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -251,12 +251,64 @@ def test_unsupported_operators_are_all_listed(tmp_path: Path) -> None:
     x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
     y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 2])
     k = h.make_tensor("k", onnx.TensorProto.INT64, [1], [2])
-    nodes = [h.make_node("TopK", ["x", "k"], ["v", "i"], name="top"), h.make_node("CumSum", ["v", "a"], ["y"]),
-             h.make_node("Constant", [], ["a"], value=h.make_tensor("av", onnx.TensorProto.INT64, [], [1]))]
-    graph = h.make_graph([nodes[2], nodes[0], nodes[1]], "g", [x], [y], [k])
+    nodes = [h.make_node("TopK", ["x", "k"], ["v", "i"], name="top"), h.make_node("Hardmax", ["v"], ["y"])]
+    graph = h.make_graph(nodes, "g", [x], [y], [k])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     onnx.save(model, tmp_path / "m.onnx")
-    with pytest.raises(ModelGenError, match=r"(?s)2 operator\(s\).*CumSum.*TopK.*load_model"):
+    with pytest.raises(ModelGenError, match=r"(?s)2 operator\(s\).*Hardmax.*TopK.*load_model"):
         ModelGen().input(tmp_path / "m.onnx").out_dir(tmp_path / "out").run()
     with pytest.raises(ModelGenError, match="record_type"):
         ModelGen().record_type("pickle")
+
+
+class _GruLm(torch.nn.Module):
+    """Embedding -> one-layer GRU -> Linear (the GRU recognizer: ONNX gates z, r, h; ``linear_before_reset``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(30, 8)
+        self.gru = torch.nn.GRU(8, 12, batch_first=True)
+        self.head = torch.nn.Linear(12, 30)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.gru(self.embed(tokens))[0])
+
+
+class _StyleNet(torch.nn.Module):
+    """Conv -> InstanceNorm (affine) -> LeakyReLU -> Conv -> Sigmoid * Tanh (instance norm and activations)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 6, 3, padding=1)
+        self.norm = torch.nn.InstanceNorm2d(6, affine=True)
+        self.conv2 = torch.nn.Conv2d(6, 4, 3, stride=2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv2(torch.nn.functional.leaky_relu(self.norm(self.conv1(x)), 0.2))
+        return torch.sigmoid(y) * torch.tanh(y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("name", "layers"), [("gru", {"Embedding": 1, "Gru": 1, "Linear": 1}),
+                                              ("style", {"Conv2d": 2, "InstanceNorm": 1, "LeakyRelu": 1,
+                                                         "Sigmoid": 1, "Tanh": 1})])
+def test_gru_instance_norm_and_activations(name: str, layers: dict[str, int], backend: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    if name == "gru":
+        model, x = _GruLm().eval(), np.random.default_rng(0).integers(0, 30, (2, 5)).astype(np.int64)
+    else:
+        model, x = _StyleNet().eval(), np.random.default_rng(0).standard_normal((2, 3, 9, 9)).astype(np.float32)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.empty_like(p).uniform_(-0.1, 0.1))
+        want = model(torch.from_numpy(x)).double().numpy()
+    path = export(model, x, tmp_path / f"{name}.onnx", optimize=False)
+    py = ModelGen().input(path).out_dir(tmp_path / name).run()
+    spec = importlib.util.spec_from_file_location(f"_generated_extra_{name}_{backend}", py)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    dev = ember.backend(backend).device()
+    net = _load(mod, py, dev)
+    assert dict(_layers(net)) == layers
+    _close(_np(net(_input(x, dev))), want)

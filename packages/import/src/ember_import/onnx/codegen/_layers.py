@@ -311,6 +311,9 @@ def pool(g: Gen, node: Node) -> list[Node] | None:
     if parts is None or (node.op_type == "MaxPool" and node.attr("storage_order", 0)):
         return None
     kernel, stride, pads = parts
+    dt = g.dtype(node.inputs[0])
+    if any(2 * p > k for p, k in zip(pads, kernel)) or dt is None or not dt.is_float:
+        return None  # Ember's pooling layers take float input and pads of at most half the kernel (PyTorch's rule)
     args = [_tuple(kernel)]
     if stride != kernel:
         args.append(f"strides={_tuple(stride)}")

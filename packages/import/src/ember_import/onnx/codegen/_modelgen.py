@@ -24,7 +24,7 @@ from ._errors import ModelGenError
 from ._gen import Gen, Val
 from ._layers import RECOGNIZERS
 from ._names import identifier
-from ._ops import EMITTERS
+from ._ops import EMITTERS, FALLBACKS
 from ._source import RECORDERS, render
 
 __all__ = ["GeneratedModel", "ModelGen", "generate", "source_key_remap"]
@@ -81,6 +81,10 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     weights, constants = _fold_weights(module)
     g = Gen(graph, weights, constants, module.opset, True)
     _check_supported(graph)
+    for info in (*graph.inputs, *graph.outputs):
+        if info.kind != "tensor" or info.dtype is None:
+            raise ModelGenError(f"{info.describe()}: generated code takes and returns tensors of Ember element types; "
+                                "this value is a sequence, an optional or of a type Ember lacks (strings).")
     for node in graph.nodes:
         if node.subgraphs():
             raise ModelGenError(f"{node.where()}: control flow (If/Loop/Scan) is not supported in generated code; "
@@ -101,7 +105,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
                 consumed.update(id(n) for n in used)
                 break
         else:
-            emitter = EMITTERS.get(node.op_type)
+            emitter = EMITTERS.get(node.op_type) or FALLBACKS.get(node.op_type)
             if emitter is None:
                 raise ModelGenError(f"{node.where()}: its attributes have no Ember layer equivalent and the op has "
                                     "no tensor-op form in generated code; use ember_import.onnx.load_model.")

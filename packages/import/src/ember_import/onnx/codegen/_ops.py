@@ -132,9 +132,16 @@ def gather(g: Gen, node: Node) -> None:
         start = str(i) if i >= 0 else f"{x}.shape[{ax}] + ({i})"
         g.emit(node, f"{x}.narrow({ax}, {start}, 1).squeeze_dim({ax})")
         return
-    idx = g.tensor(node, 1)
     ri = g.rank(node.inputs[1])
     if ri == 1:
+        info = g.info(node.inputs[0])
+        dim = None if info is None or info.shape is None else info.shape[ax]
+        if iv.known and isinstance(iv.const, list) and isinstance(dim, int):
+            idx = g.host_tensor(Val(expr=literal([i % dim for i in iv.const]), host=True), DType.INT64)
+        elif iv.known and isinstance(iv.const, list) and all(i >= 0 for i in iv.const):
+            idx = g.tensor(node, 1)
+        else:  # indices may be negative (ONNX counts them from the end)
+            idx = f"{g.tensor(node, 1)}.remainder({x}.shape[{ax}])"
         g.emit(node, f"{x}.select({ax}, {idx})")
         return
     raise ModelGenError(f"{node.where()}: Gather with {ri}-D tensor indices is not supported in generated code.")
@@ -326,8 +333,16 @@ def _scalar(v: Val) -> bool:
 
 
 def _paren(e: str) -> str:
-    simple = e.replace(".", "").replace("_", "").replace("[", "").replace("]", "").isalnum()
-    return e if simple or (e.startswith("(") and e.endswith(")")) else f"({e})"
+    """``e`` parenthesized unless it is one primary (a name, literal, call, index or attribute chain)."""
+    depth = 0
+    for ch in e:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            return f"({e})"
+    return f"({e})" if e.startswith("-") else e
 
 
 def _host_items(g: Gen, node: Node, items: list[str]) -> None:
@@ -369,6 +384,11 @@ def binary(g: Gen, node: Node) -> None:
         return
     if op == "Div" and out_dt is not None and not out_dt.is_float:
         raise ModelGenError(f"{node.where()}: integer tensor division is not supported in generated code.")
+    da, db = g.dtype(node.inputs[0]), g.dtype(node.inputs[1])
+    if op == "Pow" and (da is None or not da.is_float or (db is not None and not db.is_float and not b.host)):
+        raise ModelGenError(f"{node.where()}: Pow of {da} by {db} is only written for float tensors in generated code.")
+    if op == "Mod" and node.attr("fmod", 0) and (da is None or not da.is_float):
+        raise ModelGenError(f"{node.where()}: Mod with fmod=1 on {da} is only written for float tensors.")
     ta, tb = _operand(g, node, 0, a), _operand(g, node, 1, b)
     if op == "Pow":
         g.emit(node, f"{ta}.powf_scalar({tb})" if a.host is False and b.host else f"{ta}.powf({tb})")
@@ -435,13 +455,30 @@ def cast(g: Gen, node: Node) -> None:
         else:
             g.emit(node, f"{conv}({v.expr})", host=True)
         return
+    _cast_tensor(g, node, to)
+
+
+def _cast_tensor(g: Gen, node: Node, to: DType) -> None:
     x = g.tensor(node, 0)
-    method = "float" if to.is_float else ("bool" if to is DType.BOOL else "int")
     src = g.dtype(node.inputs[0])
     if src is to:
         g.env[node.outputs[0]] = Val(expr=x)
         return
-    g.emit(node, f"{x}.{method}()")
+    g.emit(node, f"{x}{_cast_code(src, to)}")
+
+
+#: the element types ``.float()``, ``.int()`` and ``.bool()`` give on a backend with its default settings
+_DEFAULT = {"float": DType.FLOAT32, "int": DType.INT64, "bool": DType.BOOL}
+
+
+def _cast_code(src: DType | None, to: DType) -> str:
+    """The method calls converting ``src`` to ``to`` exactly: ``.cast("float16")`` within a kind, ``.float()`` /
+    ``.int()`` / ``.bool()`` across kinds (followed by ``.cast(...)`` unless ``to`` is that kind's default)."""
+    kind = "float" if to.is_float else ("bool" if to is DType.BOOL else "int")
+    src_kind = None if src is None else ("float" if src.is_float else ("bool" if src is DType.BOOL else "int"))
+    if src_kind == kind:
+        return f'.cast("{to.value}")'
+    return f".{kind}()" + ("" if to is _DEFAULT[kind] else f'.cast("{to.value}")')
 
 
 def compare(g: Gen, node: Node) -> None:
@@ -451,9 +488,17 @@ def compare(g: Gen, node: Node) -> None:
 
 
 def where(g: Gen, node: Node) -> None:
+    """``Where(c, a, b)``: ``b.mask_where(c, a)``, ``b`` expanded first when it is smaller than the result."""
     c, a, b = g.tensor(node, 0), g.val(node, 1), g.tensor(node, 2)
     assert a is not None
     av = a.expr if _scalar(a) else g.tensor(node, 1)
+    out, b_info = g.info(node.outputs[0]), g.info(node.inputs[2])
+    if out is None or out.shape is None or b_info is None or b_info.shape is None:
+        raise ModelGenError(f"{node.where()}: Where needs the shapes of its result and of its third input.")
+    if list(b_info.shape) != list(out.shape):
+        if not all(isinstance(d, int) for d in out.shape):
+            raise ModelGenError(f"{node.where()}: Where broadcasting to a shape known only at run time.")
+        b = f"{b}.expand({list(out.shape)})"
     g.emit(node, f"{b}.mask_where({c}, {av})")
 
 
@@ -464,6 +509,9 @@ def clip(g: Gen, node: Node) -> None:
         lo, hi = g.const(node, 1), g.const(node, 2)
     args = ", ".join(f"{k}={literal(float(v) if isinstance(v, float) else v)}" for k, v in (("min", lo), ("max", hi))
                      if v is not None)
+    if not args:
+        g.env[node.outputs[0]] = Val(expr=g.tensor(node, 0))
+        return
     g.emit(node, f"{g.tensor(node, 0)}.clamp({args})")
 
 
@@ -511,6 +559,14 @@ def resize(g: Gen, node: Node) -> None:
         raise ModelGenError(f"{node.where()}: Resize before opset 11 is not supported in generated code.")
     mode = node.attr("mode", "nearest")
     ctm = node.attr("coordinate_transformation_mode", "half_pixel")
+    scales = g.const(node, 2)
+    if node.attr("antialias", 0) or (scales and any(float(s) != int(s) or s < 1 for s in list(scales)[2:])):
+        raise ModelGenError(f"{node.where()}: Resize with antialias or non-integer scales is not supported in "
+                            "generated code (Ember's interpolate maps coordinates by the size ratio).")
+    info_out = g.info(node.outputs[0])
+    out_dims = None if info_out is None or info_out.shape is None else list(info_out.shape)[2:]
+    if ctm == "pytorch_half_pixel" and not (out_dims and all(isinstance(d, int) and d > 1 for d in out_dims)):
+        raise ModelGenError(f"{node.where()}: Resize with pytorch_half_pixel needs output dims known to be > 1.")
     align = ctm == "align_corners"
     if mode == "linear" and ctm in ("half_pixel", "pytorch_half_pixel", "align_corners"):
         m = "BILINEAR"
@@ -527,7 +583,6 @@ def resize(g: Gen, node: Node) -> None:
         if sizes:
             size_expr = literal(list(sizes)[2:])
         else:
-            scales = g.const(node, 2)
             x = g.tensor(node, 0)
             g.needs_math = True
             size = g.var(node, 0, "size")
@@ -549,3 +604,145 @@ EMITTERS: dict[str, Emitter] = {
     **{op: compare for op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor")},
     **{op: reduce for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin")},
 }
+
+
+# ------------------------------------------------------------------ more ops (tensor inputs that are not weights)
+def cast_like(g: Gen, node: Node) -> None:
+    to = g.dtype(node.inputs[1])
+    if to is None:
+        raise ModelGenError(f"{node.where()}: the element type of {node.inputs[1]!r} is unknown.")
+    _cast_tensor(g, node, to)
+
+
+def arg_extreme(g: Gen, node: Node) -> None:
+    if node.attr("select_last_index", 0):
+        raise ModelGenError(f"{node.where()}: select_last_index=1 is not supported in generated code.")
+    r = _rank(g, node)
+    axis = _norm(int(node.attr("axis", 0)), r)
+    method = "argmax" if node.op_type == "ArgMax" else "argmin"
+    expr = f"{g.tensor(node, 0)}.{method}({axis})"
+    g.emit(node, expr if node.attr("keepdims", 1) else f"{expr}.squeeze_dim({axis})")
+
+
+def variadic(g: Gen, node: Node) -> None:
+    """``Max``/``Min``/``Sum``/``Mean`` of any number of inputs (numpy broadcasting)."""
+    xs = [g.tensor(node, i) for i in range(len(node.inputs)) if node.inputs[i]]
+    if node.op_type in ("Max", "Min"):
+        method = "max_pair" if node.op_type == "Max" else "min_pair"
+        expr = xs[0]
+        for x in xs[1:]:
+            expr = f"{expr}.{method}({x})"
+    else:
+        expr = " + ".join(xs)
+        if node.op_type == "Mean" and len(xs) > 1:
+            expr = f"({expr}) / {len(xs)}"
+    if len(xs) == 1:
+        g.env[node.outputs[0]] = Val(expr=xs[0])
+        return
+    g.emit(node, expr)
+
+
+def trilu(g: Gen, node: Node) -> None:
+    k = int(g.const(node, 1, 0))
+    method = "triu" if node.attr("upper", 1) else "tril"
+    g.emit(node, f"{g.tensor(node, 0)}.{method}({k})")
+
+
+def cumsum(g: Gen, node: Node) -> None:
+    if node.attr("exclusive", 0) or node.attr("reverse", 0):
+        raise ModelGenError(f"{node.where()}: exclusive or reverse CumSum is not supported in generated code.")
+    axis = _norm(int(g.const(node, 1)), _rank(g, node))
+    g.emit(node, f"{g.tensor(node, 0)}.cumsum({axis})")
+
+
+def range_(g: Gen, node: Node) -> None:
+    dt = g.dtype(node.outputs[0])
+    if dt is None or not dt.is_int:
+        raise ModelGenError(f"{node.where()}: only integer Range is supported in generated code.")
+    vals = [g.host(node, i) for i in range(3)]
+    if any(v is None or (v.known and isinstance(v.const, list)) for v in vals):
+        raise ModelGenError(f"{node.where()}: Range takes three scalars.")
+    start, limit, delta = (v.expr for v in vals if v is not None)
+    g.emit(node, f"Tensor.arange_step({start}, {limit}, {delta}, {g.device()})")
+
+
+def layer_norm_ops(g: Gen, node: Node) -> None:
+    """``LayerNormalization`` whose scale is not a weight (a layer otherwise): its formula, over the axes from
+    ``axis`` on (ONNX operator specification)."""
+    if len([o for o in node.outputs if o and g.uses.get(o)]) > 1:
+        raise ModelGenError(f"{node.where()}: LayerNormalization's Mean/InvStdDev outputs are not supported.")
+    r = _rank(g, node)
+    dims = list(range(_norm(int(node.attr("axis", -1)), r), r))
+    eps = literal(float(node.attr("epsilon", 1e-5)))
+    x, scale = g.tensor(node, 0), g.tensor(node, 1)
+    bias = "" if len(node.inputs) < 3 or not node.inputs[2] else f" + {g.tensor(node, 2)}"
+    centered = g.var(node, 0, "centered")
+    g.lines.append(f"{centered} = {x} - {x}.mean_dims({dims})")
+    g.emit(node, f"{centered} / ({centered}.square().mean_dims({dims}) + {eps}).sqrt() * {scale}{bias}")
+
+
+def conv_ops(g: Gen, node: Node) -> None:
+    """``Conv`` that is not a layer (a weight computed at run time, asymmetric pads): ``module.convNd`` with the
+    input padded first where the pads differ."""
+    auto = node.attr("auto_pad", "NOTSET")
+    if auto not in ("NOTSET", "VALID"):
+        raise ModelGenError(f"{node.where()}: auto_pad {auto} is not supported in generated code.")
+    k = _rank(g, node) - 2
+    if k not in (1, 2, 3):
+        raise ModelGenError(f"{node.where()}: Conv over {k} spatial dims is not supported in generated code.")
+    pads = list(node.attr("pads", [0] * 2 * k)) if auto == "NOTSET" else [0] * 2 * k
+    x = g.tensor(node, 0)
+    padding: Any
+    if pads[:k] != pads[k:]:
+        pairs = [(pads[i], pads[i + k]) for i in range(k)]
+        padded = g.var(node, 0, "padded")
+        g.lines.append(f"{padded} = {x}.pad({pairs})")
+        x, padding = padded, 0
+    else:
+        padding = pads[:k] if any(pads) else 0
+    opts = [f"stride={list(node.attr('strides', [1] * k))}", f"padding={padding}",
+            f"dilation={list(node.attr('dilations', [1] * k))}", f"groups={int(node.attr('group', 1))}"]
+    bias = "None" if len(node.inputs) < 3 or not node.inputs[2] else g.tensor(node, 2)
+    g.emit(node, f"module.conv{k}d({x}, {g.tensor(node, 1)}, {bias}, module.ConvOptions({', '.join(opts)}))")
+
+
+def global_max_pool(g: Gen, node: Node) -> None:
+    r = _rank(g, node)
+    g.emit(node, f"{g.tensor(node, 0)}.max_dims({list(range(2, r))})")
+
+
+def pad(g: Gen, node: Node) -> None:
+    mode = node.attr("mode", "constant")
+    mode = {"constant": "constant", "reflect": "reflect", "edge": "edge"}.get(mode)
+    if mode is None:
+        raise ModelGenError(f"{node.where()}: Pad mode {node.attr('mode')!r} is not supported in generated code.")
+    r = _rank(g, node)
+    if g.opset < 11:
+        pads, value, axes = list(node.attr("pads")), float(node.attr("value", 0.0)), None
+    else:
+        pads = list(_as_list(g.const(node, 1)))
+        value = g.const(node, 2, 0)
+        value = value[0] if isinstance(value, list) else value
+        axes = g.const(node, 3)
+    axes = list(range(r)) if axes is None else [_norm(a, r) for a in _as_list(axes)]
+    n = len(axes)
+    per = {a: (int(pads[i]), int(pads[i + n])) for i, a in enumerate(axes)}
+    if any(b < 0 or e < 0 for b, e in per.values()):
+        raise ModelGenError(f"{node.where()}: negative pads (crops) are not supported in generated code.")
+    first = min((a for a, p in per.items() if p != (0, 0)), default=r)
+    pairs = [per.get(a, (0, 0)) for a in range(first, r)]
+    if not pairs:
+        g.env[node.outputs[0]] = Val(expr=g.tensor(node, 0))
+        return
+    extra = f", {literal(value)}" if mode == "constant" and value not in (0, 0.0, None) else ""
+    extra += f', mode="{mode}"' if mode != "constant" else ""
+    g.emit(node, f"{g.tensor(node, 0)}.pad({pairs}{extra})")
+
+
+EMITTERS.update({
+    "CastLike": cast_like, "ArgMax": arg_extreme, "ArgMin": arg_extreme, "Trilu": trilu, "CumSum": cumsum,
+    "Range": range_, "GlobalMaxPool": global_max_pool, "Pad": pad,
+    **{op: variadic for op in ("Max", "Min", "Sum", "Mean")},
+})
+#: ops with a layer form whose tensor form is used when the layer's pattern does not hold
+FALLBACKS: dict[str, Emitter] = {"LayerNormalization": layer_norm_ops, "Conv": conv_ops}

@@ -66,7 +66,8 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     the arguments on one line of their own, else one per line)."""
     if len(indent) + len(line) <= width:
         return [indent + line]
-    start = line.find("(")
+    start = next((i for i in range(1, len(line)) if line[i] == "(" and (line[i - 1].isalnum() or line[i - 1] in "_])")),
+                 -1)
     depth, end = 0, -1
     for i in range(start, len(line)):
         if line[i] == "(":

@@ -1,9 +1,13 @@
-"""``python -m ember_import.onnx.conformance --backend NAME [--backend NAME ...] [-k FILTER] [--per-op] [-v]``.
+"""``python -m ember_import.onnx.conformance --backend NAME [--backend NAME ...] [-k FILTER] [--per-op] [-v]
+[--codegen]``.
 
 Prints pass/fail counts (per op with ``--per-op``), the unexpected failures with their messages, listed cases
 that now pass and stale list entries; exits 1 when any of those is non-empty for any backend, else 0.
 ``--all-failures`` prints every failing case and why (to rebuild a known-failures list); ``--markdown FILE``
 writes the per-operator table of every backend run (the committed ``packages/import/ONNX_SUPPORT.md``).
+``--codegen`` runs the cases through ``ModelGen`` instead (generated source, imported and run): it prints how
+many pass, are refused by the generator or need an element type the backend lacks, and exits 1 on any wrong
+value or crash (the generator's contract is *right or refused*).
 """
 
 from __future__ import annotations
@@ -76,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-failures", action="store_true", help="print every failing case and why")
     parser.add_argument("--no-known", action="store_true", help="ignore the known-failures list")
     parser.add_argument("--markdown", type=Path, default=None, help="write the per-operator table to this file")
+    parser.add_argument("--codegen", action="store_true", help="run the cases through ModelGen's generated code")
     args = parser.parse_args(argv)
+    if args.codegen:
+        return _codegen(args)
 
     def progress(r: object) -> None:
         if args.verbose:
@@ -90,6 +97,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown is not None:
         _markdown(reports, args.markdown)
     return 0 if all(r.ok for r in reports) else 1
+
+
+def _codegen(args: argparse.Namespace) -> int:
+    from ._codegen import run_codegen_suite
+
+    ok = True
+    for backend in args.backend or ["numpy"]:
+        report = run_codegen_suite(backend, args.filter)
+        counts = report.counts()
+        if args.all_failures:
+            for r in report.results:
+                if r.status != "pass":
+                    print(f"{r.status.upper():8} {r.name}: {r.message[:300]}")
+        for r in report.failures:
+            print(f"  WRONG {r.name}: {r.message[:400]}")
+        print(f"\nONNX node suite through ModelGen on {backend}: {counts['pass']} passed, {counts['refused']} refused "
+              f"by the generator, {counts['no-type']} need an element type {backend} lacks, {counts['fail']} wrong "
+              f"of {len(report.results)} cases")
+        ok = ok and not report.failures
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
