@@ -103,7 +103,7 @@ if __name__ == "__main__":
         try:
             import tensorboardX  # noqa: F401
 
-            trackers = (CsvLogger(), TensorBoardLogger())
+            trackers = (CsvLogger(), TensorBoardLogger(flush_secs=0))  # on disk at every logging interval
         except ImportError:
             trackers = (CsvLogger(),)
     run(out, epochs, Hook(fn), trackers=trackers)

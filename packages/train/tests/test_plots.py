@@ -61,7 +61,8 @@ def _fit(tmp, renderer=None, epochs=3):
     train, valid = h.loaders()
     return (LearnerBuilder(tmp).metric_train_numeric(AccuracyMetric()).metric_valid_numeric(AccuracyMetric())
             .metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
-            .devices([dev]).num_epochs(epochs).log_interval(2).renderer(renderer or CliMetricsRenderer(file=io.StringIO()))
+            .devices([dev]).num_epochs(epochs).log_interval(2)
+            .renderer(renderer or CliMetricsRenderer(file=io.StringIO()))
             .build(h.Classifier.init(dev), SgdConfig().init(), 0.1).fit(train, valid))
 
 

@@ -78,7 +78,9 @@ def metric_figure(name: str, curves: Sequence[Curve]) -> Any:
     require_matplotlib()
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11, 4), layout="constrained")
+    fig = Figure(figsize=(11, 4))
+    # fixed margins: a layout engine ("constrained", tight_layout) draws the figure once more, doubling its cost
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.12, top=0.91, wspace=0.2)
     ax_it, ax_ep = fig.subplots(1, 2)
     for i, c in enumerate(curves):
         color = f"C{i}"
@@ -100,7 +102,7 @@ def metric_figure(name: str, curves: Sequence[Curve]) -> Any:
 def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     """Render ``fig`` as PNG and write it atomically (a reader never sees a half-written image)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    fig.savefig(buf, format="png", dpi=100, pil_kwargs={"compress_level": 1})  # zlib level 1: faster, ~10 % larger
     data = buf.getvalue()
     return atomic_write(path, lambda f: f.write(data))
 
