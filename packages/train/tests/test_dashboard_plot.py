@@ -74,6 +74,8 @@ def test_arrow_keys_switch_metric_and_history():
     assert "Loss — Recent history" in out
     xs, ys = p.series("Loss")["train"]
     assert len(ys) == 20 and ys[-1] == 4.0 - 3.9 * 99 / 99                 # the last 20 steps only
+    vx, _ = p.series("Loss")["valid"]
+    assert vx and min(vx) >= xs[0]                                         # valid in the same x range
     assert f"min {min(ys):.5g}" in out and f"max {max(ys):.5g}" in out
     assert not p.key("x")
 

@@ -25,7 +25,7 @@ class PlotPanel:
     between the positions of those reports (``epoch - 1 + items_processed / items_total``).
 
     Args:
-        recent: points per split in the recent history (default 100).
+        recent: the recent history spans the last ``recent`` points of the split with the most (default 100).
         max_points: the full history keeps at most this many points per split (it halves its resolution by
             dropping every other point when full).
     """
@@ -80,16 +80,19 @@ class PlotPanel:
 
     # -- drawing ---------------------------------------------------------------------------------------
     def series(self, name: str) -> dict[str, tuple[list[float], list[float]]]:
-        """``{split: (xs, ys)}`` of ``name`` in the current view (finite values; recent: the last points)."""
+        """``{split: (xs, ys)}`` of ``name`` in the current view (finite values). The recent history is the span of
+        the last ``recent`` points of the densest split, the same x range for both splits."""
         out = {}
         with self._lock:
-            for split in _SPLITS:
-                xs, ys = self._points.get((split, name), ([], []))
-                pts = [(x, y) for x, y in zip(xs, ys) if math.isfinite(y)]
-                if self.kind == 1:
-                    pts = pts[-self.recent:]
-                if pts:
-                    out[split] = ([p[0] for p in pts], [p[1] for p in pts])
+            pts = {s: [(x, y) for x, y in zip(*self._points.get((s, name), ([], []))) if math.isfinite(y)]
+                   for s in _SPLITS}
+        if self.kind == 1:
+            starts = [p[-self.recent][0] if len(p) >= self.recent else p[0][0] for p in pts.values() if p]
+            cutoff = max(starts, default=0.0)
+            pts = {s: [q for q in p if q[0] >= cutoff] for s, p in pts.items()}
+        for split, p in pts.items():
+            if p:
+                out[split] = ([q[0] for q in p], [q[1] for q in p])
         return out
 
     def render(self, width: int = 100, height: int = 12) -> Text:
