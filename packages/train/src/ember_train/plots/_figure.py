@@ -45,7 +45,7 @@ class Curve:
         label: the legend entry (``"train"``, ``"valid"``, or ``"<run> train"`` when comparing runs).
         iteration_x / iteration_y: per-iteration values; x in epochs (iteration ``i`` of ``n`` in epoch ``e`` is
             at ``e - 1 + i / n``), so that train and valid share the axis: the validation pass that follows
-            epoch ``e`` is spread over ``(e - 1, e]`` as Burn's dashboard places it.
+            epoch ``e`` is spread over ``(e - 1, e]``.
         epoch_x / epoch_y: the epoch means (count-weighted), x the epoch.
     """
 
