@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import ember
@@ -47,6 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--num-workers", type=int, default=4, help="data-loading threads (default 4)")
     t.add_argument("--train-items", type=int, default=None, help="use only the first N training images (smoke runs)")
     t.add_argument("--test-items", type=int, default=None, help="use only the first N test images (smoke runs)")
+    t.add_argument("--tensorboard", metavar="DIR", default=None,
+                   help="also write TensorBoard event files to DIR (pip install 'ember-train[tensorboard]')")
+    t.add_argument("--mlflow", metavar="URI", default=None,
+                   help="also log to the MLflow tracking URI, e.g. file:/tmp/mlruns "
+                        "(pip install 'ember-train[mlflow]')")
     i = sub.add_parser("infer", parents=[common], help="classify one test image with the trained model")
     i.add_argument("--index", type=int, default=42, help="index in the MNIST test set (default 42)")
     return p
@@ -66,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             test_set = PartialDataset(test_set, 0, min(args.test_items, len(test_set)))
         start = time.perf_counter()
         result = train(args.artifact_dir, config, Autodiff(backend).device(), train_dataset=train_set,
-                       test_dataset=test_set)
+                       test_dataset=test_set, mlflow=args.mlflow,
+                       tensorboard=None if args.tensorboard is None else Path(args.tensorboard).resolve())
         print(f"Trained {result.epoch} epoch(s) on {args.backend} in {time.perf_counter() - start:.1f} s; "
               f"artifacts in {args.artifact_dir}")
         return 0

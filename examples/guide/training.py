@@ -13,7 +13,7 @@ from ember.data import DataLoader, DataLoaderBuilder
 from ember.data.vision import MnistDataset
 from ember.optim import AdamConfig
 from ember.record import CompactRecorder
-from ember_train import LearnerBuilder, TrainingResult
+from ember_train import LearnerBuilder, MlflowLogger, TensorBoardLogger, TrainingResult
 from ember_train.metric import AccuracyMetric, LossMetric
 
 from .data import MnistBatch, MnistBatcher
@@ -53,7 +53,8 @@ def create_artifact_dir(artifact_dir: str | os.PathLike[str]) -> None:
 
 def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: AutodiffDevice | Any,
           data_dir: str | os.PathLike[str] | None = None, *, train_dataset: Any = None,
-          test_dataset: Any = None) -> TrainingResult:
+          test_dataset: Any = None, tensorboard: str | os.PathLike[str] | None = None,
+          mlflow: str | None = None) -> TrainingResult:
     """Train the guide's model with the Learner and save it as ``<artifact_dir>/model.mpk.gz``.
 
     Args:
@@ -65,6 +66,13 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
         data_dir: the directory holding the MNIST files (default: ``EMBER_DATA_DIR``, the cache, or a
             download; see :func:`ember.data.vision.mnist_dir`).
         train_dataset, test_dataset: replace the MNIST splits (e.g. a ``PartialDataset`` for a quick run).
+        tensorboard: also log to TensorBoard event files in this directory (``TensorBoardLogger``; needs
+            ``ember-train[tensorboard]``).
+        mlflow: also log to this MLflow tracking URI (``MlflowLogger``, e.g. ``file:/tmp/mlruns``; needs
+            ``ember-train[mlflow]``).
+
+    The Learner also writes ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end when matplotlib is
+    installed (``ember-train[plot]``), and logs the config as the run's hyper-parameters.
 
     Returns:
         The Learner's :class:`~ember_train.TrainingResult` (``result.model`` is the trained model).
@@ -88,7 +96,7 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
         DataLoaderBuilder(batcher).batch_size(config.batch_size).shuffle(config.seed)
         .num_workers(config.num_workers).build(dataset_test))
 
-    learner = (LearnerBuilder(artifact_dir)
+    builder = (LearnerBuilder(artifact_dir)
                .metric_train_numeric(AccuracyMetric())
                .metric_valid_numeric(AccuracyMetric())
                .metric_train_numeric(LossMetric())
@@ -97,7 +105,12 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
                .devices([device])
                .num_epochs(config.num_epochs)
                .summary()
-               .build(config.model.init(device), config.optimizer.init(), config.learning_rate))
+               .with_hyperparameters(config))
+    if tensorboard is not None:
+        builder = builder.with_metric_logger(TensorBoardLogger(tensorboard))
+    if mlflow is not None:
+        builder = builder.with_metric_logger(MlflowLogger(mlflow, experiment_name="guide"))
+    learner = builder.build(config.model.init(device), config.optimizer.init(), config.learning_rate)
 
     result = learner.fit(dataloader_train, dataloader_test)
     result.model.save_file(Path(artifact_dir) / "model", CompactRecorder())

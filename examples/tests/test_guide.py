@@ -175,13 +175,28 @@ def test_train_on_jax_compiles_each_step(mnist_root: Path, tmp_path: Path, monke
 
 
 def test_cli_train_then_infer(mnist_root: Path, tmp_path: Path, examples_dir: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(examples_dir)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(examples_dir), os.environ.get("PYTHONPATH", "")])}
     common = ["--artifact-dir", str(tmp_path / "a"), "--data-dir", str(mnist_root)]
+    tracking = []
+    if importlib.util.find_spec("tensorboardX"):
+        tracking += ["--tensorboard", str(tmp_path / "tb")]
+    if importlib.util.find_spec("mlflow"):
+        tracking += ["--mlflow", (tmp_path / "mlruns").as_uri()]
     run = subprocess.run([sys.executable, "-m", "guide", "train", "--epochs", "1", "--train-items", "128",
-                          "--test-items", "64", "--num-workers", "0", *common],
+                          "--test-items", "64", "--num-workers", "0", *common, *tracking],
                          cwd=examples_dir, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "Trained 1 epoch(s) on numpy" in run.stdout
+    if importlib.util.find_spec("matplotlib"):   # plots by default
+        assert (tmp_path / "a" / "plots" / "Loss.png").is_file() and (tmp_path / "a" / "plots" / "index.html").is_file()
+    else:
+        assert "Plots are off: matplotlib is not installed" in run.stdout
+    if "--tensorboard" in tracking:
+        assert list((tmp_path / "tb" / "iterations" / "train").glob("events.out.tfevents.*"))
+    if "--mlflow" in tracking:
+        saved = json.loads((tmp_path / "a" / "mlflow-run.json").read_text())
+        assert saved["tracking_uri"] == (tmp_path / "mlruns").as_uri()
+        assert (tmp_path / "mlruns").is_dir()
     run = subprocess.run([sys.executable, "-m", "guide", "infer", "--index", "42", *common],
                          cwd=examples_dir, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr

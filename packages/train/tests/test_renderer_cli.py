@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import io
 import re
 import subprocess
@@ -14,7 +13,7 @@ from rich.console import Console
 import ember
 import helpers as h
 from ember.optim import SgdConfig
-from ember_train import LearnerBuilder, LearnerError
+from ember_train import LearnerBuilder
 from ember_train._cli import main
 from ember_train.metric import AccuracyMetric, LossMetric
 from ember_train.renderer import CliMetricsRenderer, TuiMetricsRenderer, default_renderer, sparkline
@@ -83,30 +82,6 @@ def test_cli_entry_point(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ember_train._cli", "summary", str(tmp_path)],
                        capture_output=True, text=True, check=True)
     assert "Learner Summary" in r.stdout
-
-
-def test_cli_plot(tmp_path, monkeypatch, capsys):
-    _fit(tmp_path, CliMetricsRenderer(file=io.StringIO()))
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        assert main(["plot", str(tmp_path), "-o", str(tmp_path / "c.png")]) == 2
-        assert "pip install 'ember-train[plot]'" in capsys.readouterr().err
-        return
-    assert main(["plot", str(tmp_path), "-o", str(tmp_path / "c.png")]) == 0
-    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
-    real = builtins.__import__
-
-    def no_mpl(name, *a, **k):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_mpl)
-    with pytest.raises(LearnerError, match="needs matplotlib"):
-        from ember_train._plot import plot_curves
-
-        plot_curves(tmp_path, tmp_path / "d.png")
 
 
 def test_torch_backend_end_to_end(tmp_path):

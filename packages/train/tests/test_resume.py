@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -133,25 +129,7 @@ def test_interrupter_stops_training_however_sigint_is_set(tmp_path, sigint_at_st
 
 
 def test_sigkill_mid_epoch_then_resume_from_last_complete_checkpoint(tmp_path, reference):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
-    err = tmp_path.parent / f"{tmp_path.name}-stderr.txt"
-    with open(err, "wb") as errf:
-        proc = subprocess.Popen([sys.executable, str(HERE / "resume_run.py"), str(tmp_path), "4", "--block-at", "3",
-                                 "2"], env=env, stdout=subprocess.DEVNULL, stderr=errf)
-    try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "blocked").exists():
-            assert proc.poll() is None, err.read_text()
-            assert time.monotonic() < deadline, "the subprocess never reached epoch 3"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL
-    (tmp_path / "blocked").unlink()
+    resume_run.run_killed(tmp_path, 4, 3, 2)
     assert (tmp_path / "train/epoch-3").exists()          # killed inside epoch 3
     k = last_checkpoint(tmp_path)
     assert k == 2

@@ -22,21 +22,27 @@
 - Artifact directory (Burn's layout): ``experiment.log``, ``config.json`` (when you save it),
   ``checkpoint/{model,optim,scheduler}-N.<ext>``, ``train|valid/epoch-N/<Metric>.log``, and
   ``summary.txt`` / ``summary.json``.
-- CLI: ``ember-train summary DIR`` and ``ember-train plot DIR -o curves.png`` (``pip install ember-train[plot]``).
+- Experiment tracking (``LearnerBuilder.with_metric_logger``): :class:`TensorBoardLogger`, :class:`CsvLogger`,
+  :class:`MlflowLogger`, your :class:`TrackingLogger`; hyper-parameters with ``with_hyperparameters``.
+- Plots: ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end (:mod:`ember_train.plots`; matplotlib).
+- CLI (``ember-train`` or ``python -m ember_train``): ``summary DIR`` and ``plot DIR [--compare OTHER ...]``
+  (``pip install 'ember-train[plot]'``).
 """
 
 from __future__ import annotations
 
-from . import metric, renderer
+from . import metric, plots, renderer
 from ._adaptor import adapt, adaptor, register_adaptor
 from ._app_logger import ApplicationLoggerInstaller, FileApplicationLoggerInstaller
 from ._builder import LearnerBuilder
 from ._checkpointer import FileCheckpointer, LearnerCheckpointer, last_checkpoint
+from ._csv_logger import CsvLogger
 from ._early_stopping import EarlyStoppingStrategy, MetricEarlyStoppingStrategy, StoppingCondition
 from ._errors import CheckpointError, LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter
 from ._learner import Learner, TrainingResult
 from ._logger import FileMetricLogger, InMemoryMetricLogger, MetricLogger
+from ._mlflow_logger import MlflowLogger
 from ._outputs import ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput, TrainOutput
 from ._records import ConstantLr
 from ._steps import TrainStep, ValidStep
@@ -49,6 +55,8 @@ from ._strategy import (
     MetricCheckpointingStrategy,
 )
 from ._summary import LearnerSummary, MetricSummary
+from ._tensorboard_logger import TensorBoardLogger
+from ._tracking import ResumePoint, RunInfo, TrackingLogger
 
 __version__ = "0.1.0"
 
@@ -61,6 +69,7 @@ __all__ = [
     "ClassificationOutput",
     "ComposedCheckpointingStrategy",
     "ConstantLr",
+    "CsvLogger",
     "Direction",
     "EarlyStoppingStrategy",
     "FileApplicationLoggerInstaller",
@@ -78,21 +87,27 @@ __all__ = [
     "MetricEarlyStoppingStrategy",
     "MetricLogger",
     "MetricStore",
+    "MlflowLogger",
     "MetricSummary",
     "MultiLabelClassificationOutput",
     "NonFiniteLossError",
     "RegressionOutput",
+    "ResumePoint",
+    "RunInfo",
     "Split",
     "StoppingCondition",
+    "TensorBoardLogger",
     "TrainOutput",
     "TrainStep",
     "TrainingInterrupter",
+    "TrackingLogger",
     "TrainingResult",
     "ValidStep",
     "adapt",
     "adaptor",
     "last_checkpoint",
     "metric",
+    "plots",
     "register_adaptor",
     "renderer",
     "__version__",

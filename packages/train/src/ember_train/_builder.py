@@ -15,6 +15,7 @@ from ._learner import Learner, _Settings
 from ._logger import FileMetricLogger
 from ._records import as_scheduler
 from ._strategy import CheckpointingStrategy, default_checkpointing_strategy
+from ._tracking import TrackingLogger, hparams_of
 from .metric._base import Metric
 from .renderer._base import MetricsRenderer
 
@@ -45,9 +46,10 @@ class LearnerBuilder:
 
     Defaults (Burn's): 1 epoch, the model's device, no checkpointer, checkpointing strategy "keep the last 2
     and the best by validation loss", file metric loggers under ``train/`` and ``valid/``, the application
-    log in ``experiment.log``, the terminal dashboard on a terminal and plain lines otherwise, no early
-    stopping, no summary printout (it is always saved as ``summary.txt``/``summary.json``), and steps compiled
-    by the training backend (jax; see :meth:`compile`).
+    log in ``experiment.log``, plots in ``plots/`` (with matplotlib), the terminal dashboard on a terminal and
+    plain lines otherwise, no extra metric loggers (:meth:`with_metric_logger`), no early stopping, no summary
+    printout (it is always saved as ``summary.txt``/``summary.json``), and steps compiled by the training backend
+    (jax; see :meth:`compile`).
 
     Args:
         artifact_dir: where logs, checkpoints and the summary go (created when missing).
@@ -73,6 +75,9 @@ class LearnerBuilder:
         self._nan_loss = "raise"
         self._seed: int | None = None
         self._compile = True
+        self._trackers: list[TrackingLogger] = []
+        self._hparams: dict[str, Any] = {}
+        self._plots = True
 
     # -- metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
@@ -101,6 +106,47 @@ class LearnerBuilder:
             return list(x) if isinstance(x, (list, tuple)) else [x]
 
         self._loggers = (as_list(logger_train), as_list(logger_valid))
+        return self
+
+    def with_metric_logger(self, logger: TrackingLogger) -> LearnerBuilder:
+        """Add a logger that follows the whole run (Burn's ``with_metric_logger``): :class:`TensorBoardLogger`,
+        :class:`CsvLogger`, :class:`MlflowLogger` or your :class:`TrackingLogger` subclass. Call it once per logger;
+        the file loggers (``train|valid/epoch-N/<Metric>.log``) stay.
+
+        Raises:
+            LearnerError: ``logger`` is not a ``TrackingLogger`` (a per-split ``MetricLogger`` goes to
+                :meth:`metric_loggers`).
+        """
+        if not isinstance(logger, TrackingLogger):
+            raise LearnerError(
+                f"LearnerBuilder.with_metric_logger: expected a TrackingLogger (TensorBoardLogger, CsvLogger, "
+                f"MlflowLogger or a subclass), got {type(logger).__name__}; a per-split MetricLogger such as "
+                "FileMetricLogger goes to .metric_loggers(train, valid)."
+            )
+        self._trackers.append(logger)
+        return self
+
+    def with_hyperparameters(self, config: Any) -> LearnerBuilder:
+        """The run's hyper-parameters, logged by the loggers that support them (TensorBoard's HParams and a
+        ``config`` text, MLflow's params and ``config.json`` artifact): an ``@config`` object (e.g. the training
+        config) or a JSON-compatible dict. Not in Burn.
+
+        Raises:
+            LearnerError: neither a config nor a dict, or values that are not JSON-compatible.
+        """
+        self._hparams = hparams_of(config)
+        return self
+
+    def plots(self, enabled: bool = True) -> LearnerBuilder:
+        """Write ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end (default on; needs matplotlib:
+        ``pip install 'ember-train[plot]'``, without it the Learner says so once and trains on). Not in Burn.
+
+        Raises:
+            LearnerError: ``enabled`` is not a bool.
+        """
+        if not isinstance(enabled, bool):
+            raise LearnerError(f"LearnerBuilder.plots: expected True or False, got {enabled!r}.")
+        self._plots = enabled
         return self
 
     def renderer(self, renderer: MetricsRenderer) -> LearnerBuilder:
@@ -275,5 +321,6 @@ class LearnerBuilder:
             checkpoint=self._checkpoint, strategy=self._strategy, early_stopping=self._early_stopping,
             summary=self._summary, interrupter=self._interrupter, app_logger=app_logger,
             log_interval=self._log_interval, nan_loss=self._nan_loss, seed=self._seed, compile=self._compile,
+            trackers=list(self._trackers), hparams=dict(self._hparams), plots=self._plots,
         )
         return Learner(model, optim, scheduler, settings)

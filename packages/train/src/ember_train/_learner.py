@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from ._records import load_state, state_record
 from ._store import MetricStore, Split
 from ._strategy import CheckpointingAction, CheckpointingStrategy
 from ._summary import LearnerSummary, MetricSummary
+from ._tracking import ResumePoint, RunInfo, TrackingLogger
 from .metric._base import Metric, MetricMetadata, Numeric
 from .renderer._base import MetricsRenderer, TrainingProgress
 
@@ -75,6 +77,9 @@ class _Settings:
     nan_loss: str
     seed: int | None
     compile: bool = True
+    trackers: list[TrackingLogger] = field(default_factory=list)
+    hparams: dict[str, Any] = field(default_factory=dict)
+    plots: bool = True
 
 
 def _progress_of(it: Any, iteration: int) -> tuple[int, int]:
@@ -116,6 +121,7 @@ class Learner:
         self.optim = optim
         self.scheduler = scheduler
         self.s = settings
+        self._trackers: list[TrackingLogger] = []
 
     # ------------------------------------------------------------------ public
     def fit(self, dataloader_train: Any, dataloader_valid: Any = None) -> TrainingResult:
@@ -146,14 +152,52 @@ class Learner:
             s.renderer.on_train_end(None)  # leave the terminal usable (the dashboard stops)
             raise
         finally:
-            for lg in [*s.loggers_train, *s.loggers_valid]:
-                close = getattr(lg, "close", None)
-                if callable(close):
-                    close()
+            self._close_loggers()
             if s.app_logger is not None:
                 s.app_logger.uninstall()
 
     # ------------------------------------------------------------------ internals
+    def _close_loggers(self) -> None:
+        """Close every metric logger and tracker (also after Ctrl-C and errors). A failing ``close`` does not stop
+        the others; its error is raised afterwards unless another exception is already on its way out."""
+        s = self.s
+        errors: list[BaseException] = []
+        for lg in [*s.loggers_train, *s.loggers_valid, *self._trackers]:
+            close = getattr(lg, "close", None)
+            if not callable(close):
+                continue
+            try:
+                close()
+            except Exception as exc:  # noqa: BLE001 - reported below
+                LOGGER.error("Closing the metric logger %r failed: %s", lg, exc)
+                errors.append(exc)
+        self._trackers = []
+        if errors and sys.exc_info()[1] is None:
+            raise errors[0]
+
+    def _start_trackers(self, train: MetricsSet, valid: MetricsSet, start: int, skip: int) -> list[TrackingLogger]:
+        """The trackers of this run (the plot writer first, when plots are on and matplotlib is installed), started
+        with the hyper-parameters and the resume point."""
+        s = self.s
+        trackers = list(s.trackers)
+        if s.plots:
+            from .plots import PlotWriter, matplotlib_missing
+
+            missing = matplotlib_missing()
+            if missing is None:
+                trackers.insert(0, PlotWriter(s.artifact_dir / "plots"))
+            else:
+                self._note(f"Plots are off: {missing}", logging.WARNING)
+        resume = None
+        if s.checkpoint is not None:
+            resume = ResumePoint(start, skip, train.steps_before(start) + skip, valid.steps_before(start))
+        self._trackers = trackers
+        run = RunInfo(s.artifact_dir, dict(s.hparams), resume, s.num_epochs,
+                      {"train": train.iterations_total, "valid": valid.iterations_total})
+        for t in trackers:
+            t.start(run)
+        return trackers
+
     def _on_ctrl_c(self) -> None:
         self.s.renderer.message("Ctrl-C: finishing the current step, then saving a checkpoint (Ctrl-C again aborts).")
 
@@ -185,6 +229,8 @@ class Learner:
         store = MetricStore()
         train = MetricsSet(Split.TRAIN, metrics_train, s.loggers_train, s.renderer, store, s.nan_loss != "ignore")
         valid = MetricsSet(Split.VALID, metrics_valid, s.loggers_valid, s.renderer, store, s.nan_loss != "ignore")
+        train.iterations_total = len(loader_train) if hasattr(loader_train, "__len__") else None
+        valid.iterations_total = len(loader_valid) if hasattr(loader_valid, "__len__") else None
 
         checkpointer = LearnerCheckpointer(s.recorder, s.artifact_dir / "checkpoint") if s.recorder else None
         start, skip = 1, 0
@@ -196,6 +242,9 @@ class Learner:
                 train.reload(e)
                 if e < start:
                     valid.reload(e)
+        train.trackers = valid.trackers = self._start_trackers(train, valid, start, skip)
+        train.replay()
+        valid.replay()
         LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
         steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None)
@@ -217,6 +266,9 @@ class Learner:
                 # stopped right at the end of training: leave validation to the resumed run
                 done = not s.interrupter.should_stop() and self._valid_epoch(steps, model, loader_valid, valid,
                                                                              epoch)
+            if done:
+                for t in train.trackers:
+                    t.end_epoch(epoch)
             if not done:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"

@@ -19,6 +19,7 @@ from ember import Float, Tensor
 from ._adaptor import find_adaptor, no_adaptor_error
 from ._logger import MetricLogger
 from ._store import MetricStore, Split
+from ._tracking import TrackingLogger
 from .metric._base import DeviceMetric, Metric, MetricEntry, MetricMetadata, Numeric, NumericEntry
 from .metric._inputs import LossInput
 from .renderer._base import MetricsRenderer, MetricState, TrainingProgress
@@ -99,10 +100,19 @@ class MetricsSet:
     """The metrics of one split with its loggers, store and renderer."""
 
     def __init__(self, split: Split, metrics: list[tuple[Metric, bool]], loggers: list[MetricLogger],
-                 renderer: MetricsRenderer, store: MetricStore, check_loss: bool = True) -> None:
+                 renderer: MetricsRenderer, store: MetricStore, check_loss: bool = True,
+                 trackers: list[TrackingLogger] | None = None) -> None:
         self.split = split
         self.slots = [_Slot(m, numeric) for m, numeric in metrics]
         self.loggers = loggers
+        self.trackers = list(trackers or [])
+        #: the loader's iterations per epoch when known (``len(loader)``): the step of epochs not logged here
+        self.iterations_total: int | None = None
+        self._lengths: dict[int, int] = {}   # iterations logged per epoch (this run, or read back on resume)
+        self._counts: dict[str, int] = {}    # entries logged per metric in the current epoch
+        self._offset = 0                     # the split's global steps before the current epoch
+        self._keep = 0
+        self._restored: dict[tuple[str, int], tuple[list[float], float | None]] = {}
         self.renderer = renderer
         self.store = store
         self.check_loss = check_loss
@@ -122,9 +132,17 @@ class MetricsSet:
         for slot in self.slots:
             slot.adaptor(type(item))
 
+    def steps_before(self, epoch: int) -> int:
+        """The split's global step count before ``epoch``: the iterations of the earlier epochs (logged or read
+        back; ``iterations_total`` for one neither)."""
+        return sum(self._lengths.get(e, self.iterations_total or 0) for e in range(1, epoch))
+
     def start_epoch(self, epoch: int, keep: int = 0) -> None:
         """Begin ``epoch``; ``keep > 0`` resumes it after ``keep`` iterations already logged."""
         self.epoch = epoch
+        self._offset = self.steps_before(epoch)
+        self._keep = keep
+        self._counts = {s.name: keep for s in self.slots}
         for slot in self.slots:
             slot.metric.clear()
             slot.pending.clear()
@@ -142,7 +160,19 @@ class MetricsSet:
                 entries = lg.read_numeric(slot.name, epoch)
                 if entries:
                     self.store.load(self.split, slot.name, epoch, entries)
+                    self._lengths[epoch] = max(self._lengths.get(epoch, 0), len(entries))
+                    values = [e.value for e in entries]
+                    mean = self.store.aggregate(slot.name, epoch, self.split)
+                    self._restored[(slot.name, epoch)] = (values, mean)
+                    for t in self.trackers:
+                        t.restore(self.split.value, slot.name, epoch, values, mean)
                     break
+
+    def replay(self) -> None:
+        """Hand the trackers the values :meth:`reload` read back before they were started (a resumed run)."""
+        for (name, epoch), (values, mean) in self._restored.items():
+            for t in self.trackers:
+                t.restore(self.split.value, name, epoch, values, mean)
 
     def update(self, item: Any, metadata: MetricMetadata) -> None:
         item = sync_item(item)
@@ -174,6 +204,9 @@ class MetricsSet:
                 numeric = NumericEntry(float(slot.metric.value())) if isinstance(slot.metric, Numeric) else None
         if numeric is not None:
             self.store.add(self.split, slot.name, self.epoch, numeric)
+            it = self._counts[slot.name] = self._counts.get(slot.name, 0) + 1
+            for t in self.trackers:
+                t.log_iteration(self.split.value, slot.name, numeric.value, self.epoch, it, self._offset + it)
         m = slot.metric
         if isinstance(m, Numeric):
             self._update(MetricState(entry, float(m.value()), float(m.running_value())))
@@ -206,6 +239,8 @@ class MetricsSet:
         self._loss.clear()
         for lg in self.loggers:
             lg.flush()
+        for t in self.trackers:
+            t.flush()
         if progress is not None:
             self._render(progress)
         return bad
@@ -219,5 +254,14 @@ class MetricsSet:
                 values[slot.name] = v
         for lg in self.loggers:
             lg.end_epoch(self.epoch)
+        logged = max(self._counts.values(), default=0)
+        self._lengths[self.epoch] = logged
+        # an epoch resumed with nothing left to run: its mean was logged by the interrupted run (ResumePoint.keeps)
+        if self.trackers and not (self._keep and logged <= self._keep):
+            for name, v in values.items():
+                for t in self.trackers:
+                    t.log_epoch(self.split.value, name, v, self.epoch)
+            for t in self.trackers:
+                t.flush()
         self.renderer.on_epoch_end(self.split.value, self.epoch, values)
         return values

@@ -18,7 +18,7 @@ from typing import Any
 from ._store import aggregate_entries
 from .metric._base import NumericEntry
 
-__all__ = ["LearnerSummary", "MetricSummary", "read_history"]
+__all__ = ["LearnerSummary", "MetricSummary", "metric_names", "read_entries", "read_history"]
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,10 @@ class MetricSummary:
         return self.history[-1]
 
 
-def read_history(split_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """``{metric file stem: [(epoch, epoch mean)]}`` from ``<split_dir>/epoch-N/*.log``."""
-    out: dict[str, list[tuple[int, float]]] = {}
+def read_entries(split_dir: Path) -> dict[str, dict[int, list[NumericEntry]]]:
+    """``{metric file stem: {epoch: entries}}`` from ``<split_dir>/epoch-N/*.log``, epochs in order; files holding
+    a line that is not a numeric entry (a generic metric's) are left out."""
+    out: dict[str, dict[int, list[NumericEntry]]] = {}
     if not split_dir.is_dir():
         return out
     epochs = []
@@ -61,10 +62,29 @@ def read_history(split_dir: Path) -> dict[str, list[tuple[int, float]]]:
                 except ValueError:
                     entries = []
                     break
+            if entries:
+                out.setdefault(f.stem, {})[epoch] = entries
+    return out
+
+
+def read_history(split_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """``{metric file stem: [(epoch, epoch mean)]}`` from ``<split_dir>/epoch-N/*.log``."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for stem, epochs in read_entries(split_dir).items():
+        for epoch, entries in epochs.items():
             v = aggregate_entries(entries)
             if not math.isnan(v):
-                out.setdefault(f.stem, []).append((epoch, v))
+                out.setdefault(stem, []).append((epoch, v))
     return out
+
+
+def metric_names(artifact_dir: Path) -> dict[str, str]:
+    """``{file stem: metric name}`` from ``summary.json`` (empty when it is missing or unreadable)."""
+    try:
+        data = json.loads((artifact_dir / "summary.json").read_text(encoding="utf-8"))
+        return {m["file"]: m["name"] for m in data.get("metrics", [])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 _HIGHER = ("Accuracy", "Top-K Accuracy", "Precision", "Recall", "FBetaScore", "AUROC", "Hamming Score",

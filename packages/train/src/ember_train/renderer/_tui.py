@@ -1,13 +1,15 @@
 """``TuiMetricsRenderer``: a live terminal dashboard built with rich (Burn's ``TuiMetricsRenderer``).
 
-Shows the epoch progress bar, the current split's iteration progress with items/s and ETA, and a table of
+Shows the epoch progress bar, the current split's iteration progress with items/s and ETA, a table of
 the metrics: current (batch and epoch-running) values for train and valid, and per-epoch history
-sparklines of train against valid on a shared scale (the current epoch's running value last).
+sparklines of train against valid on a shared scale (the current epoch's running value last), and Burn's plot
+panel: a line chart of one numeric metric, train against valid, full or recent history (arrow keys switch).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._base import MetricsRenderer, MetricState, TrainingProgress
+from ._chart import PlotPanel
 from ._format import duration, sparkline
 
 if TYPE_CHECKING:
@@ -34,12 +37,21 @@ class TuiMetricsRenderer(MetricsRenderer):
             ``Console(force_terminal=True, file=StringIO())``.
         refresh_seconds: minimum time between redraws (updates in between are merged).
         history: epochs shown in the sparklines.
+        plot_height: lines of the plot panel's chart (0 hides the panel).
+        keys: read the arrow keys from stdin while the dashboard runs (when stdin is a terminal): left/right
+            select the plotted metric, up/down switch between full and recent history.
     """
 
-    def __init__(self, console: Console | None = None, refresh_seconds: float = 0.1, history: int = 30) -> None:
+    def __init__(self, console: Console | None = None, refresh_seconds: float = 0.1, history: int = 30,
+                 plot_height: int = 12, keys: bool = True) -> None:
         self.console = console if console is not None else Console()
         self.refresh_seconds = refresh_seconds
         self.history = history
+        self.plot_height = plot_height
+        self.plot = PlotPanel()
+        self._keys_enabled = keys
+        self._keys: Any = None
+        self._lock = threading.RLock()
         self._live: Live | None = None
         self._last_draw = 0.0
         self._progress: dict[str, TrainingProgress] = {}
@@ -50,10 +62,20 @@ class TuiMetricsRenderer(MetricsRenderer):
 
     # -- hooks -------------------------------------------------------------------------------------
     def update_train(self, state: MetricState) -> None:
-        self._current["train"][state.entry.name] = state
+        self._update("train", state)
 
     def update_valid(self, state: MetricState) -> None:
-        self._current["valid"][state.entry.name] = state
+        self._update("valid", state)
+
+    def _update(self, split: str, state: MetricState) -> None:
+        with self._lock:  # the key thread may be drawing
+            self._current[split][state.entry.name] = state
+            if state.value is not None:
+                self.plot.add(split, state.entry.name, state.value)
+
+    def _on_key(self, key: str) -> None:
+        if self.plot.key(key):
+            self._draw(force=True)
 
     def render_train(self, progress: TrainingProgress) -> None:
         self._render("train", progress)
@@ -62,31 +84,39 @@ class TuiMetricsRenderer(MetricsRenderer):
         self._render("valid", progress)
 
     def on_epoch_end(self, split: str, epoch: int, values: dict[str, float]) -> None:
-        for name, v in values.items():
-            self._epochs[split].setdefault(name, []).append(v)
-        self._current[split] = {}
+        with self._lock:
+            for name, v in values.items():
+                self._epochs[split].setdefault(name, []).append(v)
+            self._current[split] = {}
         self._draw(force=True)
 
     def message(self, text: str) -> None:
-        self._notes.append(text)
-        self._notes = self._notes[-4:]
+        with self._lock:
+            self._notes.append(text)
+            self._notes = self._notes[-4:]
         if self._live is None:
             self.console.print(text)
         else:
             self._draw(force=True)
 
     def on_train_end(self, summary: LearnerSummary | None) -> None:
-        if self._live is not None:
-            self._live.update(self._view(), refresh=True)
-            self._live.stop()
-            self._live = None
+        if self._keys is not None:
+            self._keys.stop()
+            self._keys = None
+        with self._lock:
+            if self._live is not None:
+                self._live.update(self._view(), refresh=True)
+                self._live.stop()
+                self._live = None
         if summary is not None:
             self.console.print(summary_table(summary))
 
     # -- drawing -------------------------------------------------------------------------------------
     def _render(self, split: str, progress: TrainingProgress) -> None:
-        self._split = split
-        self._progress[split] = progress
+        with self._lock:
+            self._split = split
+            self._progress[split] = progress
+            self.plot.progress(split, progress.epoch, progress.items_processed, progress.items_total)
         self._draw(force=progress.items_processed >= progress.items_total)
 
     def _draw(self, force: bool = False) -> None:
@@ -94,10 +124,16 @@ class TuiMetricsRenderer(MetricsRenderer):
         if not force and now - self._last_draw < self.refresh_seconds:
             return
         self._last_draw = now
-        if self._live is None:
-            self._live = Live(self._view(), console=self.console, auto_refresh=False, transient=False)
-            self._live.start()
-        self._live.update(self._view(), refresh=True)
+        with self._lock:
+            if self._live is None:
+                self._live = Live(self._view(), console=self.console, auto_refresh=False, transient=False)
+                self._live.start()
+                if self._keys_enabled and self.plot_height > 0 and self.console.is_terminal:
+                    from ._keys import KeyReader
+
+                    reader = KeyReader(self._on_key)
+                    self._keys = reader if reader.start() else None
+            self._live.update(self._view(), refresh=True)
 
     def _view(self) -> Any:
         parts: list[Any] = []
@@ -120,6 +156,8 @@ class TuiMetricsRenderer(MetricsRenderer):
             )
             parts.append(bars)
         parts.append(self._metrics_table())
+        if self.plot_height > 0:
+            parts.append(self.plot.render(min(self.console.width, 120), self.plot_height))
         for note in self._notes:
             parts.append(Text(note, style="yellow"))
         return Group(*parts)
