@@ -31,8 +31,11 @@ class Kind:
 
 
 Float = Kind("Float", 0)
+"""The kind of float tensors (float16/32/64, bfloat16)."""
 Int = Kind("Int", 1)
+"""The kind of integer tensors (signed and unsigned)."""
 Bool = Kind("Bool", 2)
+"""The kind of boolean tensors."""
 KINDS = (Float, Int, Bool)
 
 

@@ -33,6 +33,7 @@ SAFETENSORS_DTYPES: dict[str, DType] = {
     "I64": DType.INT64, "I32": DType.INT32, "I16": DType.INT16, "I8": DType.INT8, "U8": DType.UINT8,
     "U16": DType.UINT16, "U32": DType.UINT32, "U64": DType.UINT64, "BOOL": DType.BOOL,
 }
+"""safetensors dtype names -> Ember element types."""
 
 
 def read_header(path: str | os.PathLike[str]) -> tuple[dict[str, Any], int]:

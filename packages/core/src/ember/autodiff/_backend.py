@@ -49,16 +49,19 @@ DELEGATED: frozenset[str] = frozenset({
     "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not",
     "bool_into_int", "float_into_int", "to_numpy", "dtype", "device_handle",
 })
+"""Primitives whose result is not Float, or which read data: Autodiff unwraps the arguments and calls the inner op."""
 #: creation ops: the inner result, wrapped untracked when it is Float
 CREATION: frozenset[str] = frozenset({
     "from_numpy", "from_dlpack", "full", "zeros", "ones", "empty", "arange", "random",
     "random_uniform", "random_normal", "int_into_float", "bool_into_float",
 })
+"""Creation primitives: the inner result, wrapped untracked when it is Float."""
 #: contract defaults kept as they are: compositions of primitives that have rules
 COMPOSITE: frozenset[str] = frozenset({
     "cast_list", "cov", "cross", "max_abs", "max_abs_dim", "check_dtype", "dtype_for", "device",
     "devices",
 }) | MODULE_COMPOSITE
+"""Contract defaults kept as they are: compositions of primitives that have rules."""
 
 
 class AutodiffDevice(Device):
@@ -282,4 +285,5 @@ HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | 
     {"shape", "cast", "bitcast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner", "compile",
      "is_concrete"}
 )
+"""Every primitive name Autodiff covers (the conformance suite checks that the contract has no other)."""
 

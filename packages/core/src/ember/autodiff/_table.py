@@ -49,6 +49,7 @@ class Spec:
 
 
 RULES: dict[str, Spec] = {}
+"""Primitive name -> its backward rule (the Float ops Autodiff records)."""
 
 
 def _register(spec: Spec) -> None:

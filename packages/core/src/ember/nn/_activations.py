@@ -137,6 +137,7 @@ class Silu(Module):
 
 #: Alias of :class:`Silu` (Ramachandran et al. 2017 call it Swish).
 Swish = Silu
+"""Another name of :class:`Silu` (``x * sigmoid(x)``; Ramachandran et al. 2017 call it Swish)."""
 
 
 class Elu(Module):

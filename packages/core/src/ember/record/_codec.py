@@ -45,6 +45,7 @@ class _TensorSlot:
 
 
 TENSOR = _TensorSlot()
+"""The placeholder of a tensor in a record template (``Module.record_template``)."""
 
 
 def tensor_bytes(data: TensorData) -> memoryview:

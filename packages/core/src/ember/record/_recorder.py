@@ -14,6 +14,7 @@ __all__ = ["Recorder", "FileRecorder", "BytesRecorder", "FORMAT_VERSION", "sniff
 
 #: version of the on-disk layout described in docs/record-format.md
 FORMAT_VERSION = 1
+"""The record envelope's format version (``docs/record-format.md``)."""
 
 
 def _ember_version() -> str:

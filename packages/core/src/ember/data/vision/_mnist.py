@@ -27,6 +27,7 @@ MIRRORS: tuple[str, ...] = (
     "https://ossci-datasets.s3.amazonaws.com/mnist",
     "https://storage.googleapis.com/cvdf-datasets/mnist",
 )
+"""The MNIST download mirrors, tried in order (files checked by sha256)."""
 
 #: file stem -> (SHA-256 of the distributed ``.gz`` file, SHA-256 of its decompressed content).
 FILES: dict[str, tuple[str, str]] = {

@@ -59,8 +59,8 @@ class CTCLoss(Module):
 
     Raises:
         ShapeError: inconsistent shapes, lengths beyond the tensors, or the blank outside the classes. The
-        length ranges are read on the host, so they are checked on concrete data only: inside a compiled step
-        (``ember_jax.jit``) lengths out of range are not reported.
+            length ranges are read on the host, so they are checked on concrete data only: inside a compiled
+            step (``ember_jax.jit``) lengths out of range are not reported.
     """
 
     blank: int = 0
