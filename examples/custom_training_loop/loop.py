@@ -74,6 +74,7 @@ def run(device: AutodiffDevice | Any, config: MnistTrainingConfig | None = None,
     loss_fn = CrossEntropyLossConfig().init(device)
     history: list[tuple[float, float]] = []
 
+    # --8<-- [start:loop]
     # Iterate over our training and validation loop for X epochs.
     for epoch in range(1, config.num_epochs + 1):
         # Implement our training loop.
@@ -106,4 +107,5 @@ def run(device: AutodiffDevice | Any, config: MnistTrainingConfig | None = None,
                 print(f"[Valid - Epoch {epoch} - Iteration {iteration}] Loss {valid_loss:.3f} | Accuracy {acc:.3f} %")
         history.append((total_loss / max(total, 1), 100.0 * total_correct / max(total, 1)))
         print(f"[Valid - Epoch {epoch}] Loss {history[-1][0]:.3f} | Accuracy {history[-1][1]:.2f} %")
+    # --8<-- [end:loop]
     return history
