@@ -1,7 +1,8 @@
-"""Fixtures for the Book's code blocks (run by pytest-markdown-docs: ``pytest --markdown-docs docs``).
+"""Fixtures for the Book's code blocks (run by pytest-markdown-docs:
+``pytest --markdown-docs --markdown-docs-syntax=superfences docs``).
 
-A block names what it needs in its fence, ```` ```python fixture:mnist ````; a missing need skips the block
-with the reason (never silently). Every block runs in a fresh temporary directory, so files it writes are
+A block names what it needs in its fence, ```` ``` {.python fixture:mnist} ```` (PyMdown Superfences' syntax,
+which Material renders); a missing need skips the block with the reason (never silently). Every block runs in a fresh temporary directory, so files it writes are
 thrown away.
 """
 
@@ -57,6 +58,11 @@ def jax_backend() -> None:
 
 
 @pytest.fixture
+def torch() -> None:
+    pytest.importorskip("torch", reason="needs torch==2.13.0 (pip install torch==2.13.0) to write the example files")
+
+
+@pytest.fixture
 def onnx_tools() -> None:
     pytest.importorskip("onnx", reason="needs onnx (pip install -e 'packages/import[onnx]')")
     pytest.importorskip("torch", reason="needs torch==2.13.0 to export the example model")
@@ -69,6 +75,7 @@ from io import StringIO  # noqa: E402
 
 from markdown_it import MarkdownIt  # noqa: E402
 from pytest_markdown_docs._runners import DefaultRunner, register_runner  # noqa: E402
+from pytest_markdown_docs.plugin import parse_superfences_block_info  # noqa: E402
 
 
 @cache
@@ -77,7 +84,8 @@ def _expected_outputs(path: str) -> dict[int, str]:
     tokens = [t for t in MarkdownIt("commonmark").parse(Path(path).read_text()) if t.type == "fence" and t.map]
     out = {}
     for block, after in zip(tokens, tokens[1:]):
-        lang = block.info.split()[0] if block.info.split() else ""
+        info = parse_superfences_block_info(block.info)
+        lang = info[0] if info else ""
         if lang in ("python", "py") and after.info.startswith("text") and 'title="Output"' in after.info:
             out[block.map[0] + 1] = after.content
     return out

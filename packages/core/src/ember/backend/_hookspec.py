@@ -24,7 +24,7 @@ __all__ = ["hookspec", "hookimpl", "BackendSpec", "EmberSpec"]
 hookspec = pluggy.HookspecMarker("ember")
 """pluggy's marker of the hook specifications of the ``ember`` project (for plugin authors)."""
 hookimpl = pluggy.HookimplMarker("ember")
-"""pluggy's marker of a hook implementation: decorate a backend plugin's ``ember_register_backends``."""
+"""pluggy's marker of a hook implementation: decorate a backend plugin's ``ember_backends``."""
 
 
 @dataclass(frozen=True)
