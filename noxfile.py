@@ -5,6 +5,8 @@
   ``nox -s conformance -k numpy``.
 - ``tests``: each package's own ``packages/*/tests``.
 - ``lint``: ruff. ``typecheck``: mypy on every distribution's package.
+- ``docs``: The Ember Book and the API reference (``mkdocs build --strict`` into ``site/``), then every Python
+  block of the book (pytest-markdown-docs), the API-reference coverage and the headless-browser checks.
 - ``onnx(<backend>)``: ONNX's node test suite through ``ember_import.onnx`` (the runtime module, then the code
   ModelGen writes); the default run has numpy only, ``nox -s onnx`` runs all three.
 
@@ -37,7 +39,7 @@ nox.options.error_on_missing_interpreters = True
 XDIST_WORKERS = {"jax": 2}
 
 #: what a plain ``nox`` runs: everything but the ONNX node suite on torch and jax (``nox -s onnx`` runs those)
-DEFAULT_SESSIONS = ["conformance", "tests", "lint", "typecheck", "onnx(numpy)"]
+DEFAULT_SESSIONS = ["conformance", "tests", "lint", "typecheck", "onnx(numpy)", "docs"]
 nox.options.sessions = DEFAULT_SESSIONS
 
 #: backend name -> its package directory (the torch and jax issues add theirs)
@@ -109,6 +111,28 @@ def onnx(session: nox.Session, backend: str) -> None:
     session.run("python", "-m", "ember_import.onnx.conformance", "--backend", backend, *session.posargs)
     # the same cases through ModelGen's generated source: each passes or is refused, none is wrong
     session.run("python", "-m", "ember_import.onnx.conformance", "--backend", backend, "--codegen", *session.posargs)
+
+
+#: what the docs session installs besides the packages: the site builder, its theme and API plugin, the runner of
+#: the book's code blocks and the browser driver (the browser itself is Debian's chromium, when installed)
+DOCS_TOOLS = ("mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "pytest-markdown-docs>=0.9",
+              "selenium>=4.20")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build The Ember Book (``site/``; open ``site/index.html``, or ``mkdocs serve`` to edit live) and test it.
+
+    ``mkdocs build --strict`` fails on a broken link, a missing API object or any warning. Then pytest runs
+    every Python block of ``docs/`` (blocks that need MNIST or a missing backend are skipped with the reason),
+    checks that every name in each package's ``__all__`` is in the API reference, and opens the site in headless
+    Chromium (skipped with the reason where it is not installed).
+    """
+    _install(session, *_packages(), extra=DOCS_TOOLS)
+    env = {"NO_MKDOCS_2_WARNING": "1", "EMBER_DOCS_SITE": str(ROOT / "site")}
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site"), env=env)
+    session.run("pytest", "--markdown-docs", "--markdown-docs-syntax=superfences", "docs", "tests/docs",
+                *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)

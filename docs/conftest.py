@@ -2,13 +2,13 @@
 ``pytest --markdown-docs --markdown-docs-syntax=superfences docs``).
 
 A block names what it needs in its fence, ```` ``` {.python fixture:mnist} ```` (PyMdown Superfences' syntax,
-which Material renders); a missing need skips the block with the reason (never silently). Every block runs in a fresh temporary directory, so files it writes are
-thrown away.
+which Material renders); a missing need skips the block with the reason (never silently). Every block runs in a
+fresh temporary directory, so files it writes are thrown away. A block followed by a ``text title="Output"``
+block must print that text.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest

@@ -4,10 +4,11 @@
 its learning rate; ``to_record()`` / ``load_record(record)`` save and restore the position. A plain float
 works wherever a scheduler is accepted (:func:`as_lr_scheduler`, :class:`ConstantLr`).
 
->>> from ember.optim.lr_scheduler import StepLrSchedulerConfig
->>> s = StepLrSchedulerConfig(0.5, step_size=2, gamma=0.1).init()
->>> [round(s.step(), 6) for _ in range(5)]
-[0.5, 0.5, 0.05, 0.05, 0.005]
+Examples:
+    >>> from ember.optim.lr_scheduler import StepLrSchedulerConfig
+    >>> s = StepLrSchedulerConfig(0.5, step_size=2, gamma=0.1).init()
+    >>> [round(s.step(), 6) for _ in range(5)]
+    [0.5, 0.5, 0.05, 0.05, 0.005]
 """
 
 from __future__ import annotations

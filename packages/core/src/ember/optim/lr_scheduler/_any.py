@@ -23,6 +23,8 @@ LrSchedulerConfigs = Union[  # noqa: UP007
     ConstantLr,
     float,
 ]
+"""A child scheduler of ``ComposedLrSchedulerConfig`` / ``SequentialLrSchedulerConfig``: one of these configs, or a
+float (a constant rate)."""
 
 
 def build_child(cfg: Any) -> LrScheduler:

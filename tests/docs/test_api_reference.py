@@ -1,0 +1,40 @@
+"""Every public name of every package (its ``__all__``) is in the API reference, read from the site's object
+inventory (``objects.inv``, the Sphinx inventory mkdocstrings writes)."""
+
+from __future__ import annotations
+
+import importlib
+import zlib
+from pathlib import Path
+
+import pytest
+
+#: the documented modules (the API pages of mkdocs.yml); a package's submodules with an ``__all__`` of their own
+MODULES = [
+    "ember", "ember.nn", "ember.nn.loss", "ember.optim", "ember.optim.lr_scheduler", "ember.data", "ember.data.vision",
+    "ember.record", "ember.module", "ember.config", "ember.autodiff", "ember.backend", "ember.testing", "ember.tensor",
+    "ember.tensor.activation", "ember.tensor.module", "ember_numpy", "ember_torch", "ember_jax", "ember_train",
+    "ember_train.metric", "ember_train.renderer", "ember_train.plots", "ember_import", "ember_import.pytorch",
+    "ember_import.safetensors", "ember_import.onnx",
+]
+
+
+def _inventory(site: Path) -> set[str]:
+    raw = (site / "objects.inv").read_bytes()
+    header_end = 0
+    for _ in range(4):  # four header lines, then the zlib-compressed body
+        header_end = raw.index(b"\n", header_end) + 1
+    body = zlib.decompress(raw[header_end:]).decode()
+    return {line.split(" ", 1)[0] for line in body.splitlines() if line}
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_public_name_is_in_the_reference(site: Path, module: str) -> None:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        pytest.skip(f"{module} is not installed: {exc}")
+    names = _inventory(site)
+    assert module in names, f"{module} has no API page"
+    missing = [n for n in mod.__all__ if not n.startswith("__") and f"{module}.{n}" not in names]
+    assert not missing, f"{module}: not in the API reference: {missing}"
