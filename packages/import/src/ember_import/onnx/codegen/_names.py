@@ -33,17 +33,21 @@ def scope_path(node_name: str) -> str:
     """The module path of an exporter node name: ``"/layer1/layer1.0/conv1/Conv_3"`` -> ``"layer1.0.conv1"``.
 
     PyTorch's exporter names a node ``/<scope>/<scope>/.../<Op>[_k]``, each scope the attribute path of a
-    submodule, a child repeating its parent's path (``layer1`` then ``layer1.0``). The op part is dropped."""
+    submodule, a child repeating its parent's name (``layer1`` then ``layer1.0``; ``downsample`` then
+    ``downsample.0``). The op part is dropped."""
     parts = [p for p in node_name.split("/") if p]
     if len(parts) <= 1:
         return ""
-    path = ""
+    path: list[str] = []
     for p in parts[:-1]:
-        if path and (p == path or p.startswith(path + ".")):
-            path = p
+        last = path[-1] if path else ""
+        if last and (p == last or p.startswith(last + ".")):
+            path[-1] = p  # a child's scope repeats its parent's name: /downsample/downsample.0
+        elif path and p.startswith(".".join(path) + "."):
+            path = [p]  # a scope that spells the whole path: /layer1/layer1.0
         else:
-            path = f"{path}.{p}" if path else p
-    return path
+            path.append(p)
+    return ".".join(path)
 
 
 class Namer:
