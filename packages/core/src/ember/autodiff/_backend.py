@@ -58,6 +58,9 @@ CREATION: frozenset[str] = frozenset({
 COMPOSITE: frozenset[str] = frozenset({
     "cast_list", "cov", "cross", "max_abs", "max_abs_dim", "check_dtype", "dtype_for", "device",
     "devices",
+    # the fused optimizer updates run on the inner backend (ember.optim unwraps the parameters); under Autodiff
+    # their composite defaults work too
+    "fused_adam", "fused_sgd", "fused_rmsprop", "fused_lion",
 }) | MODULE_COMPOSITE
 
 
