@@ -34,6 +34,7 @@ from ._graph import Leaf, Node, new_leaf
 from ._graph import backward as _sweep
 from ._record import make_creation, make_delegate, make_op
 from ._rules_module import MODULE_COMPOSITE  # fills RULES with the module ops' rules
+from ._rules_norm import NORM_COMPOSITE  # fills RULES with the normalization ops' rules
 from ._table import RULES
 
 __all__ = ["Autodiff", "AutodiffDevice", "DELEGATED", "CREATION", "COMPOSITE", "HANDLED"]
@@ -61,7 +62,7 @@ COMPOSITE: frozenset[str] = frozenset({
     # the fused optimizer updates run on the inner backend (ember.optim unwraps the parameters); under Autodiff
     # their composite defaults work too
     "fused_adam", "fused_sgd", "fused_rmsprop", "fused_lion",
-}) | MODULE_COMPOSITE
+}) | MODULE_COMPOSITE | NORM_COMPOSITE
 
 
 class AutodiffDevice(Device):
