@@ -62,6 +62,9 @@ COMPOSITE: frozenset[str] = frozenset({
     # the fused optimizer updates run on the inner backend (ember.optim unwraps the parameters); under Autodiff
     # their composite defaults work too
     "fused_adam", "fused_sgd", "fused_rmsprop", "fused_lion",
+    # the activations' backward primitives, which the rules call on the inner backend
+    "relu_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "softmax_backward",
+    "log_softmax_backward",
 }) | MODULE_COMPOSITE | NORM_COMPOSITE
 
 

@@ -20,8 +20,9 @@ Required ops raise ``NotImplementedError`` here; the others have defaults writte
 required ones, which a backend overrides where the library has a faster kernel. The op groups
 follow Burn: core (this file: data, creation, casts), :mod:`._ops_numeric`,
 :mod:`._ops_shape`, :mod:`._ops_float`, :mod:`._ops_intbool`, :mod:`._ops_activation`,
-:mod:`._ops_module`, :mod:`._ops_norm` (normalization), :mod:`._ops_optim` (fused optimizer updates, which
-may update the optimizer's state buffers in place).
+:mod:`._ops_module`, :mod:`._ops_activation_grad` (activation gradients), :mod:`._ops_norm`
+(normalization), :mod:`._ops_optim` (fused optimizer updates, which may update the optimizer's state buffers
+in place).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .._dtype import DType
 from .._errors import BackendError, DTypeError
 from ._device import Device
 from ._ops_activation import ActivationOps
+from ._ops_activation_grad import ActivationGradOps
 from ._ops_float import FloatOps
 from ._ops_intbool import IntBoolOps
 from ._ops_module import ModuleOps
@@ -55,7 +57,7 @@ def required(name: str) -> Any:
 
 
 class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps, OptimOps,
-              NormOps):
+              NormOps, ActivationGradOps):
     """Base class of every backend.
 
     Subclasses set ``name`` and the capability flags, implement the required primitives and
