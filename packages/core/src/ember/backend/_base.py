@@ -10,7 +10,8 @@ A backend maps Ember's primitive ops onto an array library. Conventions for ever
 - Binary element-wise ops take a primitive or a Python scalar as second operand and broadcast as
   numpy does; the result keeps the first operand's element type.
 - Ops never mutate their inputs (JAX arrays are immutable): ``slice_assign`` and friends return a
-  new primitive.
+  new primitive. The one exception: the fused optimizer updates (:mod:`._ops_optim`) may overwrite the
+  optimizer's state buffers they are given.
 - Reductions over the whole tensor return shape ``(1,)`` (Burn's convention); ``*_dim``
   reductions keep the reduced dim with size 1.
 - Int results (``argmax``, ``argsort`` ...) have the backend's ``int_dtype``; comparisons give

@@ -299,6 +299,12 @@ class Optimizer:
     gradients' device) and the result is lifted back onto the parameter's autodiff device as a fresh leaf with
     the same :class:`~ember.module.ParamId` and ``require_grad``.
 
+    The parameters of one device and dtype are updated together, by one call of the rule's
+    :meth:`SimpleOptimizer.step_many` (one fused backend update for Adam, AdamW, SGD, RMSProp and Lion). Buffer rule:
+    the module passed to :meth:`step` and the gradients are never written (a module you keep keeps its values); the
+    optimizer's own state tensors are updated in place (numpy, torch) or donated (jax), so a tensor read with
+    :meth:`state` is valid until the next step: copy it (``to_data()``) or save :meth:`to_record` to keep it.
+
     The state (moments, step counts ...) is kept per ``ParamId`` and saved by :meth:`to_record` /
     :meth:`load_record`; a run saved mid-training and resumed gives bitwise the same parameters as an
     uninterrupted run (same backend and dtype, record saved at the backend's precision).
