@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -45,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from _rss import child_peak_mib, print_peak
 
 HERE = Path(__file__).resolve().parent
 BATCH = 64
@@ -200,19 +200,12 @@ def child(name: str, steps: int, data_dir: str | None) -> None:
         fn = CONTENDERS[name][2](images, targets)
         for _ in range(steps):
             fn()
-    # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over from the parent across fork + exec
-    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM"))
-    print(json.dumps({"rss_mib": int(hwm.split()[1]) / 1024}))
+    print_peak()
 
 
 def peak_rss(name: str, steps: int, data_dir: str | None) -> float | None:
-    cmd = [sys.executable, __file__, "--child", name, "--child-steps", str(steps)]
-    if data_dir:
-        cmd += ["--data-dir", data_dir]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    if run.returncode != 0:
-        return None
-    return float(json.loads(run.stdout.strip().splitlines()[-1])["rss_mib"])
+    args = ["--child", name, "--child-steps", str(steps)] + (["--data-dir", data_dir] if data_dir else [])
+    return child_peak_mib(__file__, args)
 
 
 def main() -> None:

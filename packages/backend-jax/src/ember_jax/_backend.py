@@ -27,6 +27,7 @@ from ._intbool import JaxIntBoolOps
 from ._kernel import FROM_JNP, JNP, is_tracer, kernel, require, x64
 from ._module import JaxModuleOps
 from ._numeric import JaxNumericOps
+from ._optim import JaxOptimOps
 from ._shape import JaxShapeOps
 
 __all__ = ["JaxBackend"]
@@ -46,7 +47,7 @@ def _device_name(d: Any) -> str:
 
 
 class JaxBackend(
-    JaxNumericOps, JaxShapeOps, JaxFloatOps, JaxIntBoolOps, JaxActivationOps, JaxModuleOps, Backend
+    JaxNumericOps, JaxShapeOps, JaxFloatOps, JaxIntBoolOps, JaxActivationOps, JaxModuleOps, JaxOptimOps, Backend
 ):
     """The JAX backend: the devices of ``jax.devices()`` (the default one first, named
     ``"<platform>:<id>"`` as jax prints them: ``"cpu:0"``, ``"gpu:0"``, ``"tpu:0"``), then the CPU

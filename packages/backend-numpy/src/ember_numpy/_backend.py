@@ -20,6 +20,7 @@ from ._float import NumpyFloatOps
 from ._intbool import NumpyIntBoolOps
 from ._module import NumpyModuleOps
 from ._numeric import NumpyNumericOps
+from ._optim import NumpyOptimOps
 from ._shape import NumpyShapeOps
 
 _NP: dict[DType, np.dtype[Any]] = {d: d.to_numpy() for d in DType if d is not DType.BFLOAT16}
@@ -27,7 +28,7 @@ _FROM_NP: dict[np.dtype[Any], DType] = {v: k for k, v in _NP.items()}
 
 
 class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
-                   Backend):
+                   NumpyOptimOps, Backend):
     """The numpy backend: one device, ``cpu``; float32 (default), float64, float16; int64
     (default), int32.
 

@@ -19,10 +19,13 @@ from ember._errors import BackendError, DTypeError
 from ember.backend import Backend, Device
 
 from ._activation import TorchActivationOps
+from ._activation_grad import TorchActivationGradOps
 from ._float import TorchFloatOps
 from ._intbool import TorchIntBoolOps
 from ._module import TorchModuleOps
+from ._norm import TorchNormOps
 from ._numeric import TorchNumericOps
+from ._optim import TorchOptimOps
 from ._shape import TorchShapeOps
 
 __all__ = ["TorchBackend"]
@@ -46,7 +49,7 @@ _HOST_NP = {d: d.to_numpy() for d in TORCH_DTYPES if d is not DType.BFLOAT16}
 
 
 class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOps, TorchActivationOps, TorchModuleOps,
-                   Backend):
+                   TorchOptimOps, TorchNormOps, TorchActivationGradOps, Backend):
     """The PyTorch backend: devices ``cpu`` (default, as Burn's ``LibTorchDevice::Cpu``),
     ``cuda:N`` and ``mps`` when the installed torch offers them.
 

@@ -34,6 +34,7 @@ from ._graph import Leaf, Node, new_leaf
 from ._graph import backward as _sweep
 from ._record import make_creation, make_delegate, make_op
 from ._rules_module import MODULE_COMPOSITE  # fills RULES with the module ops' rules
+from ._rules_norm import NORM_COMPOSITE  # fills RULES with the normalization ops' rules
 from ._table import RULES
 
 __all__ = ["Autodiff", "AutodiffDevice", "DELEGATED", "CREATION", "COMPOSITE", "HANDLED"]
@@ -60,7 +61,13 @@ CREATION: frozenset[str] = frozenset({
 COMPOSITE: frozenset[str] = frozenset({
     "cast_list", "cov", "cross", "max_abs", "max_abs_dim", "check_dtype", "dtype_for", "device",
     "devices",
-}) | MODULE_COMPOSITE
+    # the fused optimizer updates run on the inner backend (ember.optim unwraps the parameters); under Autodiff
+    # their composite defaults work too
+    "fused_adam", "fused_sgd", "fused_rmsprop", "fused_lion",
+    # the activations' backward primitives, which the rules call on the inner backend
+    "relu_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "softmax_backward",
+    "log_softmax_backward",
+}) | MODULE_COMPOSITE | NORM_COMPOSITE
 """Contract defaults kept as they are: compositions of primitives that have rules."""
 
 

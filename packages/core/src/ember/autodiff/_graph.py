@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._errors import AutodiffError
+from ._slice_grads import SliceGrad, accumulate, dense
 
 __all__ = ["AutodiffPrimitive", "Leaf", "Node", "backward", "new_leaf"]
 
@@ -125,10 +126,12 @@ def backward(B: Any, root: Any, seed: Any) -> dict[int, Any]:
     grads: dict[Any, Any] = {root: seed}
     out: dict[int, Any] = {}
     ready = [root]
-    add, pop_ready, push_ready, pop_grad, get_grad = B.add, ready.pop, ready.append, grads.pop, grads.get
+    pop_ready, push_ready, pop_grad, get_grad = ready.pop, ready.append, grads.pop, grads.get
     while ready:
         n = pop_ready()
         g = pop_grad(n, None)
+        if g.__class__ is SliceGrad:  # the pieces of a slice's gradient, written out once
+            g = dense(B, g)
         rule = n.rule
         if rule is None:  # a leaf
             if g is not None:
@@ -144,7 +147,7 @@ def backward(B: Any, root: Any, seed: Any) -> dict[int, Any]:
                 continue
             if gp is not None:
                 prev = get_grad(p)
-                grads[p] = gp if prev is None else add(prev, gp)
+                grads[p] = gp if prev is None else accumulate(B, prev, gp)
             c = deps[p] - 1
             if c:
                 deps[p] = c

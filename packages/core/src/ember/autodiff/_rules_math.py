@@ -13,9 +13,6 @@ from ._rules_util import as_float, unbroadcast, zeros_like
 from ._table import binary, unary, zero
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 # ---------------------------------------------------------------------------- arithmetic
 
@@ -227,7 +224,7 @@ def _cosh(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
 
 @unary("tanh", save="y")
 def _tanh(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    return B.mul(g, B.neg(B.sub(B.mul(y, y), 1.0)))
+    return B.tanh_backward(g, y)
 
 
 @unary("asin", save="x")
@@ -271,13 +268,12 @@ def _erf(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
 
 @unary("relu", save="y")
 def _relu(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    return B.mask_fill(g, B.lower_equal(y, 0.0), 0.0)
+    return B.relu_backward(g, y)
 
 
 @unary("sigmoid", save="y")
 def _sigmoid(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    # y (1 - y)
-    return B.mul(g, B.mul(y, B.neg(B.sub(y, 1.0))))
+    return B.sigmoid_backward(g, y)
 
 
 @unary("log_sigmoid", save="x")
@@ -288,32 +284,14 @@ def _log_sigmoid(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
 
 @unary("gelu", save="x")
 def _gelu(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    approximate = args[0] if args else False
-    if approximate:
-        # u = c (x + k x^3); d/dx [x/2 (1 + tanh u)] = (1 + t)/2 + x/2 (1 - t^2) c (1 + 3k x^2)
-        k = 0.044715
-        x2 = B.mul(x, x)
-        t = B.tanh(B.mul(B.add(x, B.mul(B.mul(x2, x), k)), _SQRT_2_OVER_PI))
-        left = B.mul(B.add(t, 1.0), 0.5)
-        sech2 = B.neg(B.sub(B.mul(t, t), 1.0))
-        right = B.mul(B.mul(B.mul(x, 0.5), sech2), B.mul(B.add(B.mul(x2, 3.0 * k), 1.0), _SQRT_2_OVER_PI))
-        return B.mul(g, B.add(left, right))
-    # Phi(x) + x phi(x)
-    cdf = B.mul(B.add(B.erf(B.mul(x, _INV_SQRT_2)), 1.0), 0.5)
-    pdf = B.mul(B.exp(B.mul(B.mul(x, x), -0.5)), _INV_SQRT_2PI)
-    return B.mul(g, B.add(cdf, B.mul(x, pdf)))
+    return B.gelu_backward(g, x, bool(args[0]) if args else False)
 
 
 @unary("softmax", save="y")
 def _softmax(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    # y (g - sum(g y))
-    (dim,) = args
-    gy = B.mul(g, y)
-    return B.sub(gy, B.mul(y, B.sum_dim(gy, dim)))
+    return B.softmax_backward(g, y, args[0])
 
 
 @unary("log_softmax", save="y")
 def _log_softmax(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    # g - softmax * sum(g)
-    (dim,) = args
-    return B.sub(g, B.mul(B.exp(y), B.sum_dim(g, dim)))
+    return B.log_softmax_backward(g, y, args[0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._rules_util import along, unbroadcast, zeros
+from ._slice_grads import SliceGrad
 from ._table import general, unary
 
 
@@ -40,7 +41,8 @@ def _flip(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
 
 @unary("slice", save="s")
 def _slice(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
-    return B.slice_assign(zeros(B, s, g), args[0], g)
+    # kept sparse: the sweep gathers the pieces of a split and writes them out once (see _slice_grads)
+    return SliceGrad(s, [(args[0], g)])
 
 
 @general("slice_assign", diff=(0, 2))

@@ -10,7 +10,8 @@ A backend maps Ember's primitive ops onto an array library. Conventions for ever
 - Binary element-wise ops take a primitive or a Python scalar as second operand and broadcast as
   numpy does; the result keeps the first operand's element type.
 - Ops never mutate their inputs (JAX arrays are immutable): ``slice_assign`` and friends return a
-  new primitive.
+  new primitive. The one exception: the fused optimizer updates (:mod:`._ops_optim`) may overwrite the
+  optimizer's state buffers they are given.
 - Reductions over the whole tensor return shape ``(1,)`` (Burn's convention); ``*_dim``
   reductions keep the reduced dim with size 1.
 - Int results (``argmax``, ``argsort`` ...) have the backend's ``int_dtype``; comparisons give
@@ -20,7 +21,9 @@ Required ops raise ``NotImplementedError`` here; the others have defaults writte
 required ones, which a backend overrides where the library has a faster kernel. The op groups
 follow Burn: core (this file: data, creation, casts), :mod:`._ops_numeric`,
 :mod:`._ops_shape`, :mod:`._ops_float`, :mod:`._ops_intbool`, :mod:`._ops_activation`,
-:mod:`._ops_module`.
+:mod:`._ops_module`, :mod:`._ops_activation_grad` (activation gradients), :mod:`._ops_norm`
+(normalization), :mod:`._ops_optim` (fused optimizer updates, which may update the optimizer's state buffers
+in place).
 """
 
 from __future__ import annotations
@@ -35,10 +38,13 @@ from .._dtype import DType
 from .._errors import BackendError, DTypeError
 from ._device import Device
 from ._ops_activation import ActivationOps
+from ._ops_activation_grad import ActivationGradOps
 from ._ops_float import FloatOps
 from ._ops_intbool import IntBoolOps
 from ._ops_module import ModuleOps
+from ._ops_norm import NormOps
 from ._ops_numeric import NumericOps
+from ._ops_optim import OptimOps
 from ._ops_shape import ShapeOps
 
 __all__ = ["Backend", "required"]
@@ -51,7 +57,8 @@ def required(name: str) -> Any:
     )
 
 
-class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps):
+class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps, OptimOps,
+              NormOps, ActivationGradOps):
     """Base class of every backend.
 
     Subclasses set ``name`` and the capability flags, implement the required primitives and

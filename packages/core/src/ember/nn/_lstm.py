@@ -74,8 +74,9 @@ class Lstm(Module):
     ``forget_gate ... = W_ih[d:2d].T``, ``cell_gate ... = W_ih[2d:3d].T``, ``output_gate ... =
     W_ih[3d:4d].T`` (same for ``W_hh`` and the biases).
 
-    The gates are fused: each step is one ``[batch, d_input + d_hidden] @ [d_input + d_hidden,
-    4 d_hidden]`` product (the gate weights concatenated, so gradients reach every gate's parameters).
+    The gates are fused (their weights concatenated, so gradients reach every gate's parameters): the input
+    projection of the whole sequence is one ``[batch * seq_length, d_input] @ [d_input, 4 d_hidden]`` product,
+    then each step one ``[batch, d_hidden] @ [d_hidden, 4 d_hidden]`` product.
     """
 
     input_gate: GateController
@@ -119,17 +120,18 @@ def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bo
             if st.shape != (batch, d):
                 raise ShapeError(f"{layer}: {name} must have shape [batch, d_hidden] = {[batch, d]}, "
                                  f"got {list(st.shape)}.")
-    # one [batch, d_input + d_hidden] @ [d_input + d_hidden, 4 d_hidden] product per step (slicing a
-    # precomputed projection of the whole sequence costs more in the backward pass than it saves)
-    w = Tensor.cat([wx, wh], 0)
+    # the input projection of the whole sequence in one product, then one [batch, d_hidden] @ [d_hidden, 4 d_hidden]
+    # product per step: the gradient of W_x is one product too (autodiff keeps the per-step slices' gradients
+    # sparse and joins them with one cat)
     bias = bx if bh is None else (bh if bx is None else bx + bh)
-    steps = x.split(1, 1)
+    xw = x.reshape([batch * seq, d_in]) @ wx
+    if bias is not None:
+        xw = xw + bias
+    steps = xw.reshape([batch, seq, 4 * d]).swap_dims(0, 1).split(1, 0)  # time-major: contiguous steps
     order = range(seq - 1, -1, -1) if reverse else range(seq)
     outputs: list[Tensor] = [None] * seq  # type: ignore[list-item]
     for t in order:
-        z = Tensor.cat([steps[t].reshape([batch, d_in]), h], 1) @ w
-        if bias is not None:
-            z = z + bias
+        z = steps[t].reshape([batch, 4 * d]) + h @ wh
         i, f, o, g = z.split(d, 1)
         c = A.sigmoid(f) * c + A.sigmoid(i) * A.tanh(g)
         h = A.sigmoid(o) * A.tanh(c)

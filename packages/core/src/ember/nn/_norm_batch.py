@@ -6,6 +6,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param, RunningState, ad_enabled
 from ..tensor import Tensor
+from ..tensor import module as M
 from ._checks import check_dim, check_float, check_rank, config_error
 
 __all__ = ["BatchNormConfig", "BatchNorm"]
@@ -78,20 +79,17 @@ class BatchNorm(Module):
         c = self.gamma.shape[0]
         check_dim(layer, x, 1, c, layout, "channels")
         bshape = [1, c] + [1] * (x.rank - 2)
-        if ad_enabled(x):
-            dims = [0] + list(range(2, x.rank))
-            mean = x.mean_dims(dims)
-            centered = x - mean
-            var = centered.square().mean_dims(dims)
+        if ad_enabled(x):  # one batch_norm primitive: a native kernel and one autodiff node where the backend has it
+            y, mean, invstd = M.batch_norm(x, self.gamma.val(), self.beta.val(), self.epsilon)
+            var = invstd.detach().square().recip() - self.epsilon  # the biased batch variance
             m = self.momentum
             rm, rv = self.running_mean.value(), self.running_var.value()
-            self.running_mean.update(rm * (1.0 - m) + mean.detach().reshape([c]).to_device(rm.device) * m)
-            self.running_var.update(rv * (1.0 - m) + var.detach().reshape([c]).to_device(rv.device) * m)
-            y = centered / (var + self.epsilon).sqrt()
-        else:
-            mean = self.running_mean.value().to_device(x.device).reshape(bshape)
-            var = self.running_var.value().to_device(x.device).reshape(bshape)
-            y = (x - mean) / (var + self.epsilon).sqrt()
+            self.running_mean.update(rm * (1.0 - m) + mean.detach().to_device(rm.device) * m)
+            self.running_var.update(rv * (1.0 - m) + var.to_device(rv.device) * m)
+            return y
+        mean = self.running_mean.value().to_device(x.device).reshape(bshape)
+        var = self.running_var.value().to_device(x.device).reshape(bshape)
+        y = (x - mean) / (var + self.epsilon).sqrt()
         return y * self.gamma.val().reshape(bshape) + self.beta.val().reshape(bshape)
 
     __call__ = forward

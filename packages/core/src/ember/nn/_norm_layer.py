@@ -7,6 +7,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
+from ..tensor import module as M
 from ._checks import check_dim, check_float, config_error
 
 __all__ = ["LayerNormConfig", "LayerNorm"]
@@ -51,8 +52,6 @@ class LayerNorm(Module):
         if x.rank == 0:
             raise ShapeError("LayerNorm: expected input of shape [..., d_model] (rank >= 1), got a rank-0 tensor.")
         check_dim("LayerNorm", x, -1, d, "[..., d_model]", "d_model")
-        var, mean = x.var_mean_bias(-1)
-        y = (x - mean) / (var + self.epsilon).sqrt()
-        return y * self.gamma.val() + self.beta.val()
+        return M.layer_norm(x, self.gamma.val(), self.beta.val(), self.epsilon)[0]
 
     __call__ = forward

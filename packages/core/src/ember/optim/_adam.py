@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import config
 from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
-from ._decay import WeightDecayConfig, weight_decay
+from ._decay import WeightDecayConfig
+from ._fused import buffers, by_counter, prim, step_one, wrap
 from ._scalar import Count, Scalar, div, increment, mul, one_minus_pow, shared, sqrt
 
-__all__ = ["AdamConfig", "Adam", "adaptive_moment"]
+__all__ = ["AdamConfig", "Adam", "adaptive_moment", "fused_adam_step"]
 
 
 def _bias_scalars(beta_1: float, beta_2: float, epsilon: float, time: Count) -> tuple[Scalar, Scalar]:
@@ -25,6 +27,51 @@ def _bias_scalars(beta_1: float, beta_2: float, epsilon: float, time: Count) -> 
 #: :func:`_bias_scalars` memoized for Python-int times: the parameters of one eager step share the values, and
 #: the lookup costs less than the helper calls (the same function, so the same floats)
 _bias_scalars_cached = functools.lru_cache(maxsize=256)(_bias_scalars)
+
+
+def _bias_terms(beta_1: float, beta_2: float, epsilon: float, time: Count) -> tuple[Scalar, Scalar]:
+    """:func:`_bias_scalars` of a Python count (memoized) or a tensor count (once per step and counter)."""
+    if not isinstance(time, Tensor):
+        return _bias_scalars_cached(beta_1, beta_2, epsilon, time)  # type: ignore[no-any-return]
+    return shared(("adam", beta_1, beta_2, epsilon), time, lambda t: _bias_scalars(beta_1, beta_2, epsilon, t))
+
+
+def fused_adam_step(lr: Scalar, tensors: list[Tensor], grads: list[Tensor], states: list[State | None],
+                    beta_1: float, beta_2: float, epsilon: float, amsgrad: bool, penalty: float,
+                    decay: Scalar | None) -> tuple[list[Tensor], list[State | None]]:
+    """Adam's update of several parameters of one device and dtype through the backend's ``fused_adam``
+    (:meth:`ember.backend.Backend.fused_adam`), one call per step count.
+
+    ``states[i]`` is ``None`` (zero moments, :func:`zero_moments`) or a state of this rule; its moment tensors are
+    consumed (the backend may update their buffers in place). ``penalty``: coupled L2 decay (0 for none);
+    ``decay``: the decoupled factor ``1 - lr * weight_decay`` (AdamW) or ``None``.
+
+    Returns:
+        ``(new parameters, new states)`` in the order of ``tensors``.
+    """
+    full = [zero_moments(t, amsgrad) if s is None else s for t, s in zip(tensors, states, strict=True)]
+    if amsgrad:  # a state saved without the running maximum starts it from v (max(0, v) = v)
+        full = [s if "max_moment_2" in s else {**s, "max_moment_2": t.zeros_like()} for t, s in zip(tensors, full)]
+    new_t: list[Tensor] = list(tensors)
+    new_s: list[State | None] = list(states)
+    B: Any = tensors[0].ops if tensors else None
+    for count, idx in by_counter(full):
+        sts = [full[i] for i in idx]
+        time = increment(count)
+        factor, eps_term = _bias_terms(beta_1, beta_2, epsilon, time)
+        seen: set[int] = set()
+        m, v = buffers(B, sts, "moment_1", seen), buffers(B, sts, "moment_2", seen)
+        vm = buffers(B, sts, "max_moment_2", seen) if amsgrad else None
+        ps, m, v, vm = B.fused_adam([tensors[i].primitive for i in idx], [grads[i].primitive for i in idx], m, v,
+                                    vm, prim(lr), beta_1, beta_2, prim(factor), prim(eps_term), penalty, prim(decay))
+        for j, i in enumerate(idx):
+            like = tensors[i]
+            new_t[i] = wrap(ps[j], like)
+            st: State = {"time": time, "moment_1": wrap(m[j], like), "moment_2": wrap(v[j], like)}
+            if vm is not None:
+                st["max_moment_2"] = wrap(vm[j], like)
+            new_s[i] = st
+    return new_t, new_s
 
 
 def adaptive_moment(
@@ -51,11 +98,7 @@ def adaptive_moment(
         v = state["moment_2"].mul_scalar(beta_2).add(grad.square().mul_scalar(1.0 - beta_2))
         prev = state.get("max_moment_2")
         v_max = (v if prev is None else prev.max_pair(v)) if amsgrad else None
-    if not isinstance(time, Tensor):
-        factor, eps_term = _bias_scalars_cached(beta_1, beta_2, epsilon, time)
-    else:  # once per step for the parameters sharing this counter
-        factor, eps_term = shared(("adam", beta_1, beta_2, epsilon), time,
-                                  lambda t: _bias_scalars(beta_1, beta_2, epsilon, t))
+    factor, eps_term = _bias_terms(beta_1, beta_2, epsilon, time)
     denom = (v_max if v_max is not None else v).sqrt().add_scalar(eps_term)
     direction = m.mul_scalar(factor).div(denom)
     new: State = {"time": time, "moment_1": m, "moment_2": v}
@@ -86,9 +129,15 @@ class Adam(SimpleOptimizer):
     name = "adam"
 
     def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
-        grad = weight_decay(self.weight_decay, grad, tensor)
-        direction, new = adaptive_moment(grad, state, self.beta_1, self.beta_2, self.epsilon, self.amsgrad)
-        return tensor.sub(direction.mul_scalar(lr)), new
+        """One update (:meth:`step_many` of one tensor: ``state``'s moments are consumed)."""
+        return step_one(self, lr, tensor, grad, state)
+
+    def step_many(self, lr: Scalar, tensors: list[Tensor], grads: list[Tensor], states: list[State | None]
+                  ) -> tuple[list[Tensor], list[State | None]]:
+        """The fused update (:func:`fused_adam_step`)."""
+        penalty = 0.0 if self.weight_decay is None else self.weight_decay.penalty
+        return fused_adam_step(lr, tensors, grads, states, self.beta_1, self.beta_2, self.epsilon, self.amsgrad,
+                               penalty, None)
 
     def init_state(self, tensor: Tensor) -> State:
         """Zero moments, step count 0 (see :func:`zero_moments`)."""

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from ..config import config
 from ..tensor import Tensor
-from ._adam import adaptive_moment, zero_moments
+from ._adam import adaptive_moment, fused_adam_step, zero_moments
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
+from ._fused import step_one
 from ._scalar import Scalar, is_zero, mul, rsub
 
 __all__ = ["AdamWConfig", "AdamW"]
@@ -26,17 +27,26 @@ class AdamW(SimpleOptimizer):
     amsgrad: bool
     name = "adamw"
 
+    def step_many(self, lr: Scalar, tensors: list[Tensor], grads: list[Tensor], states: list[State | None]
+                  ) -> tuple[list[Tensor], list[State | None]]:
+        """The fused update (:func:`~ember.optim._adam.fused_adam_step`); the cautious decay goes per tensor."""
+        if self.cautious_weight_decay:
+            return super().step_many(lr, tensors, grads, states)
+        rate = mul(lr, self.weight_decay)
+        decay = None if self.weight_decay == 0.0 or is_zero(rate) else rsub(1.0, rate)
+        return fused_adam_step(lr, tensors, grads, states, self.beta_1, self.beta_2, self.epsilon, self.amsgrad,
+                               0.0, decay)
+
     def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
+        if not self.cautious_weight_decay:
+            return step_one(self, lr, tensor, grad, state)
         direction, new = adaptive_moment(grad, state, self.beta_1, self.beta_2, self.epsilon, self.amsgrad)
         rate = mul(lr, self.weight_decay)
-        if self.weight_decay == 0.0 or is_zero(rate):
-            decayed = tensor
-        elif self.cautious_weight_decay:
+        decayed = tensor
+        if self.weight_decay != 0.0 and not is_zero(rate):
             # decay only where the parameter and the first moment agree in sign (Chen et al., 2025)
             differ = tensor.greater_equal_elem(0.0).not_equal(new["moment_1"].greater_equal_elem(0.0))
             decayed = tensor.sub(tensor.mul_scalar(rate).mask_fill(differ, 0.0))
-        else:
-            decayed = tensor.mul_scalar(rsub(1.0, rate))
         return decayed.sub(direction.mul_scalar(lr)), new
 
     def init_state(self, tensor: Tensor) -> State:

@@ -20,7 +20,7 @@ from .._data import TensorData
 from .._errors import DeviceError, RecordError, ShapeError
 from .._kind import Float, kind_of
 from ..backend._device import Device
-from ..module import Module, ModuleMapper, Param, ParamId, ad_enabled
+from ..module import Module, ModuleMapper, ModuleVisitor, Param, ParamId, ad_enabled
 from ..tensor import Tensor
 from ._clipping import GradientClippingConfig
 from ._errors import OptimizerError
@@ -67,6 +67,25 @@ class SimpleOptimizer:
             ``(new tensor, new state)``.
         """
         raise NotImplementedError
+
+    def step_many(self, lr: Scalar, tensors: list[Tensor], grads: list[Tensor], states: list[State | None]
+                  ) -> tuple[list[Tensor], list[State | None]]:
+        """One update of several parameters of one device and dtype (what :class:`Optimizer` calls).
+
+        The default calls :meth:`step` per tensor. Adam, AdamW, SGD, RMSProp and Lion override it with one
+        fused backend call (:mod:`ember.backend._ops_optim`), which may overwrite the buffers of the given
+        ``states`` in place (the states are consumed; the parameters and gradients are never written).
+
+        Args:
+            lr: as in :meth:`step` (on the tensors' device).
+            tensors: the parameters (inner tensors). grads: their gradients, same order, shapes and dtype.
+            states: their states (``None`` before the first step); the returned ones replace them.
+
+        Returns:
+            ``(new tensors, new states)``, in the order of ``tensors``.
+        """
+        results = [self.step(lr, t, g, s) for t, g, s in zip(tensors, grads, states, strict=True)]
+        return [r[0] for r in results], [r[1] for r in results]
 
     def init_state(self, tensor: Tensor) -> State | None:
         """The state of a parameter before its first step, with the layout of the later states, when the rule
@@ -180,27 +199,25 @@ def _lr_on(lr: Tensor, device: Device, path: str) -> Tensor:
     return inner
 
 
-class _StepMapper(ModuleMapper):
-    """Applies one optimizer step to the Float parameters of a module."""
+class _Collect(ModuleVisitor):
+    """Pass 1 of a step: checks every trainable Float parameter that has a gradient and collects it with its
+    gradient (clipped) and state, without changing anything (any error leaves the optimizer as it was)."""
 
-    def __init__(self, optim: Optimizer, lr: Scalar, grads: GradientsParams) -> None:
+    def __init__(self, optim: Optimizer, grads: GradientsParams) -> None:
         self.optim = optim
-        self.lr = lr
         self.grads = grads
-        self.pending: dict[ParamId, State | None] = {}
-        self.done: dict[ParamId, Tensor] = {}
-        self.matched = 0
+        #: param id -> (path, parameter tensor, on autodiff, inner tensor, gradient, state), in tree order
+        self.entries: dict[ParamId, tuple[str, Tensor, bool, Tensor, Tensor, State | None]] = {}
 
-    def map_float(self, path: str, param: Param) -> Param:
+    def visit_float(self, path: str, param: Param) -> None:
         if not param.require_grad:
-            return param
+            return
         pid = param.id
-        if pid in self.done:  # a parameter shared at several places of the tree
-            return param.with_val(self.done[pid])
+        if pid in self.entries:  # a parameter shared at several places of the tree
+            return
         grad = self.grads.get(pid)
         if grad is None:
-            return param
-        self.matched += 1
+            return
         t = param.val()
         ad = ad_enabled(t)
         x = t.inner() if ad else t
@@ -224,16 +241,45 @@ class _StepMapper(ModuleMapper):
         state = optim._states.get(pid)
         if state is not None:
             state = _materialize(state, x.device)
-        lr = self.lr
-        if lr.__class__ is Tensor and lr.device is not x.device:
-            lr = _lr_on(lr, x.device, path)
-        new_x, new_state = optim.simple.step(lr, x, grad, state)
-        if not shape and new_x.shape:  # a rank-0 parameter broadcast to [1] by a tensor lr or counter
-            new_x = new_x.reshape(())
-        self.pending[pid] = new_state
-        new_t = Tensor.from_inner(new_x, t.device) if ad else new_x
-        self.done[pid] = new_t
-        return param.with_val(new_t)
+        self.entries[pid] = (path, t, ad, x, grad, state)
+
+
+def _update(optim: Optimizer, lr: Scalar, entries: dict[ParamId, Any]) -> tuple[dict[ParamId, Tensor],
+                                                                               dict[ParamId, State | None]]:
+    """Pass 2: the rule's :meth:`SimpleOptimizer.step_many` once per group of parameters sharing a device and a
+    dtype; returns the new parameter tensors (on the parameters' own devices) and states by id."""
+    groups: dict[tuple[int, Any], list[ParamId]] = {}
+    for pid, (_, _, _, x, _, _) in entries.items():
+        groups.setdefault((id(x.device), x.dtype), []).append(pid)
+    done: dict[ParamId, Tensor] = {}
+    pending: dict[ParamId, State | None] = {}
+    for pids in groups.values():
+        first = entries[pids[0]]
+        device = first[3].device
+        glr = lr
+        if glr.__class__ is Tensor and glr.device is not device:  # type: ignore[union-attr]
+            glr = _lr_on(glr, device, first[0])  # type: ignore[arg-type]
+        xs = [entries[p][3] for p in pids]
+        new_xs, new_states = optim.simple.step_many(glr, xs, [entries[p][4] for p in pids],
+                                                    [entries[p][5] for p in pids])
+        for pid, x, new_x, new_state in zip(pids, xs, new_xs, new_states, strict=True):
+            if not x.shape and new_x.shape:  # a rank-0 parameter broadcast to [1] by a tensor lr or counter
+                new_x = new_x.reshape(())
+            t, ad = entries[pid][1], entries[pid][2]
+            done[pid] = Tensor.from_inner(new_x, t.device) if ad else new_x
+            pending[pid] = new_state
+    return done, pending
+
+
+class _StepMapper(ModuleMapper):
+    """Pass 3: the module with the new parameter tensors (same ids; a shared parameter everywhere it occurs)."""
+
+    def __init__(self, done: dict[ParamId, Tensor]) -> None:
+        self.done = done
+
+    def map_float(self, path: str, param: Param) -> Param:
+        new = self.done.get(param.id)
+        return param if new is None else param.with_val(new)
 
 
 class Optimizer:
@@ -252,6 +298,12 @@ class Optimizer:
     are and their optimizer state is not touched. The update runs on the inner backend of the parameter (the
     gradients' device) and the result is lifted back onto the parameter's autodiff device as a fresh leaf with
     the same :class:`~ember.module.ParamId` and ``require_grad``.
+
+    The parameters of one device and dtype are updated together, by one call of the rule's
+    :meth:`SimpleOptimizer.step_many` (one fused backend update for Adam, AdamW, SGD, RMSProp and Lion). Buffer rule:
+    the module passed to :meth:`step` and the gradients are never written (a module you keep keeps its values); the
+    optimizer's own state tensors are updated in place (numpy, torch) or donated (jax), so a tensor read with
+    :meth:`state` is valid until the next step: copy it (``to_data()``) or save :meth:`to_record` to keep it.
 
     The state (moments, step counts ...) is kept per ``ParamId`` and saved by :meth:`to_record` /
     :meth:`load_record`; a run saved mid-training and resumed gives bitwise the same parameters as an
@@ -312,16 +364,18 @@ class Optimizer:
             )
         if not isinstance(module, Module):
             raise TypeError(f"optimizer step: expected a Module, got {type(module).__name__}.")
-        mapper = _StepMapper(self, lr, grads)
-        with step_scope():
-            new = module.map(mapper)
-        if mapper.matched == 0 and len(grads) > 0:
+        collect = _Collect(self, grads)
+        module.visit(collect)
+        if not collect.entries and len(grads) > 0:
             raise OptimizerError(
                 f"optimizer step: none of the {len(grads)} gradients matches a trainable parameter of this "
                 f"{type(module).__name__} (no common ParamId). The gradients come from another model; build them "
                 "with GradientsParams.from_grads(loss.backward(), model) using the model you step."
             )
-        for pid, st in mapper.pending.items():
+        with step_scope():
+            done, pending = _update(self, lr, collect.entries)
+        new = module.map(_StepMapper(done)) if done else module
+        for pid, st in pending.items():
             if st is None:
                 self._states.pop(pid, None)
             else:

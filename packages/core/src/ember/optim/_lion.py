@@ -8,6 +8,7 @@ from ..config import config
 from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
+from ._fused import buffers, prim, step_one, wrap_all
 from ._scalar import Scalar, is_zero, mul, rsub
 
 __all__ = ["LionConfig", "Lion"]
@@ -23,17 +24,21 @@ class Lion(SimpleOptimizer):
     name = "lion"
 
     def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
-        b1, b2 = self.beta_1, self.beta_2
-        if state is None:
-            update = grad.mul_scalar(1.0 - b1).sign()
-            momentum = grad.mul_scalar(1.0 - b2)
-        else:
-            m = state["momentum"]
-            update = m.mul_scalar(b1).add(grad.mul_scalar(1.0 - b1)).sign()
-            momentum = m.mul_scalar(b2).add(grad.mul_scalar(1.0 - b2))
+        """One update (:meth:`step_many` of one tensor: ``state``'s buffers are consumed)."""
+        return step_one(self, lr, tensor, grad, state)
+
+    def step_many(self, lr: Scalar, tensors: list[Tensor], grads: list[Tensor], states: list[State | None]
+                  ) -> tuple[list[Tensor], list[State | None]]:
+        """The fused update (the backend's ``fused_lion``); a missing state is a zero momentum."""
+        if not tensors:
+            return [], []
+        B = tensors[0].ops
+        full = [self.init_state(t) if s is None else s for t, s in zip(tensors, states, strict=True)]
         rate = mul(lr, self.weight_decay)
-        decayed = tensor if self.weight_decay == 0.0 or is_zero(rate) else tensor.mul_scalar(rsub(1.0, rate))
-        return decayed.sub(update.mul_scalar(lr)), {"momentum": momentum}
+        decay = None if self.weight_decay == 0.0 or is_zero(rate) else rsub(1.0, rate)
+        ps, ms = B.fused_lion([t.primitive for t in tensors], [g.primitive for g in grads],
+                              buffers(B, full, "momentum", set()), prim(lr), self.beta_1, self.beta_2, prim(decay))
+        return wrap_all(ps, tensors), [{"momentum": m} for m in wrap_all(ms, tensors)]
 
     def init_state(self, tensor: Tensor) -> State:
         """A zero momentum: the first step then gives the stateless one's values, bit for bit."""

@@ -8,7 +8,8 @@ from ..config import config
 from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
-from ._decay import WeightDecayConfig, weight_decay
+from ._decay import WeightDecayConfig
+from ._fused import buffers, prim, step_one, wrap, wrap_all
 from ._scalar import Scalar
 
 __all__ = ["RmsPropConfig", "RmsProp"]
@@ -26,24 +27,35 @@ class RmsProp(SimpleOptimizer):
     name = "rmsprop"
 
     def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
-        a = self.alpha
-        grad = weight_decay(self.weight_decay, grad, tensor)
-        g2 = grad.square().mul_scalar(1.0 - a)
-        square_avg = g2 if state is None else state["square_avg"].mul_scalar(a).add(g2)
-        new: State = {"square_avg": square_avg}
-        avg = square_avg
-        if self.centered:
-            g1 = grad.mul_scalar(1.0 - a)
-            prev = None if state is None else state.get("grad_avg")
-            grad_avg = g1 if prev is None else prev.mul_scalar(a).add(g1)
-            new["grad_avg"] = grad_avg
-            avg = square_avg.sub(grad_avg.square())
-        direction = grad.div(avg.sqrt().add_scalar(self.epsilon))
-        if self.momentum > 0.0:
-            prev_buf = None if state is None else state.get("momentum")
-            direction = direction if prev_buf is None else prev_buf.mul_scalar(self.momentum).add(direction)
-            new["momentum"] = direction
-        return tensor.sub(direction.mul_scalar(lr)), new
+        """One update (:meth:`step_many` of one tensor: ``state``'s buffers are consumed)."""
+        return step_one(self, lr, tensor, grad, state)
+
+    def step_many(self, lr: Scalar, tensors: list[Tensor], grads: list[Tensor], states: list[State | None]
+                  ) -> tuple[list[Tensor], list[State | None]]:
+        """The fused update (the backend's ``fused_rmsprop``); a missing state (or key) is a zero one."""
+        if not tensors:
+            return [], []
+        B = tensors[0].ops
+        keys = ("square_avg",) + (("grad_avg",) if self.centered else ()) + (("momentum",) if self.momentum > 0.0
+                                                                            else ())
+        full = [st if st is not None and all(k in st for k in keys) else {**self.init_state(t), **(st or {})}
+                for t, st in zip(tensors, states, strict=True)]
+        seen: set[int] = set()
+        s = buffers(B, full, "square_avg", seen)
+        a = buffers(B, full, "grad_avg", seen) if self.centered else None
+        b = buffers(B, full, "momentum", seen) if self.momentum > 0.0 else None
+        penalty = 0.0 if self.weight_decay is None else self.weight_decay.penalty
+        ps, s, a, b = B.fused_rmsprop([t.primitive for t in tensors], [g.primitive for g in grads], s, a, b,
+                                      prim(lr), self.alpha, self.epsilon, self.momentum, penalty)
+        new_s: list[State | None] = []
+        for j, t in enumerate(tensors):
+            st: State = {"square_avg": wrap(s[j], t)}
+            if a is not None:
+                st["grad_avg"] = wrap(a[j], t)
+            if b is not None:
+                st["momentum"] = wrap(b[j], t)
+            new_s.append(st)
+        return wrap_all(ps, tensors), new_s
 
     def init_state(self, tensor: Tensor) -> State:
         """Zero averages (and a zero momentum buffer when ``momentum > 0``), one array each: the first step then

@@ -8,8 +8,9 @@ from ..config import config
 from ..tensor import Tensor
 from ._base import Optimizer, SimpleOptimizer, State, init_optimizer
 from ._clipping import GradientClippingConfig
-from ._decay import WeightDecayConfig, weight_decay
-from ._momentum import MomentumConfig, momentum_transform
+from ._decay import WeightDecayConfig
+from ._fused import buffers, prim, step_one, wrap
+from ._momentum import MomentumConfig
 from ._scalar import Scalar
 
 __all__ = ["SgdConfig", "Sgd"]
@@ -24,11 +25,35 @@ class Sgd(SimpleOptimizer):
     name = "sgd"
 
     def step(self, lr: Scalar, tensor: Tensor, grad: Tensor, state: State | None) -> tuple[Tensor, State | None]:
-        grad = weight_decay(self.weight_decay, grad, tensor)
-        new: State | None = None
-        if self.momentum is not None:
-            grad, new = momentum_transform(self.momentum, grad, state)
-        return tensor.sub(grad.mul_scalar(lr)), new
+        """One update (:meth:`step_many` of one tensor: ``state``'s buffers are consumed)."""
+        return step_one(self, lr, tensor, grad, state)
+
+    def step_many(self, lr: Scalar, tensors: list[Tensor], grads: list[Tensor], states: list[State | None]
+                  ) -> tuple[list[Tensor], list[State | None]]:
+        """The fused update (the backend's ``fused_sgd``): one call for the parameters that have a velocity and
+        one for those at their first step (``velocity = g``, written into fresh buffers)."""
+        if not tensors:
+            return [], []
+        B = tensors[0].ops
+        penalty = 0.0 if self.weight_decay is None else self.weight_decay.penalty
+        mom = self.momentum
+        new_t: list[Tensor] = list(tensors)
+        new_s: list[State | None] = list(states)
+        groups: dict[bool, list[int]] = {}
+        for i, st in enumerate(states):
+            groups.setdefault(mom is None or st is None, []).append(i)
+        for first, idx in groups.items():
+            vel = None
+            if mom is not None:
+                vel = ([tensors[i].zeros_like().primitive for i in idx] if first
+                       else buffers(B, [states[i] for i in idx], "velocity", set()))  # type: ignore[misc]
+            ps, vel = B.fused_sgd([tensors[i].primitive for i in idx], [grads[i].primitive for i in idx], vel,
+                                  prim(lr), penalty, 0.0 if mom is None else mom.momentum,
+                                  0.0 if mom is None else mom.dampening, mom is not None and mom.nesterov, first)
+            for j, i in enumerate(idx):
+                new_t[i] = wrap(ps[j], tensors[i])
+                new_s[i] = None if vel is None else {"velocity": wrap(vel[j], tensors[i])}
+        return new_t, new_s
 
 
 @config

@@ -46,12 +46,15 @@ from .._kind import Float, Int
 from ..backend import _module_geometry as geo
 from . import _core
 from ._core import wrap
+from ._module_norm import batch_norm, layer_norm
 from ._util import check_same
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
 __all__ = [
+    "batch_norm",
+    "layer_norm",
     "ConvOptions",
     "ConvTransposeOptions",
     "UnfoldOptions",

@@ -235,6 +235,9 @@ CASES: dict[str, list[tuple[list[np.ndarray], Any]]] = {
     "interpolate": [([U(1, 2, 3, 4)], lambda x: P("interpolate", x, (5, 3), "bilinear", False)),
                     ([U(1, 1, 3, 3)], lambda x: P("interpolate", x, (4, 5), "bicubic", True)),
                     ([U(1, 2, 2, 3)], lambda x: P("interpolate", x, (4, 5), "nearest", False))],
+    # ---- normalization (x, gamma and beta all differentiable; the statistics are untracked)
+    "batch_norm": [([U(3, 2, 2, 3), U(2), U(2)], lambda x, g, b: P("batch_norm", x, g, b, 1e-3))],
+    "layer_norm": [([U(2, 3, 4), U(4), U(4)], lambda x, g, b: P("layer_norm", x, g, b, 1e-3))],
     # ---- casts and moves (float to float keeps the graph)
     "cast": [([U(2, 3)], lambda a: P("cast", a, a.dtype))],
     "to_device": [([U(2, 3)], lambda a: P("to_device", a, a.device.handle))],

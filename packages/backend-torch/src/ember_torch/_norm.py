@@ -1,0 +1,47 @@
+"""Normalization primitives on torch's native kernels (issue 22): ``torch.native_batch_norm`` /
+``native_layer_norm`` and their backwards, the kernels ``torch.nn.functional`` runs. float16 and bfloat16
+inputs go to the contract's composites (the native kernels keep float32 statistics for them, where the contract
+gives statistics of the input's dtype)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ember.backend._ops_norm import NormOps
+
+__all__ = ["TorchNormOps"]
+
+_NATIVE = (torch.float32, torch.float64)
+_ALL = [True, True, True]
+_aten: Any = torch.ops.aten  # the backward kernels are not in torch's namespace
+
+
+class TorchNormOps(NormOps):
+    """Native batch and layer normalization, forward and backward."""
+
+    def batch_norm(self, x: Any, gamma: Any, beta: Any, epsilon: float) -> tuple[Any, Any, Any]:
+        if x.dtype not in _NATIVE:
+            return super().batch_norm(x, gamma, beta, epsilon)
+        return torch.native_batch_norm(x, gamma, beta, None, None, True, 0.0, epsilon)  # type: ignore[no-any-return]
+
+    def batch_norm_backward(self, grad: Any, x: Any, gamma: Any, mean: Any, invstd: Any,
+                            epsilon: float) -> tuple[Any, Any, Any]:
+        if x.dtype not in _NATIVE:
+            return super().batch_norm_backward(grad, x, gamma, mean, invstd, epsilon)
+        return _aten.native_batch_norm_backward(  # type: ignore[no-any-return]
+            grad.contiguous(), x, gamma, None, None, mean, invstd, True, epsilon, _ALL)
+
+    def layer_norm(self, x: Any, gamma: Any, beta: Any, epsilon: float) -> tuple[Any, Any, Any]:
+        if x.dtype not in _NATIVE:
+            return super().layer_norm(x, gamma, beta, epsilon)
+        return torch.native_layer_norm(x, [x.shape[-1]], gamma, beta, epsilon)  # type: ignore[no-any-return]
+
+    def layer_norm_backward(self, grad: Any, x: Any, gamma: Any, mean: Any, rstd: Any,
+                            epsilon: float) -> tuple[Any, Any, Any]:
+        if x.dtype not in _NATIVE:
+            return super().layer_norm_backward(grad, x, gamma, mean, rstd, epsilon)
+        # the bias argument only gives grad_beta its shape and dtype: gamma's are the same
+        return _aten.native_layer_norm_backward(  # type: ignore[no-any-return]
+            grad.contiguous(), x, [x.shape[-1]], mean, rstd, gamma, gamma, _ALL)

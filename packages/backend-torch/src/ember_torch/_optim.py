@@ -1,0 +1,111 @@
+"""Fused optimizer updates on torch (issue 22): multi-tensor ``torch._foreach_*`` kernels, as
+``torch.optim``'s ``foreach=True`` implementations.
+
+Each op of a rule runs over every parameter of the step in one call, the state buffers updated in place (the
+contract of :mod:`ember.backend._ops_optim`); the new parameters come from the out-of-place ``_foreach_*``
+variants, so the old parameters and the gradients are never written. ``_foreach_add(x, y, alpha=a)`` and
+``_foreach_addcmul``/``_foreach_addcdiv`` may round once where the composite rounds twice, so the results agree
+with the composite to float rounding, not bit for bit. A scalar given as a tensor (a compiled step's ``[1]``
+tensors) goes to the composite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ember.backend._ops_optim import OptimOps, Prims
+
+__all__ = ["TorchOptimOps"]
+
+_fe: Any = torch  # the _foreach_* functions are private members of torch's namespace
+
+
+def _numbers(*xs: Any) -> bool:
+    return all(x is None or isinstance(x, (int, float)) for x in xs)
+
+
+def _with_penalty(params: Prims, grads: Prims, penalty: float) -> Prims:
+    """``grad + penalty * param`` (a new list) or the gradients themselves."""
+    return _fe._foreach_add(grads, params, alpha=penalty) if penalty else grads
+
+
+def _base(params: Prims, decay: Any) -> Prims:
+    """``param * decay`` (new tensors) or the parameters themselves."""
+    return params if decay is None else _fe._foreach_mul(params, decay)
+
+
+class TorchOptimOps(OptimOps):
+    """``torch._foreach_*`` kernels of the fused optimizer updates."""
+
+    def fused_adam(self, params: Prims, grads: Prims, moment_1: Prims, moment_2: Prims, max_moment_2: Prims | None,
+                   lr: Any, beta_1: float, beta_2: float, factor: Any, eps_term: Any, penalty: float,
+                   decay: Any) -> tuple[Prims, Prims, Prims, Prims | None]:
+        if not _numbers(lr, factor, eps_term, decay) or not params:
+            return super().fused_adam(params, grads, moment_1, moment_2, max_moment_2, lr, beta_1, beta_2, factor,
+                                      eps_term, penalty, decay)
+        g = _with_penalty(params, grads, penalty)
+        _fe._foreach_mul_(moment_1, beta_1)
+        _fe._foreach_add_(moment_1, g, alpha=1.0 - beta_1)
+        _fe._foreach_mul_(moment_2, beta_2)
+        _fe._foreach_addcmul_(moment_2, g, g, value=1.0 - beta_2)
+        src = moment_2
+        if max_moment_2 is not None:
+            _fe._foreach_maximum_(max_moment_2, moment_2)
+            src = max_moment_2
+        denom = _fe._foreach_sqrt(src)
+        _fe._foreach_add_(denom, eps_term)
+        new = _fe._foreach_addcdiv(_base(params, decay), moment_1, denom, value=-(lr * factor))
+        return list(new), moment_1, moment_2, max_moment_2
+
+    def fused_sgd(self, params: Prims, grads: Prims, velocity: Prims | None, lr: Any, penalty: float,
+                  momentum: float, dampening: float, nesterov: bool, first: bool) -> tuple[Prims, Prims | None]:
+        if not _numbers(lr) or not params:
+            return super().fused_sgd(params, grads, velocity, lr, penalty, momentum, dampening, nesterov, first)
+        g = _with_penalty(params, grads, penalty)
+        d = g
+        if velocity is not None:
+            if first:
+                _fe._foreach_copy_(velocity, g)
+            else:
+                _fe._foreach_mul_(velocity, momentum)
+                _fe._foreach_add_(velocity, g, alpha=1.0 - dampening)
+            d = _fe._foreach_add(g, velocity, alpha=momentum) if nesterov else velocity
+        return list(_fe._foreach_add(params, d, alpha=-lr)), velocity
+
+    def fused_rmsprop(self, params: Prims, grads: Prims, square_avg: Prims, grad_avg: Prims | None,
+                      momentum_buf: Prims | None, lr: Any, alpha: float, epsilon: float, momentum: float,
+                      penalty: float) -> tuple[Prims, Prims, Prims | None, Prims | None]:
+        if not _numbers(lr) or not params:
+            return super().fused_rmsprop(params, grads, square_avg, grad_avg, momentum_buf, lr, alpha, epsilon,
+                                         momentum, penalty)
+        g = _with_penalty(params, grads, penalty)
+        _fe._foreach_mul_(square_avg, alpha)
+        _fe._foreach_addcmul_(square_avg, g, g, value=1.0 - alpha)
+        if grad_avg is not None:
+            _fe._foreach_mul_(grad_avg, alpha)
+            _fe._foreach_add_(grad_avg, g, alpha=1.0 - alpha)
+            denom = _fe._foreach_addcmul(square_avg, grad_avg, grad_avg, value=-1.0)
+            _fe._foreach_sqrt_(denom)
+        else:
+            denom = _fe._foreach_sqrt(square_avg)
+        _fe._foreach_add_(denom, epsilon)
+        if momentum_buf is not None:
+            _fe._foreach_mul_(momentum_buf, momentum)
+            _fe._foreach_addcdiv_(momentum_buf, g, denom)
+            new = _fe._foreach_add(params, momentum_buf, alpha=-lr)
+        else:
+            new = _fe._foreach_addcdiv(params, g, denom, value=-lr)
+        return list(new), square_avg, grad_avg, momentum_buf
+
+    def fused_lion(self, params: Prims, grads: Prims, momentum: Prims, lr: Any, beta_1: float, beta_2: float,
+                   decay: Any) -> tuple[Prims, Prims]:
+        if not _numbers(lr, decay) or not params:
+            return super().fused_lion(params, grads, momentum, lr, beta_1, beta_2, decay)
+        c = _fe._foreach_mul(momentum, beta_1)
+        _fe._foreach_add_(c, grads, alpha=1.0 - beta_1)
+        _fe._foreach_sign_(c)
+        _fe._foreach_mul_(momentum, beta_2)
+        _fe._foreach_add_(momentum, grads, alpha=1.0 - beta_2)
+        return list(_fe._foreach_add(_base(params, decay), c, alpha=-lr)), momentum

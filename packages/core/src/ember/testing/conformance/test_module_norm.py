@@ -1,0 +1,120 @@
+"""Normalization primitives (``ember.tensor.module.batch_norm`` / ``layer_norm`` and their backwards).
+
+Forward against float64 numpy on every float dtype; gradients by finite differences under ``Autodiff`` in
+float64 (the backend's own backward kernels); the backward primitives against the contract's composites on every
+float dtype; errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ember import KindError, ShapeError, Tensor
+from ember.autodiff import gradcheck
+from ember.backend._ops_norm import NormOps
+from ember.tensor import module as M
+from ember.testing import assert_close
+
+from ._module_helpers import ftensor, held
+
+rng = np.random.default_rng(11)
+BN_SHAPES = [(4, 3), (2, 3, 5), (2, 3, 4, 5), (3, 2, 2, 3, 2)]
+LN_SHAPES = [(6,), (3, 5), (2, 3, 7)]
+EPS = 1e-3
+
+
+def _inputs(shape: tuple[int, ...], n: int, device: Any) -> tuple[Tensor, Tensor, Tensor]:
+    x = ftensor(rng.normal(0.5, 2.0, shape), device)
+    return x, ftensor(rng.uniform(0.5, 1.5, n), device), ftensor(rng.normal(0.0, 1.0, n), device)
+
+
+def _bn_ref(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    axes = (0,) + tuple(range(2, x.ndim))
+    bshape = (1, -1) + (1,) * (x.ndim - 2)
+    mean = x.mean(axis=axes)
+    invstd = 1.0 / np.sqrt(x.var(axis=axes) + EPS)
+    y = (x - mean.reshape(bshape)) * invstd.reshape(bshape) * g.reshape(bshape) + b.reshape(bshape)
+    return y, mean, invstd
+
+
+def _ln_ref(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mean = x.mean(axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(x.var(axis=-1, keepdims=True) + EPS)
+    return (x - mean) * rstd * g + b, mean, rstd
+
+
+@pytest.mark.parametrize("shape", BN_SHAPES)
+def test_batch_norm_forward(float_device: Any, shape: tuple[int, ...]) -> None:
+    x, g, b = _inputs(shape, shape[1], float_device)
+    y, mean, invstd = M.batch_norm(x, g, b, EPS)
+    want_y, want_mean, want_invstd = _bn_ref(held(x), held(g), held(b))
+    assert_close(y, want_y)
+    assert_close(mean, want_mean)
+    assert_close(invstd, want_invstd)
+
+
+@pytest.mark.parametrize("shape", LN_SHAPES)
+def test_layer_norm_forward(float_device: Any, shape: tuple[int, ...]) -> None:
+    x, g, b = _inputs(shape, shape[-1], float_device)
+    y, mean, rstd = M.layer_norm(x, g, b, EPS)
+    want_y, want_mean, want_rstd = _ln_ref(held(x), held(g), held(b))
+    assert_close(y, want_y)
+    assert_close(mean, want_mean)
+    assert_close(rstd, want_rstd)
+
+
+@pytest.mark.parametrize("shape", BN_SHAPES[:3])
+def test_batch_norm_gradcheck(ad_device: Any, shape: tuple[int, ...]) -> None:
+    c = shape[1]
+    gradcheck(lambda x, g, b: M.batch_norm(x, g, b, EPS)[0],
+              [rng.normal(0.5, 2.0, shape), rng.uniform(0.5, 1.5, c), rng.normal(0.0, 1.0, c)], ad_device)
+
+
+@pytest.mark.parametrize("shape", LN_SHAPES)
+def test_layer_norm_gradcheck(ad_device: Any, shape: tuple[int, ...]) -> None:
+    d = shape[-1]
+    gradcheck(lambda x, g, b: M.layer_norm(x, g, b, EPS)[0],
+              [rng.normal(0.5, 2.0, shape), rng.uniform(0.5, 1.5, d), rng.normal(0.0, 1.0, d)], ad_device)
+
+
+@pytest.mark.parametrize("op,shape", [("batch_norm", (2, 3, 4, 5)), ("batch_norm", (5, 2)),
+                                      ("layer_norm", (3, 8)), ("layer_norm", (2, 2, 5))])
+def test_backward_primitives_equal_the_composites(float_device: Any, op: str, shape: tuple[int, ...]) -> None:
+    B = float_device.backend
+    n = shape[1] if op == "batch_norm" else shape[-1]
+    x, g, b = _inputs(shape, n, float_device)
+    grad = ftensor(rng.normal(0.0, 1.0, shape), float_device)
+    _, s1, s2 = getattr(M, op)(x, g, b, EPS)
+    args = (grad.primitive, x.primitive, g.primitive, s1.primitive, s2.primitive, EPS)
+    got = getattr(B, op + "_backward")(*args)
+    want = getattr(NormOps, op + "_backward")(B, *args)
+    for name, p, w, like in zip(("x", "gamma", "beta"), got, want, (x, g, b)):
+        t = Tensor(p, float_device)
+        assert t.shape == like.shape and t.dtype == like.dtype, name
+        assert_close(t, held(Tensor(w, float_device)))
+
+
+def test_untracked_statistics_and_tracked_output(ad_device: Any) -> None:
+    x, g, b = _inputs((4, 3, 2), 3, ad_device)
+    y, mean, invstd = M.batch_norm(x.require_grad(), g, b, EPS)
+    assert y.is_require_grad() and not mean.is_require_grad() and not invstd.is_require_grad()
+    x, g, b = _inputs((4, 2, 3), 3, ad_device)
+    y, mean, rstd = M.layer_norm(x, g.require_grad(), b, EPS)
+    assert y.is_require_grad() and not mean.is_require_grad() and not rstd.is_require_grad()
+
+
+def test_norm_errors(device: Any) -> None:
+    x, g, b = _inputs((4, 3, 2), 3, device)
+    with pytest.raises(ShapeError, match=r"gamma must have shape \[3\]"):
+        M.batch_norm(x, ftensor(np.ones(2), device), b)
+    with pytest.raises(ShapeError, match="rank >= 2"):
+        M.batch_norm(ftensor(np.ones(3), device), g, b)
+    with pytest.raises(ShapeError, match=r"beta must have shape \[2\]"):
+        M.layer_norm(x, ftensor(np.ones(2), device), b)
+    with pytest.raises(KindError, match="x must be a Float"):
+        M.layer_norm(x.int(), g, b)
+    with pytest.raises(ValueError, match="epsilon"):
+        M.batch_norm(x, g, b, -1.0)
