@@ -15,8 +15,10 @@ MODULES = [
     "ember.record", "ember.module", "ember.config", "ember.autodiff", "ember.backend", "ember.testing", "ember.tensor",
     "ember.tensor.activation", "ember.tensor.module", "ember_numpy", "ember_torch", "ember_jax", "ember_train",
     "ember_train.metric", "ember_train.renderer", "ember_train.plots", "ember_import", "ember_import.pytorch",
-    "ember_import.safetensors", "ember_import.onnx",
+    "ember_import.safetensors", "ember_import.onnx", "ember_import.onnx.codegen",
 ]
+#: the installed distributions' top-level packages, searched for public modules with an ``__all__``
+PACKAGES = ["ember", "ember_numpy", "ember_torch", "ember_jax", "ember_train", "ember_import"]
 
 
 def _inventory(site: Path) -> set[str]:
@@ -38,3 +40,28 @@ def test_every_public_name_is_in_the_reference(site: Path, module: str) -> None:
     assert module in names, f"{module} has no API page"
     missing = [n for n in mod.__all__ if not n.startswith("__") and f"{module}.{n}" not in names]
     assert not missing, f"{module}: not in the API reference: {missing}"
+
+
+def test_every_public_module_with_an_all_is_listed() -> None:
+    """A new public module (no ``_`` in its path) that declares ``__all__`` must get an API page (and a row in
+    ``MODULES``); the test packages and runners of the conformance suites are tools, not API."""
+    import pkgutil
+
+    found = set()
+    for top in PACKAGES:
+        try:
+            pkg = importlib.import_module(top)
+        except ImportError:
+            continue
+        found.add(top)
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{top}."):
+            parts = info.name.split(".")
+            if any(p.startswith("_") for p in parts) or "conformance" in parts or parts[-1] in ("plugin",):
+                continue
+            try:
+                mod = importlib.import_module(info.name)
+            except ImportError:
+                continue
+            if hasattr(mod, "__all__"):
+                found.add(info.name)
+    assert not found - set(MODULES), f"public modules without an API page: {sorted(found - set(MODULES))}"

@@ -36,7 +36,8 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
     :meth:`seed` resets it.
 
     Args:
-        float_dtype, int_dtype: as for every backend (:class:`ember.backend.Backend`).
+        float_dtype: as for every backend (:class:`ember.backend.Backend`).
+        int_dtype: as for every backend (:class:`ember.backend.Backend`).
         blas_threads: if given, the number of threads of the BLAS library numpy uses for matmul
             (OpenBLAS, MKL...), set with ``threadpoolctl`` when the backend is created. **The
             setting is process-wide** (BLAS libraries have one thread pool per process), so it also

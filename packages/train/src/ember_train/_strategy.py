@@ -92,8 +92,10 @@ class MetricCheckpointingStrategy(CheckpointingStrategy):
 
     Args:
         metric: a metric object or its name (``"Loss"``).
-        aggregate, direction, split: as Burn; ``direction=None`` takes the metric's ``higher_is_better``
-            (for a name, the built-in metric's; lowest when unknown).
+        aggregate: as Burn (``Aggregate.MEAN``).
+        direction: as Burn; ``None`` takes the metric's ``higher_is_better`` (for a name, the built-in
+            metric's; lowest when unknown).
+        split: as Burn (``Split.VALID``).
     """
 
     def __init__(self, metric: Any, aggregate: Aggregate = Aggregate.MEAN, direction: Direction | None = None,

@@ -31,7 +31,8 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], device: Any, *, eps
         inputs: numpy arrays (float64), one per argument of ``fn``.
         device: a device of an ``Autodiff`` backend, ideally with float64.
         eps: step of the central differences ``(f(x + eps) - f(x - eps)) / (2 eps)``.
-        atol, rtol: tolerance of the comparison (numpy.isclose).
+        atol: absolute tolerance of the comparison (numpy.isclose).
+        rtol: relative tolerance of the comparison (numpy.isclose).
         seed: seed of the weights ``w``.
 
     Raises:

@@ -102,7 +102,8 @@ class InMemDataset(Dataset[I]):
         Args:
             path: a UTF-8 CSV file whose first row names the columns.
             item_type: build each item as ``item_type(**row)``; else the item is the row dict.
-            delimiter, quotechar: as in :func:`csv.reader`.
+            delimiter: as in :func:`csv.reader`.
+            quotechar: as in :func:`csv.reader`.
 
         Raises:
             DatasetError: the file has no header, a row has more or fewer cells than the header, a cell
