@@ -129,8 +129,14 @@ def _chart(name: str, kind: str, series: dict[str, tuple[list[float], list[float
     hi = max(max(y) for y in ys)
     if hi <= lo:
         lo, hi = lo - 0.5, hi + 0.5
+    # the x range is the data's own (uniplot's padding put a "-0.0 ep" label left of the first epoch)
+    x_lo = min(min(x) for x in xs)
+    x_hi = max(max(x) for x in xs)
+    if x_hi <= x_lo:
+        x_hi = x_lo + 1.0
     opts: dict[str, Any] = dict(width=max(10, width - 12), height=max(3, height), lines=True, title=f"{name} — {kind}",
                                 legend_labels=labels, color=["blue" if s == "train" else "magenta" for s in labels],
-                                y_min=lo, y_max=hi, y_gridlines=[], x_gridlines=[], x_unit=" ep",
+                                y_min=lo, y_max=hi, x_min=x_lo, x_max=x_hi, y_gridlines=[], x_gridlines=[],
+                                x_unit=" ep",
                                 line_length_hard_cap=width)
     return str(plot_to_string(ys, xs, **opts)).rstrip("\n")
