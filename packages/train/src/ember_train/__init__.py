@@ -41,6 +41,7 @@ from ._early_stopping import EarlyStoppingStrategy, MetricEarlyStoppingStrategy,
 from ._errors import CheckpointError, LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter
 from ._learner import Learner, TrainingResult
+from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice, SingleDevice
 from ._logger import FileMetricLogger, InMemoryMetricLogger, MetricLogger
 from ._mlflow_logger import MlflowLogger
 from ._outputs import ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput, TrainOutput
@@ -71,6 +72,7 @@ __all__ = [
     "ConstantLr",
     "CsvLogger",
     "Direction",
+    "DistributedDataParallel",
     "EarlyStoppingStrategy",
     "FileApplicationLoggerInstaller",
     "FileCheckpointer",
@@ -82,6 +84,7 @@ __all__ = [
     "LearnerCheckpointer",
     "LearnerError",
     "LearnerSummary",
+    "LearningStrategy",
     "MetricAdaptError",
     "MetricCheckpointingStrategy",
     "MetricEarlyStoppingStrategy",
@@ -89,11 +92,13 @@ __all__ = [
     "MetricStore",
     "MlflowLogger",
     "MetricSummary",
+    "MultiDevice",
     "MultiLabelClassificationOutput",
     "NonFiniteLossError",
     "RegressionOutput",
     "ResumePoint",
     "RunInfo",
+    "SingleDevice",
     "Split",
     "StoppingCondition",
     "TensorBoardLogger",

@@ -20,7 +20,9 @@ from ._compiled import OTHER, TRAIN_STEP, VALID_STEP, CompiledSteps
 from ._early_stopping import EarlyStoppingStrategy
 from ._errors import LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter, sigint_stops
+from ._learning_strategy import DistributedDataParallel, LearningStrategy
 from ._metrics_set import MetricsSet
+from ._parallel import Replicas
 from ._records import load_state, state_record
 from ._store import MetricStore, Split
 from ._strategy import CheckpointingAction, CheckpointingStrategy
@@ -80,6 +82,7 @@ class _Settings:
     trackers: list[TrackingLogger] = field(default_factory=list)
     hparams: dict[str, Any] = field(default_factory=dict)
     plots: bool = True
+    learning_strategy: LearningStrategy | None = None
 
 
 def _progress_of(it: Any, iteration: int) -> tuple[int, int]:
@@ -122,6 +125,7 @@ class Learner:
         self.scheduler = scheduler
         self.s = settings
         self._trackers: list[TrackingLogger] = []
+        self._replicas: Replicas | None = None
 
     # ------------------------------------------------------------------ public
     def fit(self, dataloader_train: Any, dataloader_valid: Any = None) -> TrainingResult:
@@ -142,19 +146,32 @@ class Learner:
                 iteration), unless ``on_nan_loss("warn"|"ignore")``.
         """
         s = self.s
-        s.artifact_dir.mkdir(parents=True, exist_ok=True)
-        if s.app_logger is not None:
-            s.app_logger.install()
+        replicas = None
+        if isinstance(s.learning_strategy, DistributedDataParallel):
+            replicas = self._replicas = Replicas(s.learning_strategy)
+            replicas.start(s.device)
+            if not replicas.is_main:
+                s = self.s = _follower_settings(s)
+        app_logger = s.app_logger
         try:
-            with sigint_stops(s.interrupter, on_first=self._on_ctrl_c):
-                return self._fit(dataloader_train, dataloader_valid)
-        except BaseException:
-            s.renderer.on_train_end(None)  # leave the terminal usable (the dashboard stops)
-            raise
+            if replicas is None or replicas.is_main:
+                s.artifact_dir.mkdir(parents=True, exist_ok=True)
+            if app_logger is not None:
+                app_logger.install()
+            try:
+                with sigint_stops(s.interrupter, on_first=self._on_ctrl_c):
+                    return self._fit(dataloader_train, dataloader_valid)
+            except BaseException:
+                s.renderer.on_train_end(None)  # leave the terminal usable (the dashboard stops)
+                raise
+            finally:
+                self._close_loggers()
+                if app_logger is not None:
+                    app_logger.uninstall()
         finally:
-            self._close_loggers()
-            if s.app_logger is not None:
-                s.app_logger.uninstall()
+            if replicas is not None:
+                replicas.close()
+                self._replicas = None
 
     # ------------------------------------------------------------------ internals
     def _close_loggers(self) -> None:
@@ -219,6 +236,10 @@ class Learner:
             )
         if any(d is not device for d in model.devices()):
             model = model.fork(device)
+        replicas = self._replicas
+        if replicas is not None:
+            loader_train = replicas.shard(loader_train, "training")
+            loader_valid = replicas.shard(loader_valid, "validation")
         if hasattr(loader_train, "to_device"):
             loader_train = loader_train.to_device(device)
         if loader_valid is not None and hasattr(loader_valid, "to_device"):
@@ -229,10 +250,15 @@ class Learner:
         store = MetricStore()
         train = MetricsSet(Split.TRAIN, metrics_train, s.loggers_train, s.renderer, store, s.nan_loss != "ignore")
         valid = MetricsSet(Split.VALID, metrics_valid, s.loggers_valid, s.renderer, store, s.nan_loss != "ignore")
+        if replicas is not None:
+            train.reduce = valid.reduce = replicas.sum
         train.iterations_total = len(loader_train) if hasattr(loader_train, "__len__") else None
         valid.iterations_total = len(loader_valid) if hasattr(loader_valid, "__len__") else None
 
         checkpointer = LearnerCheckpointer(s.recorder, s.artifact_dir / "checkpoint") if s.recorder else None
+        # under DDP every rank reads a checkpoint to resume (the artifact directory must be shared), rank 0 alone
+        # writes them (``saving``)
+        saving = checkpointer if replicas is None or replicas.is_main else None
         start, skip = 1, 0
         saved: set[int] = set()
         if s.checkpoint is not None:
@@ -242,12 +268,15 @@ class Learner:
                 train.reload(e)
                 if e < start:
                     valid.reload(e)
+        if replicas is not None:
+            model = replicas.sync_model(model)  # equal parameters on every rank: rank 0's
         train.trackers = valid.trackers = self._start_trackers(train, valid, start, skip)
         train.replay()
         valid.replay()
         LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
-        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None)
+        # data-parallel: the step is split at the gradients, which are averaged over the ranks between the two halves
+        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None or replicas is not None)
         if steps.compiled and hasattr(optim, "init_states"):
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
         if loader_valid is not None:
@@ -264,32 +293,35 @@ class Learner:
                                              skip if epoch == start else 0, first=epoch == start)
             if done and loader_valid is not None:
                 # stopped right at the end of training: leave validation to the resumed run
-                done = not s.interrupter.should_stop() and self._valid_epoch(steps, model, loader_valid, valid,
-                                                                             epoch)
+                done = (not self._agree(s.interrupter.should_stop())
+                        and self._valid_epoch(steps, model, loader_valid, valid, epoch))
             if done:
                 for t in train.trackers:
                     t.end_epoch(epoch)
             if not done:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"
-                resume_epoch = self._save_interrupted(checkpointer, model, optim, scheduler, epoch)
+                resume_epoch = self._save_interrupted(checkpointer, saving, model, optim, scheduler, epoch)
                 break
+            stopping = self._agree(s.interrupter.should_stop())
             if checkpointer is not None:
                 actions = s.strategy.checkpointing(epoch, store, saved)
-                if s.interrupter.should_stop() and epoch not in saved and not any(a.kind == "save" for a in actions):
+                if stopping and epoch not in saved and not any(a.kind == "save" for a in actions):
                     actions.insert(0, CheckpointingAction.save(epoch))  # an interrupted run must stay resumable
                 for action in actions:
                     if action.kind == "save":
-                        checkpointer.save(epoch, model.into_record(), state_record(optim, "optimizer"),
-                                          state_record(scheduler, "scheduler"))
+                        if saving is not None:
+                            saving.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+                                        state_record(scheduler, "scheduler"))
                         saved.add(epoch)
                         LOGGER.info("Saved checkpoint %d", epoch)
                 for action in actions:
                     if action.kind == "delete" and action.epoch != epoch:
-                        checkpointer.delete(action.epoch)
+                        if saving is not None:
+                            saving.delete(action.epoch)
                         saved.discard(action.epoch)
                         LOGGER.info("Deleted checkpoint %d", action.epoch)
-            if s.interrupter.should_stop():
+            if stopping:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"
                 resume_epoch = epoch if epoch in saved else None
@@ -297,14 +329,15 @@ class Learner:
                          if resume_epoch else "no checkpointer is configured, so nothing was saved")
                 self._note(f"Training interrupted after epoch {epoch} ({stop_reason}); {where}.")
                 break
-            if s.early_stopping is not None and s.early_stopping.should_stop(epoch, store):
+            if s.early_stopping is not None and self._from_main(s.early_stopping.should_stop(epoch, store)):
                 stopped_early = True
                 stop_reason = s.early_stopping.reason()
                 self._note(f"Early stopping after epoch {epoch}: {stop_reason}.")
                 break
 
         summary = self._summary(model, store, metrics_train, metrics_valid)
-        summary.save(s.artifact_dir)
+        if replicas is None or replicas.is_main:
+            summary.save(s.artifact_dir)
         LOGGER.info("Training ended at epoch %d\n%s", epoch, summary.table())
         s.renderer.on_train_end(summary if s.summary else None)
         return TrainingResult(model, summary, epoch, stopped_early, interrupted, resume_epoch, stop_reason,
@@ -380,6 +413,10 @@ class Learner:
             from ember.optim import GradientsAccumulator
 
             accumulator = GradientsAccumulator()
+        replicas = self._replicas
+        train_fn: Callable[..., tuple[Any, Any]] = (
+            partial(self._replicated_step, steps, replicas) if replicas is not None
+            else steps.train if accumulator is None else _no_train_fn)
         it = iter(loader)
         start = time.perf_counter()
         iteration = 0
@@ -393,10 +430,10 @@ class Learner:
                 if accumulator is None:
                     if first:
                         model, item = self._first_step(steps, model, batch, metrics,
-                                                       partial(steps.train, model, optim, batch, lr_arg))
+                                                       partial(train_fn, model, optim, batch, lr_arg))
                         first = False
                     else:
-                        model, item = steps.train(model, optim, batch, lr_arg)
+                        model, item = train_fn(model, optim, batch, lr_arg)
                 else:
                     if first:
                         grads, item = self._first_step(steps, model, batch, metrics, partial(steps.grad, model, batch))
@@ -406,14 +443,17 @@ class Learner:
                     accumulator.accumulate(model, grads)
                     acc_count += 1
                     if acc_count >= s.grads_accumulation:  # type: ignore[operator]
-                        model = steps.update(model, optim, accumulator.grads(), lr_arg)
+                        grads = accumulator.grads()
+                        if replicas is not None:
+                            grads = replicas.reduce_grads(grads)
+                        model = steps.update(model, optim, grads, lr_arg)
                         acc_count = 0
                 done, tot = _progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                           time.perf_counter() - start))
-                if s.interrupter.should_stop():
+                if self._agree(s.interrupter.should_stop()):
                     completed = iteration == total
                     break
         finally:
@@ -480,6 +520,7 @@ class Learner:
         it = iter(loader)
         start = time.perf_counter()
         iteration = 0
+        stopped = False
         try:
             for iteration, batch in enumerate(it, 1):
                 item = steps.valid(vm, batch)
@@ -488,11 +529,12 @@ class Learner:
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                           time.perf_counter() - start))
-                if s.interrupter.should_stop():
+                if self._agree(s.interrupter.should_stop()):
+                    stopped = True
                     break
         finally:
             _close(it)
-        if s.interrupter.should_stop() and iteration != total:
+        if stopped and iteration != total:
             return False  # the epoch's training is complete; resuming runs this validation again
         done, tot = _progress_of(it, iteration)
         self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
@@ -501,15 +543,33 @@ class Learner:
         LOGGER.info("Epoch %d valid: %s", epoch, values)
         return True
 
-    def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, model: Any, optim: Any, scheduler: Any,
-                          epoch: int) -> int | None:
+    def _agree(self, flag: bool) -> bool:
+        """``flag`` on one process; under DDP, whether any rank's ``flag`` is set (every rank gets the same answer,
+        so that all stop at the same step)."""
+        return flag if self._replicas is None else self._replicas.any(flag)
+
+    def _from_main(self, flag: bool) -> bool:
+        """``flag``; under DDP, rank 0's ``flag`` on every rank."""
+        return flag if self._replicas is None else self._replicas.from_main(flag)
+
+    @staticmethod
+    def _replicated_step(steps: CompiledSteps, replicas: Replicas, model: Any, optim: Any, batch: Any,
+                         lr: Any) -> tuple[Any, Any]:
+        """The DDP training step: this rank's gradients, averaged over the ranks, then the optimizer step (the
+        same update on every rank)."""
+        grads, item = steps.grad(model, batch)
+        return steps.update(model, optim, replicas.reduce_grads(grads), lr), item
+
+    def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, saving: LearnerCheckpointer | None,
+                          model: Any, optim: Any, scheduler: Any, epoch: int) -> int | None:
         it = self._last_iteration
         if checkpointer is None:
             self._note(f"Training interrupted at epoch {epoch}, iteration {it}. No checkpointer is configured "
                        "(LearnerBuilder.with_file_checkpointer), so nothing was saved to resume from.")
             return None
-        checkpointer.save(epoch, model.into_record(), state_record(optim, "optimizer"),
-                          state_record(scheduler, "scheduler"), progress={"epoch": epoch, "iteration": it})
+        if saving is not None:
+            saving.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+                        state_record(scheduler, "scheduler"), progress={"epoch": epoch, "iteration": it})
         self._note(
             f"Training interrupted at epoch {epoch}, iteration {it}; checkpoint saved in "
             f"{checkpointer.directory}. Resume with LearnerBuilder({str(self.s.artifact_dir)!r})...."
@@ -529,6 +589,21 @@ class Learner:
                 out.metrics.append(MetricSummary(split.value, m.name(), hist, hib))
                 out.epochs = max(out.epochs, hist[-1][0])
         return out
+
+
+def _no_train_fn(*args: Any) -> tuple[Any, Any]:
+    raise AssertionError("gradient accumulation runs steps.grad and steps.update")
+
+
+def _follower_settings(s: _Settings) -> _Settings:
+    """The settings of a DDP rank other than 0: the same loop, writing nothing (no metric files, experiment log,
+    trackers, plots or dashboard); rank 0 writes them with the metrics of all ranks."""
+    from dataclasses import replace
+
+    from .renderer._base import MetricsRenderer
+
+    return replace(s, loggers_train=[], loggers_valid=[], renderer=MetricsRenderer(), app_logger=None, trackers=[],
+                   plots=False, summary=False)
 
 
 def _advice(steps: CompiledSteps, exc: Exception, split: str, step: str) -> str:

@@ -1,0 +1,155 @@
+"""What the Learner does differently under ``DistributedDataParallel``, in one object per ``fit``.
+
+:class:`Replicas` joins the process group, makes the parameters equal (broadcast from rank 0), shards the loaders,
+averages the gradients, sums the metrics' host values and makes the ranks agree on stopping. Every rank calls
+each method at the same point of the loop, in the same order (the collectives' rule): the Learner's loop is the
+same on every rank because every rank runs the same number of steps (``DataLoader.shard``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from ember import Float, Tensor
+
+from ._app_logger import LOGGER
+from ._errors import LearnerError
+from ._learning_strategy import DistributedDataParallel
+
+__all__ = ["Replicas"]
+
+
+def _lift(t: Tensor, like: Tensor) -> Tensor:
+    """``t`` (a collective's result, possibly on the inner device) on ``like``'s device."""
+    if t.device is like.device:
+        return t
+    if like.device.inner is t.device:
+        return Tensor.from_inner(t, like.device)
+    return t.to_device(like.device)
+
+
+class Replicas:
+    """The process group of a ``DistributedDataParallel`` fit and the collectives the Learner needs.
+
+    Raises (from :meth:`start`):
+        LearnerError: the training backend has no collective ops, or the group cannot be joined.
+    """
+
+    def __init__(self, strategy: DistributedDataParallel) -> None:
+        self.strategy = strategy
+        self.group: Any = None
+        self.rank = 0
+        self.world_size = 1
+        self._owned = False
+        self._device: Any = None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    # -- the group -------------------------------------------------------------------------------------
+    def start(self, device: Any) -> None:
+        """Join the process group (from the launcher's environment) unless one is initialized already."""
+        from ember import distributed as dist
+
+        backend = device.inner.backend
+        if not getattr(backend, "supports_collectives", False):
+            raise LearnerError(
+                f"DistributedDataParallel: the {backend.name!r} backend has no collective ops, so it cannot average "
+                "gradients across processes; train with a backend that has them (torch, numpy with ember-backend-torch "
+                "installed, jax) or without the DistributedDataParallel strategy."
+            )
+        self._device = device.inner
+        if dist.is_initialized():
+            self.group = dist.get_process_group()
+        else:
+            name = self.strategy.backend or backend.name
+            try:
+                self.group = dist.init_process_group(name, timeout=self.strategy.timeout)
+            except Exception as exc:
+                raise LearnerError(
+                    f"DistributedDataParallel: could not join the process group ({type(exc).__name__}: {exc}). Start "
+                    "the ranks with `python -m ember_train.launch --nproc N train.py` or `torchrun --nproc-per-node N "
+                    "train.py` (they set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)."
+                ) from exc
+            self._owned = True
+        self.rank = int(self.group.rank)
+        self.world_size = int(self.group.world_size)
+        LOGGER.info("DistributedDataParallel: rank %d of %d (%s, engine %s)", self.rank, self.world_size,
+                    getattr(self.group, "backend", "?"), getattr(self.group, "engine", "?"))
+
+    def close(self) -> None:
+        """Leave the group when :meth:`start` joined it."""
+        if self._owned:
+            from ember import distributed as dist
+
+            try:
+                dist.destroy_process_group(self.group)
+            except Exception as exc:  # noqa: BLE001 - leaving must not hide the real error
+                LOGGER.log(logging.WARNING, "Leaving the process group failed: %s", exc)
+            self._owned = False
+
+    # -- data --------------------------------------------------------------------------------------------
+    def shard(self, loader: Any, what: str) -> Any:
+        """``loader.shard(rank, world_size)``; a loader that cannot shard is an error (every rank would train on
+        the whole dataset)."""
+        if loader is None or self.world_size == 1:
+            return loader
+        shard = getattr(loader, "shard", None)
+        if not callable(shard):
+            raise LearnerError(
+                f"DistributedDataParallel: the {what} loader ({type(loader).__name__}) has no shard(rank, world_size), "
+                "so every rank would see the same batches; use an ember.data.DataLoader."
+            )
+        if getattr(loader, "world_size", 1) not in (1, self.world_size):
+            raise LearnerError(
+                f"DistributedDataParallel: the {what} loader is sharded for {loader.world_size} ranks, the process "
+                f"group has {self.world_size}; leave sharding to the Learner."
+            )
+        return shard(self.rank, self.world_size)
+
+    # -- model and gradients -----------------------------------------------------------------------------
+    def sync_model(self, model: Any) -> Any:
+        """The model with rank 0's parameter values on every rank (one broadcast per parameter)."""
+        from ember import distributed as dist
+
+        def fn(param: Any) -> Any:
+            t = param.val()
+            return param.with_val(_lift(dist.broadcast(t.inner(), 0, self.group), t))
+
+        return model.map(fn)
+
+    def reduce_grads(self, grads: Any) -> Any:
+        """The gradients averaged over the ranks (``all_reduce_many``: one collective per bucket)."""
+        from ember import distributed as dist
+        from ember.optim import GradientsParams
+
+        items = grads.items()
+        if not items:
+            return grads
+        reduced = dist.all_reduce_many([g for _, g in items], op="mean", group=self.group,
+                                       bucket_bytes=self.strategy.bucket_bytes)
+        return GradientsParams({k: r for (k, _), r in zip(items, reduced)})
+
+    # -- host values -------------------------------------------------------------------------------------
+    def sum(self, values: list[float]) -> list[float]:
+        """Element-wise sums over the ranks of a list of host numbers (one collective, float64 on the host
+        where the backend has it)."""
+        from ember import distributed as dist
+
+        if not values:
+            return values
+        t = Tensor.from_data(np.asarray(values, np.float64), self._device, Float)
+        out = dist.all_reduce(t, op="sum", group=self.group)
+        return [float(x) for x in out.to_numpy().reshape(-1)]
+
+    def any(self, flag: bool) -> bool:
+        """``True`` on every rank when ``flag`` is true on some rank."""
+        return self.sum([1.0 if flag else 0.0])[0] > 0
+
+    def from_main(self, flag: bool) -> bool:
+        """Rank 0's ``flag`` on every rank."""
+        return self.sum([1.0 if (flag and self.is_main) else 0.0])[0] > 0
