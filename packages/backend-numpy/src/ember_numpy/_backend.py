@@ -6,13 +6,14 @@ Every op is a vectorized numpy call; ops never write into their inputs.
 
 from __future__ import annotations
 
+from importlib.util import find_spec as _find_spec
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from ember import DType
-from ember._errors import BackendError, ConfigError
+from ember._errors import BackendError, CollectiveError, ConfigError
 from ember.backend import Backend, Device
 
 from ._activation import NumpyActivationOps
@@ -57,6 +58,8 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
          DType.INT8, DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64, DType.BOOL}
     )
     supports_dlpack = True
+    #: collectives through gloo (``torch.distributed``) when ember-backend-torch is installed; see :meth:`collectives`
+    supports_collectives = _find_spec("ember_torch") is not None and _find_spec("torch") is not None
 
     def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64,
                  blas_threads: int | None = None) -> None:
@@ -79,6 +82,23 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
 
     def seed(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
+
+    def collectives(self) -> Any:
+        """The collective engine of :mod:`ember.distributed` on numpy: gloo through ``torch.distributed`` on
+        zero-copy ``torch.from_numpy`` views (:mod:`ember_numpy._collectives` says why gloo).
+
+        Raises:
+            CollectiveError: ember-backend-torch (and so torch) is not installed.
+        """
+        try:
+            from ._collectives import NumpyGlooCollectives
+        except ImportError as exc:
+            raise CollectiveError(
+                "the numpy backend runs its collectives with gloo through torch.distributed, which needs "
+                f"ember-backend-torch and torch ({exc}); install them with `pip install "
+                "ember-backend-numpy[collectives]`, or use the torch or jax backend."
+            ) from exc
+        return NumpyGlooCollectives()
 
     # ---- data and info
     def dtype(self, p: Any) -> DType:
