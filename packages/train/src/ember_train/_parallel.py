@@ -9,6 +9,8 @@ same on every rank because every rank runs the same number of steps (``DataLoade
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -62,13 +64,12 @@ class Replicas:
                 "gradients across processes; train with a backend that has them (torch, numpy with ember-backend-torch "
                 "installed, jax) or without the DistributedDataParallel strategy."
             )
-        self._device = device.inner
         if dist.is_initialized():
             self.group = dist.get_process_group()
         else:
-            name = self.strategy.backend or backend.name
             try:
-                self.group = dist.init_process_group(name, timeout=self.strategy.timeout)
+                self.group = dist.init_process_group(self.strategy.backend or device.inner,
+                                                     timeout=self.strategy.timeout)
             except Exception as exc:
                 raise LearnerError(
                     f"DistributedDataParallel: could not join the process group ({type(exc).__name__}: {exc}). Start "
@@ -76,6 +77,7 @@ class Replicas:
                     "train.py` (they set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)."
                 ) from exc
             self._owned = True
+        self._device = self.group.device
         self.rank = int(self.group.rank)
         self.world_size = int(self.group.world_size)
         LOGGER.info("DistributedDataParallel: rank %d of %d (%s, engine %s)", self.rank, self.world_size,
@@ -120,7 +122,8 @@ class Replicas:
             t = param.val()
             return param.with_val(_lift(dist.broadcast(t.inner(), 0, self.group), t))
 
-        return model.map(fn)
+        with self._peers("broadcasting the parameters from rank 0"):
+            return model.map(fn)
 
     def reduce_grads(self, grads: Any) -> Any:
         """The gradients averaged over the ranks (``all_reduce_many``: one collective per bucket)."""
@@ -130,9 +133,28 @@ class Replicas:
         items = grads.items()
         if not items:
             return grads
-        reduced = dist.all_reduce_many([g for _, g in items], op="mean", group=self.group,
-                                       bucket_bytes=self.strategy.bucket_bytes)
+        with self._peers("averaging the gradients"):
+            reduced = dist.all_reduce_many([g for _, g in items], op="mean", group=self.group,
+                                           bucket_bytes=self.strategy.bucket_bytes)
         return GradientsParams({k: r for (k, _), r in zip(items, reduced)})
+
+    @contextmanager
+    def _peers(self, what: str) -> Iterator[None]:
+        """Turn a failed collective into a ``LearnerError`` that says which rank this is and which ranks may have
+        stopped (with two ranks: the other one)."""
+        from ember import CollectiveError
+
+        try:
+            yield
+        except CollectiveError as exc:
+            others = [r for r in range(self.world_size) if r != self.rank]
+            who = f"rank {others[0]}" if len(others) == 1 else f"one of ranks {others}"
+            raise LearnerError(
+                f"DistributedDataParallel: rank {self.rank} of {self.world_size} stopped while {what}: {who} died, "
+                f"stopped or did not answer within {self.strategy.timeout} s (its own log says why; the launcher "
+                f"names the rank that failed). Resume from the last checkpoint (LearnerBuilder.checkpoint). "
+                f"Cause: {exc}"
+            ) from exc
 
     # -- host values -------------------------------------------------------------------------------------
     def sum(self, values: list[float]) -> list[float]:
@@ -143,7 +165,8 @@ class Replicas:
         if not values:
             return values
         t = Tensor.from_data(np.asarray(values, np.float64), self._device, Float)
-        out = dist.all_reduce(t, op="sum", group=self.group)
+        with self._peers("reducing metrics and flags"):
+            out = dist.all_reduce(t, op="sum", group=self.group)
         return [float(x) for x in out.to_numpy().reshape(-1)]
 
     def any(self, flag: bool) -> bool:

@@ -149,7 +149,8 @@ def _monitor(procs: list[subprocess.Popen[bytes]], grace: float, interrupts: obj
         codes = [p.poll() for p in procs]
         failed = [(r, c) for r, c in enumerate(codes) if c is not None and c != 0]
         if failed:
-            rank, code = failed[0]
+            # a rank killed by a signal first: the others' non-zero exits are usually their reaction to it
+            rank, code = min(failed, key=lambda rc: (rc[1] >= 0, rc[0]))
             others = [r for r, c in enumerate(codes) if c is None]
             _say(f"rank {rank} (pid {procs[rank].pid}) {_describe(code)}; "
                  + (f"stopping the other ranks {others}." if others else "no other rank is running."))
