@@ -113,7 +113,19 @@ def test_ctrl_c_stops_every_rank_with_a_resumable_checkpoint(tmp_path: Path) -> 
     assert p.returncode == 130, out + err
     assert "interrupted=True, resume=1" in out, out + err
     assert (tmp_path / "checkpoint" / "model-1.mpk").is_file()
+    copy = tmp_path.parent / (tmp_path.name + "-one")
+    shutil.copytree(tmp_path, copy)
+    half = tmp_path.parent / (tmp_path.name + "-half")
+    shutil.copytree(tmp_path, half)
     _ok(_launch(tmp_path, 2, *args, "--checkpoint", "1"))
+    # inside epoch 1, resumed by one process of the same global batch: it skips the items already trained on
+    one = _single(copy, *args[:-2], "--batch", "64", "--checkpoint", "1")
+    _ok(one)
+    assert "rank 0: epoch 2" in one.stdout
+    assert "skipping" not in (copy / "experiment.log").read_text()  # same global batch: same iteration
+    # a global batch of 32: twice the iterations already done are skipped
+    _ok(_single(half, *args[:-2], "--batch", "32", "--checkpoint", "1"))
+    assert "skipping" in (half / "experiment.log").read_text()
 
 
 def test_builder_refuses_what_it_cannot_run(tmp_path: Path) -> None:

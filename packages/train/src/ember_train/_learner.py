@@ -126,6 +126,7 @@ class Learner:
         self.s = settings
         self._trackers: list[TrackingLogger] = []
         self._replicas: Replicas | None = None
+        self._global_batch: int | None = None
 
     # ------------------------------------------------------------------ public
     def fit(self, dataloader_train: Any, dataloader_valid: Any = None) -> TrainingResult:
@@ -240,6 +241,7 @@ class Learner:
         if replicas is not None:
             loader_train = replicas.shard(loader_train, "training")
             loader_valid = replicas.shard(loader_valid, "validation")
+        self._global_batch = getattr(loader_train, "global_batch_size", None)
         if hasattr(loader_train, "to_device"):
             loader_train = loader_train.to_device(device)
         if loader_valid is not None and hasattr(loader_valid, "to_device"):
@@ -262,7 +264,8 @@ class Learner:
         start, skip = 1, 0
         saved: set[int] = set()
         if s.checkpoint is not None:
-            model, optim, scheduler, start, skip = self._restore(checkpointer, model, optim, scheduler)
+            model, optim, scheduler, start, skip = self._restore(checkpointer, model, optim, scheduler,
+                                                                 getattr(loader_train, "global_batch_size", None))
             saved = {e for e in complete_checkpoints(checkpointer.directory) if e <= s.checkpoint}  # type: ignore[union-attr]
             for e in range(1, start + (1 if skip else 0)):
                 train.reload(e)
@@ -354,7 +357,7 @@ class Learner:
         return out
 
     def _restore(self, checkpointer: LearnerCheckpointer | None, model: Any, optim: Any,
-                 scheduler: Any) -> tuple[Any, Any, Any, int, int]:
+                 scheduler: Any, global_batch: int | None = None) -> tuple[Any, Any, Any, int, int]:
         k = self.s.checkpoint
         assert k is not None
         if checkpointer is None:
@@ -369,6 +372,12 @@ class Learner:
         progress = checkpointer.progress(k)
         if progress is not None:
             skip = int(progress["iteration"])
+            items, batch = progress.get("items"), progress.get("global_batch")
+            if global_batch and batch and items is not None and batch != global_batch:
+                # another global batch (another number of ranks): skip the items already trained on
+                skip = int(items) // global_batch
+                self._note(f"The interrupted run's global batch was {batch}, this run's is {global_batch}: skipping "
+                           f"{skip} batches ({skip * global_batch} of the {items} items already trained on).")
             self._note(f"Resuming epoch {k} after iteration {skip} (interrupted checkpoint {k}).")
             return model, optim, scheduler, k, skip
         self._note(f"Resuming from checkpoint {k}: training starts at epoch {k + 1}.")
@@ -567,9 +576,12 @@ class Learner:
             self._note(f"Training interrupted at epoch {epoch}, iteration {it}. No checkpointer is configured "
                        "(LearnerBuilder.with_file_checkpointer), so nothing was saved to resume from.")
             return None
+        progress: dict[str, Any] = {"epoch": epoch, "iteration": it}
+        if self._global_batch:
+            progress.update(global_batch=self._global_batch, items=it * self._global_batch)
         if saving is not None:
             saving.save(epoch, model.into_record(), state_record(optim, "optimizer"),
-                        state_record(scheduler, "scheduler"), progress={"epoch": epoch, "iteration": it})
+                        state_record(scheduler, "scheduler"), progress=progress)
         self._note(
             f"Training interrupted at epoch {epoch}, iteration {it}; checkpoint saved in "
             f"{checkpointer.directory}. Resume with LearnerBuilder({str(self.s.artifact_dir)!r})...."
