@@ -54,7 +54,7 @@ class JaxCollectives(Collectives):
     def init(self, *, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
              timeout: float, backend: Backend, device: Device | None) -> Device:
         if world_size > 1:
-            if jax.config.jax_cpu_collectives_implementation in (None, "", "none"):
+            if jax.config.values.get("jax_cpu_collectives_implementation") in (None, "", "none"):
                 jax.config.update("jax_cpu_collectives_implementation", "gloo")
             host = f"[{master_addr}]" if ":" in master_addr else master_addr
             try:
