@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from ember._errors import CollectiveError
-from ember.backend import Collectives, Device
+from ember.backend import Backend, Collectives, Device
 
 __all__ = ["TorchDistributedCollectives"]
 
@@ -60,7 +60,9 @@ class TorchDistributedCollectives(Collectives):
 
     # ---- group
     def init(self, *, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
-             timeout: float, device: Device) -> None:
+             timeout: float, backend: Backend, device: Device | None) -> Device:
+        if device is None:
+            device = backend.device()
         if not dist.is_available():
             raise CollectiveError("this torch build has no torch.distributed; install a torch wheel that has it.")
         handle = device.handle
@@ -92,6 +94,7 @@ class TorchDistributedCollectives(Collectives):
             dist.init_process_group(backend=self.engine, init_method=f"tcp://{host}:{master_port}", rank=rank,
                                     world_size=world_size, timeout=datetime.timedelta(seconds=timeout), **kwargs)
             self._owns = True
+        return device
 
     def destroy(self) -> None:
         if self._owns and dist.is_initialized():

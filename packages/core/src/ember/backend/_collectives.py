@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .._errors import CollectiveError
 
 if TYPE_CHECKING:
+    from ._base import Backend
     from ._device import Device
 
 __all__ = ["Collectives", "CollectiveOps"]
@@ -42,11 +43,16 @@ class Collectives:
     engine: str = "none"
 
     def init(self, *, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
-             timeout: float, device: Device) -> None:
+             timeout: float, backend: Backend, device: Device | None) -> Device:
         """Join the group: rendezvous with the other ``world_size - 1`` processes at
         ``master_addr:master_port`` (rank 0 hosts the store), within ``timeout`` seconds.
 
-        ``device`` is the group's device (its handle picks the engine: nccl for CUDA in torch).
+        ``backend`` is the (inner) backend; ``device`` the group's device if the caller gave one
+        (its handle may pick the engine: nccl for a CUDA device in torch), else ``None``: the engine
+        takes the backend's default device, after joining (jax must join before any device exists).
+
+        Returns:
+            The group's device.
 
         Raises:
             CollectiveError: the engine is unavailable or the rendezvous failed.

@@ -112,23 +112,25 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _resolve_device(backend: str | Backend | Device | None) -> Device:
+def _resolve(backend: str | Backend | Device | None) -> tuple[Backend, Device | None]:
+    """``(inner backend, device or None)``: a device only when one was given (jax must join its
+    distributed run before any device is touched)."""
     from ..backend._base import Backend
     from ..backend._device import Device
     from ..backend._registry import backend as get_backend
 
     if backend is None or isinstance(backend, str):
-        dev = get_backend(backend).device()  # None: EMBER_BACKEND, else numpy
+        b = get_backend(backend)  # None: EMBER_BACKEND, else numpy
     elif isinstance(backend, Device):
-        dev = backend
+        return backend.inner.backend, backend.inner  # an autodiff device's collectives run on its inner device
     elif isinstance(backend, Backend):
-        dev = backend.device()
+        b = backend
     else:
         raise CollectiveError(
             f"init_process_group: backend must be a backend name, a Backend, a Device or None; got "
             f"{type(backend).__name__} {backend!r}."
         )
-    return dev.inner  # an autodiff device's collectives run on its inner device
+    return (b.inner_backend if b.is_autodiff else b), None  # type: ignore[attr-defined]
 
 
 def init_process_group(backend: str | Backend | Device | None = None, *, rank: int | None = None,
@@ -176,7 +178,7 @@ def init_process_group(backend: str | Backend | Device | None = None, *, rank: i
             "ember.distributed.destroy_process_group() first, or use the existing one "
             "(ember.distributed.get_process_group())."
         )
-    dev = _resolve_device(backend)
+    b, dev = _resolve(backend)
     rank = rank if rank is not None else _env_int("RANK")
     world_size = world_size if world_size is not None else _env_int("WORLD_SIZE")
     if rank is None and world_size is None:
@@ -205,15 +207,15 @@ def init_process_group(backend: str | Backend | Device | None = None, *, rank: i
                 "master_port=..., set MASTER_PORT, or launch with torchrun (which sets it)."
             )
         master_port = _free_port()
-    collectives = dev.backend.collectives()  # raises CollectiveError for a backend without collectives
+    collectives = b.collectives()  # raises CollectiveError for a backend without collectives
     try:
-        collectives.init(rank=rank, world_size=world_size, local_rank=local_rank, master_addr=master_addr,
-                         master_port=int(master_port), timeout=float(timeout), device=dev)
+        dev = collectives.init(rank=rank, world_size=world_size, local_rank=local_rank, master_addr=master_addr,
+                               master_port=int(master_port), timeout=float(timeout), backend=b, device=dev)
     except CollectiveError:
         raise
     except Exception as exc:
         raise CollectiveError(
-            f"init_process_group: the {dev.backend.name!r} backend's engine failed to form the group (rank {rank} "
+            f"init_process_group: the {b.name!r} backend's engine failed to form the group (rank {rank} "
             f"of {world_size} at {master_addr}:{master_port}, timeout {timeout} s): {type(exc).__name__}: {exc}. "
             "Check that every rank runs, uses the same address and port, and that the port is free."
         ) from exc
