@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
 
     a = parse(argv)
     rank = int(os.environ.get("RANK", "0"))
+    if a.ddp and a.backend == "jax":  # jax joins the run before it creates a device
+        from ember import distributed
+
+        distributed.init_process_group("jax", timeout=a.timeout)
     opts = {"float_dtype": "float64"} if a.backend == "numpy" else {}
     device = Autodiff(ember.backend(a.backend, **opts)).device()
     device.backend.seed(0)
