@@ -95,9 +95,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.test_items is not None:
             test_set = PartialDataset(test_set, 0, min(args.test_items, len(test_set)))
         start = time.perf_counter()
-        devices = [Autodiff(backend).device()]
-        if args.devices > 1:
-            devices = [Autodiff(backend).device(i) for i in range(args.devices)]
+        autodiff = Autodiff(backend)
+        devices = autodiff.devices()[:args.devices] if args.devices > 1 else [autodiff.device()]
+        if len(devices) < args.devices:
+            print(f"--devices {args.devices}: the {args.backend} backend has {len(devices)} device(s) here (jax on "
+                  "CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N).", file=sys.stderr)
+            return 2
         result = train(args.artifact_dir, config, devices[0] if len(devices) == 1 else devices,
                        train_dataset=train_set, test_dataset=test_set, mlflow=args.mlflow,
                        tensorboard=None if args.tensorboard is None else Path(args.tensorboard).resolve(),

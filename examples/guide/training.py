@@ -31,7 +31,7 @@ class TrainingConfig:
         optimizer: the optimizer config (the guide's ``AdamConfig()``: betas 0.9/0.999, epsilon 1e-5).
         num_epochs: passes over the 60,000 training images (10).
         batch_size: images per step (64); data-parallel, the global batch: each of ``N`` ranks (or devices) takes
-            ``batch_size // N``.
+            ``batch_size // N`` of it.
         num_workers: data-loading threads (4).
         seed: seeds the backend (weights, dropout masks) and the shuffling (42).
         learning_rate: constant learning rate (1e-4).
@@ -75,7 +75,8 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
             ``torchrun``/``ember_train.launch``): train with ``DistributedDataParallel``, each rank on
             ``batch_size // WORLD_SIZE`` images of each global batch; rank 0 alone writes the artifacts.
 
-    ``device`` may also be a list of devices: data-parallel training on them in this process (``MultiDevice``).
+    ``device`` may also be a list of devices: data-parallel training on them in this process (``MultiDevice``, jax:
+    one compiled step over the devices, each batch split across them).
 
     The Learner also writes ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end when matplotlib is
     installed (``ember-train[plot]``), and logs the config as the run's hyper-parameters.
@@ -95,7 +96,7 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
         config.save(Path(artifact_dir) / "config.json")  # type: ignore[attr-defined]  # added by @config
 
     device.backend.seed(config.seed)
-    batch_size = max(1, config.batch_size // (world * len(devices)))
+    batch_size = max(1, config.batch_size // world)  # per rank; MultiDevice splits each batch over its devices
 
     batcher = MnistBatcher()
     dataset_train = train_dataset if train_dataset is not None else MnistDataset.train(data_dir)

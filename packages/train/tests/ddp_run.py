@@ -67,6 +67,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--valid-items", type=int, default=200)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--ddp", action="store_true")
+    p.add_argument("--devices", type=int, default=1, help="MultiDevice over this many devices of the backend")
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--checkpoint", type=int, default=None)
     p.add_argument("--compile", action="store_true")
@@ -88,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
 
         distributed.init_process_group("jax", timeout=a.timeout)
     opts = {"float_dtype": "float64"} if a.backend == "numpy" else {}
-    device = Autodiff(ember.backend(a.backend, **opts)).device()
+    autodiff = Autodiff(ember.backend(a.backend, **opts))
+    device = autodiff.device()
+    devices = autodiff.devices()[:a.devices] if a.devices > 1 else [device]
     device.backend.seed(0)
     model = h.Mlp.init(device, dropout=0.0)
     if a.ddp and rank != 0:
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
          .metric_train_numeric(AccuracyMetric()).metric_valid_numeric(AccuracyMetric())
          .metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
          .with_file_checkpointer(NamedMpkFileRecorder(DoublePrecisionSettings()))
-         .devices([device]).num_epochs(a.epochs).log_interval(1).renderer(MetricsRenderer()).compile(a.compile)
+         .devices(devices).num_epochs(a.epochs).log_interval(1).renderer(MetricsRenderer()).compile(a.compile)
          .plots(False))
     if a.ddp:
         b = b.learning_strategy(DistributedDataParallel(timeout=a.timeout))
@@ -112,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     result.model.visit(visitor)
     np.savez(Path(a.dir) / f"params-rank{rank}.npz", **visitor.out)
     print(f"rank {rank}: epoch {result.epoch}, interrupted={result.interrupted}, resume={result.resume_epoch}")
+    if a.devices > 1:  # the trained parameters live on every device
+        held = {len(p.val().inner().primitive.sharding.device_set) for p in result.model.params()}
+        print(f"parameters on {sorted(held)} devices")
     return 0
 
 

@@ -70,6 +70,25 @@ def test_two_ranks_of_32_equal_one_process_of_64(tmp_path: Path, backend: str) -
     assert s1.is_file() and s2.is_file()
 
 
+def test_multi_device_in_one_process_equals_one_device(tmp_path: Path) -> None:
+    """MultiDevice on 2 forced CPU devices of jax (one compiled program over both, the batch of 64 split in two):
+    the parameters and logged metrics of one device with the whole batch."""
+    pytest.importorskip("ember_jax")
+    one, two = tmp_path / "one", tmp_path / "two"
+    _ok(_single(one, "--backend", "jax", "--batch", "64"))
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    p = subprocess.run([sys.executable, RUN, str(two), "--backend", "jax", "--batch", "64", "--devices", "2",
+                        "--compile"], capture_output=True, text=True, timeout=120, env=env)
+    _ok(p)
+    assert "parameters on [2] devices" in p.stdout
+    ref, got = _params(one / "params-rank0.npz"), _params(two / "params-rank0.npz")
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-7, err_msg=k)
+    for split, metric in [("train", "Loss"), ("train", "Accuracy"), ("valid", "Loss"), ("valid", "Accuracy")]:
+        a, b = _log(one / split / "epoch-1" / f"{metric}.log"), _log(two / split / "epoch-1" / f"{metric}.log")
+        np.testing.assert_allclose(b, a, rtol=1e-5, err_msg=f"{split} {metric}")
+
+
 def test_only_rank_0_writes_artifacts(tmp_path: Path) -> None:
     _ok(_launch(tmp_path, 2, "--items", "256", "--batch", "32", "--artifacts-per-rank"))
     main, other = tmp_path / "rank-0", tmp_path / "rank-1"
@@ -134,10 +153,13 @@ def test_builder_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     from ember.optim import SgdConfig
 
     dev = h.devices()
-    with pytest.raises(LearnerError, match="MultiDevice"):
+    with pytest.raises(LearnerError, match="MultiDevice: training on several devices of one process needs"):
         LearnerBuilder(tmp_path).devices([dev, dev]).build(h.Classifier.init(dev), SgdConfig().init(), 0.1)
-    with pytest.raises(LearnerError, match="MultiDevice"):
+    with pytest.raises(LearnerError, match="DistributedDataParallel strategy"):
         LearnerBuilder(tmp_path).learning_strategy(MultiDevice((dev, dev))).build(
+            h.Classifier.init(dev), SgdConfig().init(), 0.1)
+    with pytest.raises(LearnerError, match="two or more devices"):
+        LearnerBuilder(tmp_path).learning_strategy(MultiDevice((dev,))).build(
             h.Classifier.init(dev), SgdConfig().init(), 0.1)
     with pytest.raises(LearnerError, match="learning_strategy"):
         LearnerBuilder(tmp_path).learning_strategy("ddp")  # type: ignore[arg-type]

@@ -322,12 +322,10 @@ class LearnerBuilder:
         if strategy is None and devices is not None and len(devices) > 1:
             strategy = MultiDevice(tuple(devices))
         if isinstance(strategy, MultiDevice):
-            raise LearnerError(
-                f"LearnerBuilder.build: training on {len(devices or [])} devices of one process (MultiDevice) is not "
-                "available yet; start one process per device with the DistributedDataParallel strategy "
-                "(python -m ember_train.launch --nproc N train.py)."
-            )
-        if devices is not None and len(devices) > 1:
+            from ._parallel import DeviceReplicas
+
+            DeviceReplicas(list(strategy.devices))  # refuses a backend that cannot run it, now
+        elif devices is not None and len(devices) > 1:
             raise LearnerError(
                 f"LearnerBuilder.build: {type(strategy).__name__} trains on one device of this process, got "
                 f"{len(devices)} devices."

@@ -20,9 +20,9 @@ from ._compiled import OTHER, TRAIN_STEP, VALID_STEP, CompiledSteps
 from ._early_stopping import EarlyStoppingStrategy
 from ._errors import LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter, sigint_stops
-from ._learning_strategy import DistributedDataParallel, LearningStrategy
+from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice
 from ._metrics_set import MetricsSet
-from ._parallel import Replicas
+from ._parallel import DeviceReplicas, Replicas
 from ._records import load_state, state_record
 from ._store import MetricStore, Split
 from ._strategy import CheckpointingAction, CheckpointingStrategy
@@ -127,6 +127,7 @@ class Learner:
         self._trackers: list[TrackingLogger] = []
         self._replicas: Replicas | None = None
         self._global_batch: int | None = None
+        self._multi: DeviceReplicas | None = None
 
     # ------------------------------------------------------------------ public
     def fit(self, dataloader_train: Any, dataloader_valid: Any = None) -> TrainingResult:
@@ -148,6 +149,9 @@ class Learner:
         """
         s = self.s
         replicas = None
+        self._multi = None
+        if isinstance(s.learning_strategy, MultiDevice):
+            self._multi = DeviceReplicas(list(s.learning_strategy.devices))
         if isinstance(s.learning_strategy, DistributedDataParallel):
             replicas = self._replicas = Replicas(s.learning_strategy)
             replicas.start(s.device)
@@ -280,8 +284,11 @@ class Learner:
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
         # data-parallel: the step is split at the gradients, which are averaged over the ranks between the two halves
         steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None or replicas is not None)
-        if steps.compiled and hasattr(optim, "init_states"):
+        if steps.compiled and hasattr(optim, "init_states") and self._multi is None:
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
+        if self._multi is not None:  # every tensor a step takes lives on all the devices
+            model, optim = self._multi.replicate(model), self._multi.replicate(optim)
+            steps.place = self._multi.replicate
         if loader_valid is not None:
             self._probe_valid(steps, model, loader_valid, valid)
 
@@ -397,7 +404,7 @@ class Learner:
         check_batch_type(vm, "valid_step", batch, "validation")
         steps.phase = OTHER
         try:
-            item = steps.valid(vm, batch)
+            item = steps.valid(vm, self._place(batch))
         except LearnerError:
             raise
         except Exception as exc:
@@ -434,6 +441,7 @@ class Learner:
             for iteration, batch in enumerate(it, 1):
                 if iteration <= skip:
                     continue
+                batch = self._place(batch)
                 lr = float(scheduler.step())
                 lr_arg = steps.lr(lr)
                 if accumulator is None:
@@ -532,7 +540,7 @@ class Learner:
         stopped = False
         try:
             for iteration, batch in enumerate(it, 1):
-                item = steps.valid(vm, batch)
+                item = steps.valid(vm, self._place(batch))
                 done, tot = _progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
                 if iteration % s.log_interval == 0 or iteration == total:
@@ -551,6 +559,10 @@ class Learner:
         values = metrics.end_epoch()
         LOGGER.info("Epoch %d valid: %s", epoch, values)
         return True
+
+    def _place(self, batch: Any) -> Any:
+        """``batch`` split across the devices under ``MultiDevice``; unchanged otherwise."""
+        return batch if self._multi is None else self._multi.place_batch(batch)
 
     def _agree(self, flag: bool) -> bool:
         """``flag`` on one process; under DDP, whether any rank's ``flag`` is set (every rank gets the same answer,

@@ -8,6 +8,7 @@ same on every rank because every rank runs the same number of steps (``DataLoade
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from ._app_logger import LOGGER
 from ._errors import LearnerError
 from ._learning_strategy import DistributedDataParallel
 
-__all__ = ["Replicas"]
+__all__ = ["DeviceReplicas", "Replicas"]
 
 
 def _lift(t: Tensor, like: Tensor) -> Tensor:
@@ -176,3 +177,68 @@ class Replicas:
     def from_main(self, flag: bool) -> bool:
         """Rank 0's ``flag`` on every rank."""
         return self.sum([1.0 if (flag and self.is_main) else 0.0])[0] > 0
+
+
+class DeviceReplicas:
+    """The devices of a ``MultiDevice`` fit: the model and the optimizer state replicated on all of them, each
+    batch split along dim 0 across them, and the compiled step run as one program over the devices (jax: GSPMD
+    partitions it and all-reduces the gradients; ``ember_jax.replicate`` / ``ember_jax.shard_batch``).
+
+    The loader's batch is the global batch. A batch whose dim 0 is not a multiple of the device count (the last,
+    partial one) is replicated instead of split: every device computes it whole, which gives the same result.
+
+    Raises (from the constructor):
+        LearnerError: fewer than two devices, devices of several backends, or a backend that cannot compile one
+            program over several devices (only jax can, for now).
+    """
+
+    def __init__(self, devices: list[Any]) -> None:
+        if len(devices) < 2:
+            raise LearnerError(f"MultiDevice: expected two or more devices, got {len(devices)}.")
+        inner = devices[0].inner.backend
+        if any(d.backend is not devices[0].backend for d in devices):
+            raise LearnerError(f"MultiDevice: the devices must be of one autodiff backend, got {devices!r}.")
+        if inner.name != "jax":
+            raise LearnerError(
+                f"MultiDevice: training on several devices of one process needs a backend that compiles one program "
+                f"over them (jax); the {inner.name!r} backend cannot. Start one process per device with the "
+                "DistributedDataParallel strategy (python -m ember_train.launch --nproc N train.py)."
+            )
+        import ember_jax
+
+        self.devices = list(devices)
+        self._jax = ember_jax
+
+    def replicate(self, obj: Any) -> Any:
+        """``obj`` (a module, an optimizer, a tensor) with its tensors on every device.
+
+        Only the array leaves are replicated: ``ember_jax.replicate`` would also turn the Python ``int`` leaves of an
+        optimizer's state (Adam's step counters) into arrays, which the fused update cannot group by value.
+        """
+        import jax
+
+        devices, rep = self.devices, self._jax.replicate
+        return jax.tree_util.tree_map(lambda a: rep(a, devices) if isinstance(a, jax.Array) else a, obj)
+
+    def place_batch(self, batch: Any) -> Any:
+        """``batch`` with each tensor split across the devices along dim 0 (replicated when dim 0 does not
+        divide); dataclasses, tuples, lists and dicts are walked."""
+        n = len(self.devices)
+
+        def put(t: Any) -> Any:
+            if isinstance(t, Tensor):
+                if t.rank >= 1 and t.shape[0] % n == 0:
+                    return self._jax.shard_batch(t, self.devices)
+                return self._jax.replicate(t, self.devices)
+            if dataclasses.is_dataclass(t) and not isinstance(t, type):
+                return dataclasses.replace(t, **{f.name: put(getattr(t, f.name)) for f in dataclasses.fields(t)
+                                                 if f.init})
+            if isinstance(t, tuple) and hasattr(t, "_fields"):
+                return type(t)(*(put(x) for x in t))
+            if isinstance(t, (tuple, list)):
+                return type(t)(put(x) for x in t)
+            if isinstance(t, dict):
+                return {k: put(v) for k, v in t.items()}
+            return t
+
+        return put(batch)
