@@ -221,7 +221,8 @@ class LearnerBuilder:
 
     def seed(self, seed: int) -> LearnerBuilder:
         """Re-seed the training backend at the start of every epoch with ``(seed, epoch)``, so that random
-        layers (Dropout) draw the same numbers in a resumed run as in an uninterrupted one. Not in Burn."""
+        layers (Dropout) draw the same numbers in a resumed run as in an uninterrupted one (under
+        ``DistributedDataParallel`` the rank is mixed in: each rank draws its own). Not in Burn."""
         self._seed = int(seed)
         return self
 

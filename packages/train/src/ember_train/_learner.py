@@ -298,7 +298,9 @@ class Learner:
         resume_epoch = None
         for epoch in range(start, s.num_epochs + 1):
             if s.seed is not None:
-                device.backend.seed(s.seed * 1_000_003 + epoch)
+                # data-parallel ranks draw different random numbers (dropout masks) for their different samples
+                rank = replicas.rank if replicas is not None else 0
+                device.backend.seed(s.seed * 1_000_003 + epoch + 7_919 * rank)
             model, done = self._train_epoch(steps, model, optim, scheduler, loader_train, train, epoch,
                                              skip if epoch == start else 0, first=epoch == start)
             if done and loader_valid is not None:
