@@ -70,6 +70,20 @@ def test_two_ranks_of_32_equal_one_process_of_64(tmp_path: Path, backend: str) -
     assert s1.is_file() and s2.is_file()
 
 
+def test_torchrun_starts_the_same_run(tmp_path: Path) -> None:
+    """``torchrun --nproc-per-node 2`` (``python -m torch.distributed.run``) instead of Ember's launcher."""
+    pytest.importorskip("ember_torch")
+    one, two = tmp_path / "one", tmp_path / "two"
+    _ok(_single(one, "--backend", "torch", "--batch", "64", "--items", "256"))
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", RUN, str(two), "--ddp",
+                        "--backend", "torch", "--batch", "32", "--items", "256"], capture_output=True, text=True,
+                       timeout=120)
+    _ok(p)
+    ref, got = _params(one / "params-rank0.npz"), _params(two / "params-rank1.npz")
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-7, err_msg=k)
+
+
 def test_multi_device_in_one_process_equals_one_device(tmp_path: Path) -> None:
     """MultiDevice on 2 forced CPU devices of jax (one compiled program over both, the batch of 64 split in two):
     the parameters and logged metrics of one device with the whole batch."""
