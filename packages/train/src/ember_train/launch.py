@@ -7,7 +7,8 @@ Learner's ``DistributedDataParallel`` strategy) finds its rank without arguments
 
 - ``RANK`` / ``LOCAL_RANK`` (``0 .. N-1``), ``WORLD_SIZE`` / ``LOCAL_WORLD_SIZE`` (``N``), ``GROUP_RANK`` (0),
   ``MASTER_ADDR`` (``--master-addr``, default ``127.0.0.1``), ``MASTER_PORT`` (``--master-port``, default a free
-  port), and ``EMBER_BACKEND`` with ``--backend``.
+  port), and ``EMBER_BACKEND`` with ``--backend``; with several ranks also ``OMP_NUM_THREADS=1`` unless it is set
+  (as ``torchrun``: N processes with the default thread count each would oversubscribe the cores).
 
 Rank 0 writes to the launcher's own stdout and stderr (so the terminal dashboard works); the other ranks' lines
 are forwarded prefixed with ``[rankR]``.
@@ -120,8 +121,14 @@ def launch(command: Sequence[str], nproc: int, *, backend: str | None = None, ma
     for sig in (signal.SIGINT, signal.SIGTERM):
         previous[int(sig)] = signal.signal(sig, forward_signal)
     try:
+        omp: dict[str, str] = {}
+        if nproc > 1 and "OMP_NUM_THREADS" not in os.environ:
+            # as torchrun: N processes of the default thread count oversubscribe the cores
+            omp = {"OMP_NUM_THREADS": "1"}
+            _say("OMP_NUM_THREADS=1 for every rank (as torchrun; set it to override).")
         for rank in range(nproc):
             env = dict(os.environ)
+            env.update(omp)
             env.update(rank_environment(rank, nproc, master_addr, port, backend))
             piped = rank != 0
             p = subprocess.Popen([sys.executable, *command], env=env, start_new_session=True,
