@@ -99,12 +99,16 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
         items = grads.items()
         tensors = [g for _, g in items]
         for t in tensors:  # the backward pass has finished before the clock of the all-reduce starts
-            t.to_numpy() if backend_name != "jax" else t.primitive.block_until_ready()
+            if backend_name == "jax":
+                t.primitive.block_until_ready()
         t1 = time.perf_counter()
         reduced = dist.all_reduce_many(tensors, op="mean", group=group)
         t2 = time.perf_counter()
         model = update_c(model, optim, GradientsParams({k: r for (k, _), r in zip(items, reduced)}), lr)
         float(loss.to_numpy().reshape(-1)[0])  # the host read a logging loop does
+        if backend_name == "jax":  # jax dispatches asynchronously: the update has finished when the clock stops
+            for p in model.params():
+                p.val().inner().primitive.block_until_ready()
         t3 = time.perf_counter()
         if i >= 3:  # warm-up (jax: compilation) left out
             step_s.append(t3 - t0)
