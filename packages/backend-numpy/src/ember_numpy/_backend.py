@@ -28,6 +28,14 @@ _NP: dict[DType, np.dtype[Any]] = {d: d.to_numpy() for d in DType if d is not DT
 _FROM_NP: dict[np.dtype[Any], DType] = {v: k for k, v in _NP.items()}
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return _find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent that is not a package, or a module set to None in sys.modules
+        return False
+
+
 class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
                    NumpyOptimOps, Backend):
     """The numpy backend: one device, ``cpu``; float32 (default), float64, float16; int64
@@ -59,7 +67,7 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
     )
     supports_dlpack = True
     #: collectives through gloo (``torch.distributed``) when ember-backend-torch is installed; see :meth:`collectives`
-    supports_collectives = _find_spec("ember_torch") is not None and _find_spec("torch") is not None
+    supports_collectives = _installed("ember_torch") and _installed("torch")
 
     def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64,
                  blas_threads: int | None = None) -> None:

@@ -19,8 +19,8 @@ from ._group import ProcessGroup, current_group
 
 __all__ = ["all_reduce", "all_reduce_many", "broadcast", "all_gather", "barrier", "DEFAULT_BUCKET_BYTES"]
 
-#: the default bucket size of :func:`all_reduce_many`: 25 MiB, PyTorch DDP's ``bucket_cap_mb`` default
 DEFAULT_BUCKET_BYTES = 25 * 2**20
+"""The default bucket size of :func:`all_reduce_many` in bytes: 25 MiB, PyTorch DDP's ``bucket_cap_mb`` default."""
 _OPS = ("sum", "mean")
 
 

@@ -52,11 +52,12 @@ def _env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def engine(B: Any, backend_name: str) -> str:  # noqa: N803
     """Skip the module's collective cases when the backend's engine is not installed."""
-    if not B.supports_collectives:
-        try:
-            B.collectives()
-        except CollectiveError as exc:
-            pytest.skip(f"{backend_name}: no collectives engine here: {exc}")
+    try:
+        B.collectives()  # makes the engine object only: nothing is joined
+    except CollectiveError as exc:
+        assert not B.supports_collectives, "supports_collectives is true, yet collectives() raised"
+        pytest.skip(f"{backend_name}: no collectives engine here: {exc}")
+    assert B.supports_collectives, "collectives() works, yet supports_collectives is false"
     return backend_name
 
 
@@ -228,14 +229,14 @@ def test_barrier(pair: list[dict[str, Any]]) -> None:
 
 # ---------------------------------------------------------------- one process
 @pytest.fixture
-def fresh(engine: str) -> Any:
+def fresh() -> Any:
     """No group before or after the test."""
     dist.destroy_process_group()
     yield
     dist.destroy_process_group()
 
 
-def test_world_size_one(fresh: Any, device: Any) -> None:
+def test_world_size_one(engine: str, fresh: Any, device: Any) -> None:
     assert (dist.is_initialized(), dist.get_rank(), dist.get_world_size()) == (False, 0, 1)
     assert dist.get_process_group() is None
     g = dist.init_process_group(device.backend, rank=0, world_size=1)
@@ -260,7 +261,7 @@ def test_world_size_one(fresh: Any, device: Any) -> None:
         dist.all_reduce(x, group=g)
 
 
-def test_errors(fresh: Any, device: Any) -> None:
+def test_errors(engine: str, fresh: Any, device: Any) -> None:
     x = Tensor.from_data([1.0, 2.0], device)
     for call in (lambda: dist.all_reduce(x), lambda: dist.all_reduce_many([x]), lambda: dist.broadcast(x),
                  lambda: dist.all_gather(x), dist.barrier):
@@ -316,6 +317,18 @@ def test_backend_without_collectives(fresh: Any, B: Any) -> None:  # noqa: N803
         dist.init_process_group(nb)
     assert "torch" in str(info.value) and "jax" in str(info.value)
     assert not dist.is_initialized()
+
+
+def test_an_engine_not_installed_is_a_collective_error(fresh: Any, B: Any) -> None:  # noqa: N803
+    try:
+        B.collectives()
+    except CollectiveError as exc:
+        with pytest.raises(CollectiveError) as info:
+            dist.init_process_group(B)
+        assert str(info.value) == str(exc) and "install" in str(exc)
+        assert not dist.is_initialized()
+        return
+    pytest.skip(f"{B.name}: the engine is installed")
 
 
 def test_missing_peer_fails_within_the_timeout(engine: str, B: Any) -> None:  # noqa: N803
