@@ -134,6 +134,27 @@ def test_dead_rank_stops_the_run_then_resume_completes_with_another_world_size(t
     assert "rank 0: epoch 3" in one.stdout
 
 
+def test_without_a_launcher_the_survivor_fails_naming_the_dead_rank(tmp_path: Path) -> None:
+    """Two ranks started by hand (torchrun's variables, no watching launcher): rank 1 dies, rank 0's next collective
+    fails within the timeout with a LearnerError naming rank 1, instead of hanging."""
+    from ember_train.launch import free_port, rank_environment
+
+    port = free_port()
+    procs = []
+    for rank in (0, 1):
+        env = {**os.environ, **rank_environment(rank, 2, "127.0.0.1", port)}
+        procs.append(subprocess.Popen([sys.executable, RUN, str(tmp_path), "--ddp", "--items", "256", "--batch", "32",
+                                       "--epochs", "3", "--timeout", "10", "--die-after", "3"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    start = time.monotonic()
+    out, err = procs[0].communicate(timeout=60)
+    procs[1].communicate(timeout=60)
+    assert time.monotonic() - start < 60
+    assert procs[1].returncode == -signal.SIGKILL
+    assert procs[0].returncode != 0
+    assert "LearnerError: DistributedDataParallel: rank 0 of 2 stopped" in err and "rank 1 died" in err, err[-2000:]
+
+
 def test_ctrl_c_stops_every_rank_with_a_resumable_checkpoint(tmp_path: Path) -> None:
     args = ("--items", "256", "--epochs", "2", "--timeout", "20", "--batch", "32")
     p = subprocess.Popen([sys.executable, "-m", "ember_train.launch", "--nproc", "2", RUN, str(tmp_path), "--ddp",
@@ -162,7 +183,7 @@ def test_ctrl_c_stops_every_rank_with_a_resumable_checkpoint(tmp_path: Path) -> 
     assert "skipping" in (half / "experiment.log").read_text()
 
 
-def test_builder_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+def test_builder_refuses_what_it_cannot_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import helpers as h
     from ember.optim import SgdConfig
 
@@ -179,3 +200,8 @@ def test_builder_refuses_what_it_cannot_run(tmp_path: Path) -> None:
         LearnerBuilder(tmp_path).learning_strategy("ddp")  # type: ignore[arg-type]
     with pytest.raises(LearnerError, match="timeout"):
         DistributedDataParallel(timeout=0)
+    dev = h.devices()
+    monkeypatch.setattr(dev.inner.backend, "supports_collectives", False)
+    with pytest.raises(LearnerError, match="needs collective ops"):
+        LearnerBuilder(tmp_path).devices([dev]).learning_strategy(DistributedDataParallel()).build(
+            h.Classifier.init(dev), SgdConfig().init(), 0.1)
