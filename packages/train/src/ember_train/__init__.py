@@ -25,6 +25,9 @@
 - Experiment tracking (``LearnerBuilder.with_metric_logger``): :class:`TensorBoardLogger`, :class:`CsvLogger`,
   :class:`MlflowLogger`, your :class:`TrackingLogger`; hyper-parameters with ``with_hyperparameters``.
 - Plots: ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end (:mod:`ember_train.plots`; matplotlib).
+- Data-parallel training: ``LearnerBuilder.learning_strategy(DistributedDataParallel())`` (one process per device,
+  started by ``torchrun`` or ``python -m ember_train.launch --nproc N train.py``, :mod:`ember_train.launch`) or
+  :class:`MultiDevice` (several jax devices of one process); :class:`SingleDevice` is the default.
 - CLI (``ember-train`` or ``python -m ember_train``): ``summary DIR`` and ``plot DIR [--compare OTHER ...]``
   (``pip install 'ember-train[plot]'``).
 """

@@ -117,6 +117,12 @@ class Learner:
     training device's backend (``Backend.compile``): on jax with ``ember_jax.jit``, traced once per batch shape
     (a second epoch does not recompile); numpy and torch run them eagerly. ``LearnerBuilder.compile(False)``
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
+
+    Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
+    gradients, which are averaged over the ranks (:class:`~ember_train.DistributedDataParallel` says what else
+    changes: parameters broadcast from rank 0, metrics summed over the ranks, files written by rank 0 only, a stop
+    agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are replicated on the devices and
+    each batch is split across them; the compiled step runs over all of them.
     """
 
     def __init__(self, model: Any, optim: Any, scheduler: Any, settings: _Settings) -> None:
