@@ -176,6 +176,8 @@ class Learner:
                 s.renderer.on_train_end(None)  # leave the terminal usable (the dashboard stops)
                 raise
             finally:
+                if replicas is not None:
+                    replicas.log_stats()
                 self._close_loggers()
                 if app_logger is not None:
                     app_logger.uninstall()
@@ -478,7 +480,11 @@ class Learner:
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                           time.perf_counter() - start))
-                if self._agree(s.interrupter.should_stop()):
+                # under DDP the step's gradient all-reduce carried the ranks' stop flags (with accumulation, a
+                # step without an update asks the other ranks)
+                agreed = (replicas.stop_seen if replicas is not None and accumulator is None
+                          else self._agree(s.interrupter.should_stop()))
+                if agreed:
                     completed = iteration == total
                     break
         finally:
@@ -581,13 +587,13 @@ class Learner:
         """``flag``; under DDP, rank 0's ``flag`` on every rank."""
         return flag if self._replicas is None else self._replicas.from_main(flag)
 
-    @staticmethod
-    def _replicated_step(steps: CompiledSteps, replicas: Replicas, model: Any, optim: Any, batch: Any,
+    def _replicated_step(self, steps: CompiledSteps, replicas: Replicas, model: Any, optim: Any, batch: Any,
                          lr: Any) -> tuple[Any, Any]:
         """The DDP training step: this rank's gradients, averaged over the ranks, then the optimizer step (the
-        same update on every rank)."""
+        same update on every rank). The ranks' stop flags ride with the gradients (``replicas.stop_seen``)."""
         grads, item = steps.grad(model, batch)
-        return steps.update(model, optim, replicas.reduce_grads(grads), lr), item
+        grads = replicas.reduce_grads(grads, stop=self.s.interrupter.should_stop())
+        return steps.update(model, optim, grads, lr), item
 
     def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, saving: LearnerCheckpointer | None,
                           model: Any, optim: Any, scheduler: Any, epoch: int) -> int | None:

@@ -48,6 +48,8 @@ class Replicas:
         self.world_size = 1
         self._owned = False
         self._device: Any = None
+        #: whether any rank asked to stop, as agreed by the last :meth:`reduce_grads` given ``stop``
+        self.stop_seen = False
 
     @property
     def is_main(self) -> bool:
@@ -83,6 +85,13 @@ class Replicas:
         self.world_size = int(self.group.world_size)
         LOGGER.info("DistributedDataParallel: rank %d of %d (%s, engine %s)", self.rank, self.world_size,
                     getattr(self.group, "backend", "?"), getattr(self.group, "engine", "?"))
+
+    def log_stats(self) -> None:
+        """Log what went through the group's collectives (calls and bytes this rank sent) to the experiment log."""
+        stats = getattr(self.group, "stats", None)
+        if stats is not None:
+            LOGGER.info("DistributedDataParallel: %d collective calls, %d bytes sent by rank %d", stats.calls,
+                        stats.bytes, self.rank)
 
     def close(self) -> None:
         """Leave the group when :meth:`start` joined it."""
@@ -126,17 +135,28 @@ class Replicas:
         with self._peers("broadcasting the parameters from rank 0"):
             return model.map(fn)
 
-    def reduce_grads(self, grads: Any) -> Any:
-        """The gradients averaged over the ranks (``all_reduce_many``: one collective per bucket)."""
+    def reduce_grads(self, grads: Any, stop: bool | None = None) -> Any:
+        """The gradients averaged over the ranks (``all_reduce_many``: one collective per bucket).
+
+        With ``stop`` (this rank's interrupter), a one-number flag rides in the last bucket, so the ranks agree on
+        stopping without a collective of their own: :attr:`stop_seen` is then whether any rank's ``stop`` was set.
+        """
         from ember import distributed as dist
         from ember.optim import GradientsParams
 
         items = grads.items()
         if not items:
+            if stop is not None:
+                self.stop_seen = self.any(stop)
             return grads
+        tensors = [g for _, g in items]
+        if stop is not None:  # last, so that every rank builds the same buckets
+            tensors.append(Tensor.from_data(np.asarray([1.0 if stop else 0.0]), tensors[-1].device, Float))
         with self._peers("averaging the gradients"):
-            reduced = dist.all_reduce_many([g for _, g in items], op="mean", group=self.group,
+            reduced = dist.all_reduce_many(tensors, op="mean", group=self.group,
                                            bucket_bytes=self.strategy.bucket_bytes)
+        if stop is not None:
+            self.stop_seen = float(reduced.pop().to_numpy().reshape(-1)[0]) > 0
         return GradientsParams({k: r for (k, _), r in zip(items, reduced)})
 
     @contextmanager
