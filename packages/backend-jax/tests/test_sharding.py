@@ -38,10 +38,13 @@ def test_sharded_steps_equal_single_device_steps_in_one_program(tmp_path: Path) 
             return model, optim, losses, step
 
         B.seed(7)
-        m1, o1, l1, _ = train(mlp(ws, dropout=0.25), AdamConfig().init(), batch, lr)
+        m = mlp(ws, dropout=0.25)
+        m1, o1, l1, _ = train(m, AdamConfig().init().init_states(m), batch, lr)
         B.seed(7)
         m0 = mlp(ws, dropout=0.25)
-        model, optim, lr2 = ember_jax.replicate((m0, AdamConfig().init(), lr), devices)
+        o0 = AdamConfig().init().init_states(m0)  # zero moments, the step count a Python int (kept as it is)
+        model, optim, lr2 = ember_jax.replicate((m0, o0, lr), devices)
+        assert optim is not o0 and optim.state(m0.l1.weight.id)["time"] == 0
         x, y = ember_jax.shard_batch((batch.x, batch.y), devices)
         assert len(x.primitive.p.sharding.device_set) == 2 and x.shape == (32, 2) and x.device is batch.x.device
         m2, o2, l2, step2 = train(model, optim, Batch(x, y), lr2)
@@ -56,17 +59,23 @@ def test_sharded_steps_equal_single_device_steps_in_one_program(tmp_path: Path) 
             assert len(sh.device_set) == 2 and sh.is_fully_replicated
         import jax
         assert all(len(a.sharding.device_set) == 2 for a in jax.tree_util.tree_leaves(o2))
+        # after a step Adam's parameters share one step-counter tensor: replicated, it stays one tensor
+        ids = [p.id for p in m1.params()]
+        o3 = ember_jax.replicate(o1, devices)
+        times = [o3.state(i)["time"] for i in ids]
+        assert len({{id(t) for t in times}}) == 1 and len({{id(o1.state(i)["time"]) for i in ids}}) == 1
+        assert len(times[0].primitive.sharding.device_set) == 2 and times[0].to_numpy().tolist() == [4]
         print(json.dumps({{"traces": step2.trace_count}}))
         """,
         XLA_FLAGS=f"{FLAGS} --xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_module_re=jit_traced",
     )
-    assert json.loads(out.strip().splitlines()[-1]) == {"traces": 2}  # empty optimizer state, then steady state
+    assert json.loads(out.strip().splitlines()[-1]) == {"traces": 1}
     texts = [f.read_text() for f in sorted(dump.glob("*jit_traced.cpu_after_optimizations.txt"))]
-    # two compiled steps on one device, then two (the same traces) as one program partitioned over both devices,
-    # in which GSPMD all-reduces the gradients
-    assert len(texts) == 4, sorted(p.name for p in dump.iterdir())[:20]
+    # the step compiled for one device, then the same trace as one program partitioned over both devices, in
+    # which GSPMD all-reduces the gradients
+    assert len(texts) == 2, sorted(p.name for p in dump.iterdir())[:20]
     partitioned = [t for t in texts if "num_partitions=2" in t]
-    assert len(partitioned) == 2
+    assert len(partitioned) == 1
     assert all("all-reduce(" in t for t in partitioned)
     assert not any("all-reduce(" in t for t in texts if t not in partitioned)
 

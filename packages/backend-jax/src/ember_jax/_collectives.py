@@ -62,7 +62,8 @@ class JaxCollectives(Collectives):
                                            process_id=rank, initialization_timeout=max(1, math.ceil(timeout)))
             except RuntimeError as exc:
                 raise CollectiveError(
-                    f"jax.distributed.initialize failed (rank {rank} of {world_size} at {host}:{master_port}): {exc}. "
+                    f"jax.distributed.initialize failed (rank {rank} of {world_size} at {host}:{master_port}): "
+                    f"{str(exc).rstrip('.')}. "
                     "jax must join a multi-process run before it uses any device: call "
                     "ember.distributed.init_process_group('jax') first in the program, before creating jax devices "
                     "or tensors; and check that every rank runs with the same address and port."

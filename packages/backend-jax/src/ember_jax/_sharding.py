@@ -30,10 +30,14 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ember import Device
+from ember import Device, Tensor
 from ember._errors import BackendError, ShapeError
+from ember.module import Module, Param, RunningState
+from ember.optim import GradientsParams, Optimizer
 
 __all__ = ["mesh", "replicate", "shard_batch", "BATCH_AXIS"]
+
+_new = object.__new__
 
 #: the name of the mesh axis a batch is split along
 BATCH_AXIS = "batch"
@@ -78,7 +82,7 @@ def replicate(obj: Any, devices: Sequence[Device]) -> Any:
         BackendError: ``devices`` is not a list of distinct jax devices.
     """
     sharding = NamedSharding(mesh(devices), P())
-    return jax.tree_util.tree_map(lambda a: jax.device_put(a, sharding), obj)
+    return _place(obj, lambda a: jax.device_put(a, sharding))
 
 
 def shard_batch(tensor: Any, devices: Sequence[Device]) -> Any:
@@ -105,4 +109,40 @@ def shard_batch(tensor: Any, devices: Sequence[Device]) -> Any:
             )
         return jax.device_put(a, sharding)
 
-    return jax.tree_util.tree_map(put, tensor)
+    return _place(tensor, put)
+
+
+def _place(obj: Any, put: Any) -> Any:
+    """``obj`` with ``put`` applied to the array of each of its tensors (and to its raw jax arrays).
+
+    What was shared stays shared (a tensor reached twice gives one new tensor: the step counter all of Adam's
+    parameter states share, a tied weight), and dicts keep their key order (jax's own ``tree_map`` sorts them,
+    which would change the structure a compiled step is cached by). Other values (Python numbers) are kept."""
+    memo: dict[int, Any] = {}
+
+    def walk(x: Any) -> Any:
+        r = memo.get(id(x))
+        if r is not None:
+            return r
+        c = x.__class__
+        if c is Tensor:
+            r = jax.tree_util.tree_map(put, x)  # the tensor's own pytree rule keeps its device, kind and tracking
+        elif isinstance(x, jax.Array):
+            r = put(x)
+        elif c is dict:
+            r = {k: walk(v) for k, v in x.items()}
+        elif c is list or c is tuple:
+            r = c(walk(v) for v in x)
+        elif isinstance(x, Optimizer):
+            r = _new(c)
+            r.__dict__.update(x.__dict__)
+            r._states = {pid: walk(st) for pid, st in x._states.items()}
+        elif isinstance(x, (Module, Param, RunningState, GradientsParams)):
+            leaves, treedef = jax.tree_util.tree_flatten(x, is_leaf=lambda y: y.__class__ is Tensor)
+            r = jax.tree_util.tree_unflatten(treedef, [walk(v) for v in leaves])
+        else:
+            return x
+        memo[id(x)] = r  # ``x`` stays alive in the caller's object: its id is not reused meanwhile
+        return r
+
+    return walk(obj)

@@ -352,6 +352,15 @@ def test_missing_peer_fails_within_the_timeout(engine: str, B: Any) -> None:  # 
     assert time.monotonic() - t0 < 45
 
 
+def test_jax_must_join_before_it_uses_a_device(engine: str, fresh: Any, B: Any) -> None:  # noqa: N803
+    """This process has used jax devices already: joining a multi-process run is refused at once, saying why."""
+    if not type(B.collectives()).__module__.startswith("ember_jax"):
+        pytest.skip("jax's rule")
+    with pytest.raises(CollectiveError, match="before it uses any device"):
+        dist.init_process_group(B, rank=0, world_size=2, master_port=_free_port(), timeout=2)
+    assert not dist.is_initialized()
+
+
 def test_api_surface() -> None:
     expected = {"ProcessGroup", "CollectiveError", "CollectiveStats", "init_process_group", "destroy_process_group",
                 "is_initialized", "get_process_group", "get_rank", "get_world_size", "all_reduce", "all_reduce_many",
