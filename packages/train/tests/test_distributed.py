@@ -86,7 +86,7 @@ def test_torchrun_starts_the_same_run(tmp_path: Path) -> None:
 
 def test_multi_device_in_one_process_equals_one_device(tmp_path: Path) -> None:
     """MultiDevice on 2 forced CPU devices of jax (one compiled program over both, the batch of 64 split in two):
-    the parameters and logged metrics of one device with the whole batch."""
+    the parameters and logged metrics of one device with the whole batch; a resume continues it exactly."""
     pytest.importorskip("ember_jax")
     one, two = tmp_path / "one", tmp_path / "two"
     _ok(_single(one, "--backend", "jax", "--batch", "64"))
@@ -101,6 +101,16 @@ def test_multi_device_in_one_process_equals_one_device(tmp_path: Path) -> None:
     for split, metric in [("train", "Loss"), ("train", "Accuracy"), ("valid", "Loss"), ("valid", "Accuracy")]:
         a, b = _log(one / split / "epoch-1" / f"{metric}.log"), _log(two / split / "epoch-1" / f"{metric}.log")
         np.testing.assert_allclose(b, a, rtol=1e-5, err_msg=f"{split} {metric}")
+    # resumed from its checkpoint for a second epoch: the parameters of two uninterrupted epochs
+    args = ["--backend", "jax", "--batch", "64", "--devices", "2", "--compile", "--items", "256"]
+    for d, extra in ((tmp_path / "resumed", ["--epochs", "1"]), (tmp_path / "resumed", ["--epochs", "2",
+                                                                                         "--checkpoint", "1"]),
+                     (tmp_path / "straight", ["--epochs", "2"])):
+        _ok(subprocess.run([sys.executable, RUN, str(d), *args, *extra], capture_output=True, text=True,
+                           timeout=120, env=env))
+    ref, got = _params(tmp_path / "straight" / "params-rank0.npz"), _params(tmp_path / "resumed" / "params-rank0.npz")
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-6, err_msg=f"resumed {k}")
 
 
 def test_only_rank_0_writes_artifacts(tmp_path: Path) -> None:

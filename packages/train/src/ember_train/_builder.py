@@ -326,12 +326,6 @@ class LearnerBuilder:
             from ._parallel import DeviceReplicas
 
             DeviceReplicas(list(strategy.devices))  # refuses a backend that cannot run it, now
-            if self._checkpoint is not None:
-                raise LearnerError(
-                    "LearnerBuilder.build: resuming (checkpoint) under MultiDevice is not supported yet: the restored "
-                    "optimizer state cannot be placed on the devices. Resume on one device, or one process per "
-                    "device with DistributedDataParallel (the checkpoint files are the same)."
-                )
         elif devices is not None and len(devices) > 1:
             raise LearnerError(
                 f"LearnerBuilder.build: {type(strategy).__name__} trains on one device of this process, got "

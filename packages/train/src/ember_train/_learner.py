@@ -292,7 +292,7 @@ class Learner:
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
         # data-parallel: the step is split at the gradients, which are averaged over the ranks between the two halves
         steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None or replicas is not None)
-        if steps.compiled and hasattr(optim, "init_states") and self._multi is None:
+        if steps.compiled and hasattr(optim, "init_states"):
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
         if self._multi is not None:  # every tensor a step takes lives on all the devices
             model, optim = self._multi.replicate(model), self._multi.replicate(optim)

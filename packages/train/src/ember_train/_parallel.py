@@ -230,15 +230,8 @@ class DeviceReplicas:
         self._jax = ember_jax
 
     def replicate(self, obj: Any) -> Any:
-        """``obj`` (a module, an optimizer, a tensor) with its tensors on every device.
-
-        Only the array leaves are replicated: ``ember_jax.replicate`` would also turn the Python ``int`` leaves of an
-        optimizer's state (Adam's step counters) into arrays, which the fused update cannot group by value.
-        """
-        import jax
-
-        devices, rep = self.devices, self._jax.replicate
-        return jax.tree_util.tree_map(lambda a: rep(a, devices) if isinstance(a, jax.Array) else a, obj)
+        """``obj`` (a module, an optimizer, a tensor) with its tensors on every device."""
+        return self._jax.replicate(obj, self.devices)
 
     def place_batch(self, batch: Any) -> Any:
         """``batch`` with each tensor split across the devices along dim 0 (replicated when dim 0 does not
