@@ -48,6 +48,11 @@ BACKENDS = {
     "torch": "packages/backend-torch",
     "jax": "packages/backend-jax",
 }
+#: packages a backend's conformance session installs besides the backend: the numpy backend's collectives run on
+#: gloo through ember-backend-torch (ember-backend-numpy[collectives]), so its collective cases run instead of skipping
+CONFORMANCE_EXTRAS = {"numpy": ("packages/backend-torch",)}
+
+
 #: the source trees mypy checks: every distribution's package
 def _typechecked() -> list[str]:
     return [str(src.relative_to(ROOT)) for p in _packages() for src in sorted((p / "src").iterdir()) if src.is_dir()]
@@ -88,7 +93,7 @@ def conformance(session: nox.Session, backend: str) -> None:
     package = ROOT / BACKENDS[backend]
     if not (package / "pyproject.toml").is_file():
         session.skip(f"{BACKENDS[backend]} is not in the repository yet (its backend issue adds it)")
-    _install(session, ROOT / "packages/core", package)
+    _install(session, ROOT / "packages/core", package, *(ROOT / p for p in CONFORMANCE_EXTRAS.get(backend, ())))
     session.run("python", "-m", "ember", "backends")
     workers = XDIST_WORKERS.get(backend, 0)
     parallel = ["-n", str(workers)] if workers else []

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--num-workers", type=int, default=4, help="data-loading threads (default 4)")
     t.add_argument("--train-items", type=int, default=None, help="use only the first N training images (smoke runs)")
     t.add_argument("--test-items", type=int, default=None, help="use only the first N test images (smoke runs)")
+    t.add_argument("--nproc", type=int, default=1,
+                   help="train data-parallel in N processes (DistributedDataParallel, started with "
+                        "ember_train.launch); the global batch stays 64, each rank takes 64 / N")
+    t.add_argument("--devices", type=int, default=1,
+                   help="train data-parallel on N devices of this process (MultiDevice; jax or several CUDA devices)")
     t.add_argument("--tensorboard", metavar="DIR", default=None,
                    help="also write TensorBoard event files to DIR (pip install 'ember-train[tensorboard]')")
     t.add_argument("--mlflow", metavar="URI", default=None,
@@ -60,8 +66,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _relaunch(argv: list[str], nproc: int, backend: str) -> int:
+    """``python -m guide train ... --nproc N``: start N ranks of this command through ``ember_train.launch``."""
+    from ember_train.launch import launch
+
+    here = str(Path(__file__).resolve().parent.parent)  # examples/: where `python -m guide` finds the guide
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    return launch(["-m", "guide", *argv], nproc, backend=backend)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "train" and args.nproc > 1 and "RANK" not in os.environ:
+        return _relaunch(list(sys.argv[1:] if argv is None else argv), args.nproc, args.backend)
+    distributed = args.command == "train" and int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if distributed and args.backend == "jax":  # jax joins the run before it creates a device
+        from ember import distributed as dist
+
+        dist.init_process_group("jax")
     backend = make_backend(args.backend)
     if args.command == "train":
         config = TrainingConfig(ModelConfig(num_classes=10, hidden_size=512), AdamConfig(),
@@ -73,11 +95,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.test_items is not None:
             test_set = PartialDataset(test_set, 0, min(args.test_items, len(test_set)))
         start = time.perf_counter()
-        result = train(args.artifact_dir, config, Autodiff(backend).device(), train_dataset=train_set,
-                       test_dataset=test_set, mlflow=args.mlflow,
-                       tensorboard=None if args.tensorboard is None else Path(args.tensorboard).resolve())
-        print(f"Trained {result.epoch} epoch(s) on {args.backend} in {time.perf_counter() - start:.1f} s; "
-              f"artifacts in {args.artifact_dir}")
+        autodiff = Autodiff(backend)
+        devices = autodiff.devices()[:args.devices] if args.devices > 1 else [autodiff.device()]
+        if len(devices) < args.devices:
+            print(f"--devices {args.devices}: the {args.backend} backend has {len(devices)} device(s) here (jax on "
+                  "CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N).", file=sys.stderr)
+            return 2
+        result = train(args.artifact_dir, config, devices[0] if len(devices) == 1 else devices,
+                       train_dataset=train_set, test_dataset=test_set, mlflow=args.mlflow,
+                       tensorboard=None if args.tensorboard is None else Path(args.tensorboard).resolve(),
+                       distributed=distributed)
+        if int(os.environ.get("RANK", "0")) == 0:
+            print(f"Trained {result.epoch} epoch(s) on {args.backend} in {time.perf_counter() - start:.1f} s; "
+                  f"artifacts in {args.artifact_dir}")
         return 0
     item = MnistDataset.test(args.data_dir).get(args.index)
     if item is None:

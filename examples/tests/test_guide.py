@@ -202,3 +202,18 @@ def test_cli_train_then_infer(mnist_root: Path, tmp_path: Path, examples_dir: Pa
     assert run.returncode == 0, run.stderr
     label = MnistDataset.test(mnist_root, download=False).get(42).label
     assert re.fullmatch(rf"Predicted [0-9] Expected {label}", run.stdout.strip()), run.stdout
+
+
+def test_cli_train_with_two_processes(mnist_root: Path, tmp_path: Path, examples_dir: Path) -> None:
+    """``--nproc 2`` re-launches the guide as two DDP ranks (global batch 64, 32 per rank): rank 0 writes the
+    artifacts and prints; the logged accuracy is that of the whole test subset."""
+    pytest.importorskip("ember_torch")  # gloo for the numpy backend's collectives
+    run = subprocess.run([sys.executable, "-m", "guide", "train", "--epochs", "1", "--train-items", "256",
+                          "--test-items", "64", "--num-workers", "0", "--nproc", "2",
+                          "--artifact-dir", str(tmp_path / "a"), "--data-dir", str(mnist_root)],
+                         cwd=examples_dir, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("Trained 1 epoch(s) on numpy") == 1
+    assert (tmp_path / "a" / "model.mpk.gz").is_file()
+    assert len((tmp_path / "a" / "train" / "epoch-1" / "Loss.log").read_text().split()) == 4  # 256 / 64 steps
+    assert len((tmp_path / "a" / "valid" / "epoch-1" / "Accuracy.log").read_text().split()) == 1

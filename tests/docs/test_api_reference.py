@@ -12,10 +12,11 @@ import pytest
 #: the documented modules (the API pages of mkdocs.yml); a package's submodules with an ``__all__`` of their own
 MODULES = [
     "ember", "ember.nn", "ember.nn.loss", "ember.optim", "ember.optim.lr_scheduler", "ember.data", "ember.data.vision",
-    "ember.record", "ember.module", "ember.config", "ember.autodiff", "ember.backend", "ember.testing", "ember.tensor",
-    "ember.tensor.activation", "ember.tensor.module", "ember_numpy", "ember_torch", "ember_jax", "ember_train",
-    "ember_train.metric", "ember_train.renderer", "ember_train.plots", "ember_import", "ember_import.pytorch",
-    "ember_import.safetensors", "ember_import.onnx", "ember_import.onnx.codegen",
+    "ember.record", "ember.module", "ember.config", "ember.autodiff", "ember.distributed", "ember.backend",
+    "ember.testing", "ember.tensor", "ember.tensor.activation", "ember.tensor.module", "ember_numpy", "ember_torch",
+    "ember_jax", "ember_train", "ember_train.metric", "ember_train.renderer", "ember_train.plots", "ember_import",
+    "ember_import.pytorch", "ember_import.safetensors", "ember_import.onnx", "ember_import.onnx.codegen",
+    "ember_train.launch",
 ]
 #: the installed distributions' top-level packages, searched for public modules with an ``__all__``
 PACKAGES = ["ember", "ember_numpy", "ember_torch", "ember_jax", "ember_train", "ember_import"]

@@ -19,6 +19,7 @@ HIERARCHY = {
     "IndexError": builtins.IndexError,
     "RecordError": ValueError,
     "ConfigError": ValueError,
+    "CollectiveError": RuntimeError,
 }
 
 

@@ -69,3 +69,14 @@ def test_numpy_backend_and_tensor_ops_import_neither_torch_nor_jax() -> None:
 def test_command_line_help_imports_neither_torch_nor_jax() -> None:
     code = "from ember.__main__ import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
     assert _heavy_modules_after(code) == []
+
+
+def test_distributed_imports_neither_torch_nor_jax_until_a_group_is_made() -> None:
+    """``ember.distributed`` and the numpy backend's ``supports_collectives`` flag do not load the engine."""
+    pytest.importorskip("ember_numpy")
+    code = (
+        "import ember, ember.distributed as dist\n"
+        "b = ember.backend('numpy')\n"
+        "assert isinstance(b.supports_collectives, bool) and not dist.is_initialized()\n"
+    )
+    assert _heavy_modules_after(code) == []

@@ -156,7 +156,7 @@ def test_nan_loss_warn_keeps_training(tmp_path):
 
 
 def test_builder_option_errors(tmp_path):
-    with pytest.raises(LearnerError, match="exactly one device"):
+    with pytest.raises(LearnerError, match="at least one device"):
         LearnerBuilder(tmp_path).devices([])
     with pytest.raises(LearnerError, match="num_epochs"):
         LearnerBuilder(tmp_path).num_epochs(0)

@@ -5,7 +5,9 @@ plugin registry imports this package to discover the entry point, so jax is impo
 only when the backend is first used (or ``ember_jax.JaxBackend`` / ``ember_jax.jit`` is accessed).
 
 ``ember_jax.jit`` compiles a whole training or validation step (see :func:`ember_jax._jit.jit` and
-``docs/jax.md``); ``device.backend.compile(step)`` gives the same on this backend.
+``docs/jax.md``); ``device.backend.compile(step)`` gives the same on this backend. ``ember_jax.replicate`` and
+``ember_jax.shard_batch`` spread a step over several devices of this process (data parallelism in one XLA
+program, :mod:`ember_jax._sharding`); ``ember.distributed`` runs across processes (:mod:`ember_jax._collectives`).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._backend import JaxBackend
     from ._jit import CompiledStep, jit
+    from ._sharding import mesh, replicate, shard_batch
 
-__all__ = ["JaxBackend", "jit", "CompiledStep"]
+__all__ = ["JaxBackend", "jit", "CompiledStep", "replicate", "shard_batch", "mesh"]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,4 +31,8 @@ def __getattr__(name: str) -> Any:
         from . import _jit
 
         return getattr(_jit, name)
+    if name in ("replicate", "shard_batch", "mesh"):
+        from . import _sharding
+
+        return getattr(_sharding, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -49,7 +49,7 @@ def _device_name(d: Any) -> str:
 class JaxBackend(
     JaxNumericOps, JaxShapeOps, JaxFloatOps, JaxIntBoolOps, JaxActivationOps, JaxModuleOps, JaxOptimOps, Backend
 ):
-    """The JAX backend: the devices of ``jax.devices()`` (the default one first, named
+    """The JAX backend: the devices of ``jax.local_devices()`` (this process's; the default one first, named
     ``"<platform>:<id>"`` as jax prints them: ``"cpu:0"``, ``"gpu:0"``, ``"tpu:0"``), then the CPU
     devices when the default platform is an accelerator. A platform name alone (``"cpu"``,
     ``"gpu"``) means its first device; ``"cuda:N"`` and ``"rocm:N"`` mean ``"gpu:N"``.
@@ -85,6 +85,8 @@ class JaxBackend(
     supported_dtypes = frozenset(JNP)
     supports_dlpack = True
     supports_native_autodiff = False
+    #: collectives through jax.distributed and compiled jax programs (:mod:`ember_jax._collectives`)
+    supports_collectives = True
     #: conformance tests this backend is known to fail, ``{pattern: reason}`` (none today).
     conformance_known_failures: ClassVar[dict[str, str]] = {}
 
@@ -105,10 +107,12 @@ class JaxBackend(
     # ------------------------------------------------------------------ devices and seeding
     def _by_name(self) -> dict[str, Any]:
         if self._jax_devices is None:
-            devs = list(jax.devices())
+            # this process's devices: in a multi-process run (jax.distributed) jax.devices() also lists the
+            # other processes' devices, which this process cannot hold arrays on
+            devs = list(jax.local_devices())
             if devs[0].platform != "cpu":
                 try:
-                    devs += list(jax.devices("cpu"))
+                    devs += list(jax.local_devices(backend="cpu"))
                 except RuntimeError:  # pragma: no cover - a jax without a CPU client
                     pass
             self._jax_devices = {_device_name(d): d for d in devs}
@@ -134,6 +138,13 @@ class JaxBackend(
                 f"available: {', '.join(by_name)}."
             )
         return Device(self, handle, key)
+
+    def collectives(self) -> Any:
+        """The jax engine of :mod:`ember.distributed`: ``jax.distributed`` across processes, compiled programs
+        over a mesh of one device per process (:class:`ember_jax._collectives.JaxCollectives`)."""
+        from ._collectives import JaxCollectives
+
+        return JaxCollectives()
 
     def compile(self, fn: Any, **options: Any) -> Any:
         """``ember_jax.jit(fn, **options)``: the whole step compiled by XLA (see :func:`ember_jax.jit`).

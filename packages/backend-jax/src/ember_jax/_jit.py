@@ -57,7 +57,8 @@ class _Entry:
     """One argument structure: its compiled program, the jax backends whose keys it threads, and the code
     rebuilding its results."""
 
-    __slots__ = ("jitted", "build", "source", "traces", "keys", "n_leaves", "keep_out", "cells", "rekeyed", "make")
+    __slots__ = ("jitted", "build", "source", "traces", "keys", "n_leaves", "keep_out", "cells", "rekeyed", "make",
+                 "key_sharding")
 
     def __init__(self) -> None:
         self.jitted: Any = None
@@ -71,6 +72,8 @@ class _Entry:
         self.rekeyed = 0
         #: makes ``jitted`` from the complete leaves of the first call (see :func:`_shardings`)
         self.make: Callable[[list[Any]], Any] | None = None
+        #: where the PRNG keys go when the inputs span several devices (see :func:`_mesh_key_sharding`)
+        self.key_sharding: Any = None
 
 
 class CompiledStep:
@@ -154,6 +157,11 @@ class CompiledStep:
             leaves.append(k if k is not None else ks.current())
         if new:
             entry.jitted = entry.make(leaves)  # type: ignore[misc]
+        ksh = entry.key_sharding
+        if ksh is not None:  # inputs over several devices: the keys join them (only after a seed, or at first)
+            for j in range(len(leaves) - len(entry.keys), len(leaves)):
+                if leaves[j].sharding != ksh:
+                    leaves[j] = jax.device_put(leaves[j], ksh)
         tls = self._tls
         tls.call = (args, kwargs, fl, entry)
         try:
@@ -234,6 +242,10 @@ class CompiledStep:
             shardings = _shardings(leaves)
             if shardings is None:
                 return jax.jit(traced, donate_argnums=donated)
+            n_keys = len(entry.keys)
+            entry.key_sharding = _mesh_key_sharding(shardings[:len(shardings) - n_keys])
+            if entry.key_sharding is not None:
+                shardings = shardings[:len(shardings) - n_keys] + (entry.key_sharding,) * n_keys
             return jax.jit(traced, donate_argnums=donated, in_shardings=shardings)
 
         entry.make = make
@@ -284,6 +296,31 @@ def _shardings(leaves: list[Any]) -> tuple[Any, ...] | None:
             return None
         out.append(sh)
     return tuple(out)
+
+
+def _mesh_key_sharding(shardings: tuple[Any, ...]) -> Any:
+    """``None`` when every input lives on one device; when some are replicated or sharded over several
+    (:func:`ember_jax.replicate`, :func:`ember_jax.shard_batch`), the replicated sharding over their mesh, where
+    the backends' PRNG keys (made on one device by ``seed``) must go too: jax refuses to mix the two.
+
+    Raises:
+        BackendError: other inputs live on one device only (the message says how to place them).
+    """
+    spread = next((s for s in shardings if len(s.device_set) > 1), None)
+    if spread is None:
+        return None
+    single = [s for s in shardings if len(s.device_set) == 1]
+    if single:
+        raise BackendError(
+            f"ember_jax.jit: some inputs are spread over the devices {sorted(d.id for d in spread.device_set)} "
+            f"while {len(single)} live on one device only ({next(iter(single[0].device_set))}); one compiled step "
+            "runs on one set of devices: place every tensor argument with ember_jax.replicate(x, devices) (models, "
+            "optimizers, scalars such as a learning-rate tensor) or ember_jax.shard_batch(x, devices) (batches)."
+        )
+    mesh = getattr(spread, "mesh", None)
+    if mesh is None:  # pragma: no cover - not a NamedSharding: jax places the keys (or says why it cannot)
+        return None
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
 
 
 def _is_jax(t: Any) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import numpy as np
 
 from ember import Bool, Float, Int, Tensor
@@ -22,7 +23,10 @@ def normalize_states(o: Optimizer, fl: Flat) -> None:
     that of the state's other tensors (else that of the first jax tensor of the call, else the jax backend's
     default device). Equal numbers on one device become one tensor, shared by the states (the step counters of
     all parameters: one ``[1]`` array, incremented once per step, see :func:`ember.optim._scalar.shared`).
-    Runs once after an eager step or ``load_record``; later states already hold tensors."""
+    Runs once after an eager step or ``load_record``; later states already hold tensors.
+
+    When the call's arrays are spread over several devices (:func:`ember_jax.replicate`), the new tensors are
+    replicated over the same devices, as the step requires of every input."""
     states = o._states
     changed = None
     made: dict[Any, Tensor] = {}
@@ -32,7 +36,27 @@ def normalize_states(o: Optimizer, fl: Flat) -> None:
                 changed = dict(states)
             changed[pid] = _normalized(st, _state_device(st) or _default_device(fl), made)
     if changed is not None:
+        spread = _spread(fl, states)
+        if spread is not None:
+            from ._sharding import _place
+
+            placed = _place(list(changed.values()),  # a list: jax sorts dict keys, and ParamIds do not order
+                            lambda a: a if len(a.sharding.device_set) > 1 else jax.device_put(a, spread))
+            changed = dict(zip(changed, placed))
         o._states = changed
+
+
+def _spread(fl: Flat, states: dict[Any, Any]) -> Any:
+    """The replicated sharding over the mesh of the first array of the call (or of the states) that lives on
+    several devices, else ``None``."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    arrays = list(fl.leaves) + jax.tree_util.tree_leaves(list(states.values()))
+    for a in arrays:
+        sh = getattr(a, "sharding", None)
+        if sh is not None and len(sh.device_set) > 1 and hasattr(sh, "mesh"):
+            return NamedSharding(sh.mesh, PartitionSpec())
+    return None
 
 
 def _needs_normalizing(x: Any) -> bool:

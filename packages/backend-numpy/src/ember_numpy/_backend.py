@@ -6,13 +6,14 @@ Every op is a vectorized numpy call; ops never write into their inputs.
 
 from __future__ import annotations
 
+from importlib.util import find_spec as _find_spec
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from ember import DType
-from ember._errors import BackendError, ConfigError
+from ember._errors import BackendError, CollectiveError, ConfigError
 from ember.backend import Backend, Device
 
 from ._activation import NumpyActivationOps
@@ -25,6 +26,14 @@ from ._shape import NumpyShapeOps
 
 _NP: dict[DType, np.dtype[Any]] = {d: d.to_numpy() for d in DType if d is not DType.BFLOAT16}
 _FROM_NP: dict[np.dtype[Any], DType] = {v: k for k, v in _NP.items()}
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return _find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent that is not a package, or a module set to None in sys.modules
+        return False
 
 
 class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
@@ -57,6 +66,8 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
          DType.INT8, DType.UINT8, DType.UINT16, DType.UINT32, DType.UINT64, DType.BOOL}
     )
     supports_dlpack = True
+    #: collectives through gloo (``torch.distributed``) when ember-backend-torch is installed; see :meth:`collectives`
+    supports_collectives = _installed("ember_torch") and _installed("torch")
 
     def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64,
                  blas_threads: int | None = None) -> None:
@@ -79,6 +90,23 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
 
     def seed(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
+
+    def collectives(self) -> Any:
+        """The collective engine of :mod:`ember.distributed` on numpy: gloo through ``torch.distributed`` on
+        zero-copy ``torch.from_numpy`` views (:mod:`ember_numpy._collectives` says why gloo).
+
+        Raises:
+            CollectiveError: ember-backend-torch (and so torch) is not installed.
+        """
+        try:
+            from ._collectives import NumpyGlooCollectives
+        except ImportError as exc:
+            raise CollectiveError(
+                "the numpy backend runs its collectives with gloo through torch.distributed, which needs "
+                f"ember-backend-torch and torch ({exc}); install them with `pip install "
+                "ember-backend-numpy[collectives]`, or use the torch or jax backend."
+            ) from exc
+        return NumpyGlooCollectives()
 
     # ---- data and info
     def dtype(self, p: Any) -> DType:

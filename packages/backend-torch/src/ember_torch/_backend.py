@@ -78,6 +78,8 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
     supported_dtypes = frozenset(TORCH_DTYPES)
     supports_dlpack = True
     supports_native_autodiff = False
+    #: collectives on torch.distributed: gloo on CPU, nccl on CUDA (``ember_torch._collectives``)
+    supports_collectives = True
     #: conformance tests this backend is known to fail, ``{pattern: reason}`` (none today).
     conformance_known_failures: ClassVar[dict[str, str]] = {}
 
@@ -93,6 +95,13 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         }
         self._seed: int | None = None
         self._gens: dict[tuple[str, int], torch.Generator] = {}
+
+    def collectives(self) -> Any:
+        """A ``torch.distributed`` engine for :mod:`ember.distributed`: gloo for a group on the CPU, nccl
+        for a group on a CUDA device (:class:`ember_torch._collectives.TorchDistributedCollectives`)."""
+        from ._collectives import TorchDistributedCollectives
+
+        return TorchDistributedCollectives()
 
     # ------------------------------------------------------------------ devices and seeding
     def _device_names(self) -> list[str]:

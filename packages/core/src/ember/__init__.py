@@ -25,6 +25,7 @@ from ._distribution import Distribution
 from ._dtype import DType
 from ._errors import (
     BackendError,
+    CollectiveError,
     ConfigError,
     DeviceError,
     DTypeError,
@@ -48,6 +49,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "Bool",
+    "CollectiveError",
     "ConfigError",
     "DType",
     "DTypeError",

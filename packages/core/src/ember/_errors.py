@@ -16,6 +16,7 @@ __all__ = [
     "IndexError_",
     "RecordError",
     "ConfigError",
+    "CollectiveError",
 ]
 
 
@@ -53,3 +54,8 @@ class RecordError(EmberError, ValueError):
 
 class ConfigError(EmberError, ValueError):
     """A config has a missing, unknown or wrongly typed field."""
+
+
+class CollectiveError(EmberError, RuntimeError):
+    """A collective op (``ember.distributed``) cannot run: no process group, a backend without
+    collectives, a bad argument (op, source rank), or the engine (gloo, nccl, jax) failed or timed out."""

@@ -25,6 +25,9 @@
 - Experiment tracking (``LearnerBuilder.with_metric_logger``): :class:`TensorBoardLogger`, :class:`CsvLogger`,
   :class:`MlflowLogger`, your :class:`TrackingLogger`; hyper-parameters with ``with_hyperparameters``.
 - Plots: ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end (:mod:`ember_train.plots`; matplotlib).
+- Data-parallel training: ``LearnerBuilder.learning_strategy(DistributedDataParallel())`` (one process per device,
+  started by ``torchrun`` or ``python -m ember_train.launch --nproc N train.py``, :mod:`ember_train.launch`) or
+  :class:`MultiDevice` (several jax devices of one process); :class:`SingleDevice` is the default.
 - CLI (``ember-train`` or ``python -m ember_train``): ``summary DIR`` and ``plot DIR [--compare OTHER ...]``
   (``pip install 'ember-train[plot]'``).
 """
@@ -41,6 +44,7 @@ from ._early_stopping import EarlyStoppingStrategy, MetricEarlyStoppingStrategy,
 from ._errors import CheckpointError, LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter
 from ._learner import Learner, TrainingResult
+from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice, SingleDevice
 from ._logger import FileMetricLogger, InMemoryMetricLogger, MetricLogger
 from ._mlflow_logger import MlflowLogger
 from ._outputs import ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput, TrainOutput
@@ -71,6 +75,7 @@ __all__ = [
     "ConstantLr",
     "CsvLogger",
     "Direction",
+    "DistributedDataParallel",
     "EarlyStoppingStrategy",
     "FileApplicationLoggerInstaller",
     "FileCheckpointer",
@@ -82,6 +87,7 @@ __all__ = [
     "LearnerCheckpointer",
     "LearnerError",
     "LearnerSummary",
+    "LearningStrategy",
     "MetricAdaptError",
     "MetricCheckpointingStrategy",
     "MetricEarlyStoppingStrategy",
@@ -89,11 +95,13 @@ __all__ = [
     "MetricStore",
     "MlflowLogger",
     "MetricSummary",
+    "MultiDevice",
     "MultiLabelClassificationOutput",
     "NonFiniteLossError",
     "RegressionOutput",
     "ResumePoint",
     "RunInfo",
+    "SingleDevice",
     "Split",
     "StoppingCondition",
     "TensorBoardLogger",

@@ -12,6 +12,7 @@ from ._early_stopping import EarlyStoppingStrategy
 from ._errors import LearnerError
 from ._interrupter import TrainingInterrupter
 from ._learner import Learner, _Settings
+from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice, SingleDevice
 from ._logger import FileMetricLogger
 from ._records import as_scheduler
 from ._strategy import CheckpointingStrategy, default_checkpointing_strategy
@@ -78,6 +79,7 @@ class LearnerBuilder:
         self._trackers: list[TrackingLogger] = []
         self._hparams: dict[str, Any] = {}
         self._plots = True
+        self._learning_strategy: LearningStrategy | None = None
 
     # -- metrics -----------------------------------------------------------------------------------
     def metric_train(self, metric: Metric) -> LearnerBuilder:
@@ -163,18 +165,34 @@ class LearnerBuilder:
         return self
 
     def devices(self, devices: list[Any]) -> LearnerBuilder:
-        """The training device (an autodiff device); validation runs on its inner device.
+        """The training device (an autodiff device); validation runs on its inner device. Several devices train
+        data-parallel in this process (the :class:`MultiDevice` strategy, as Burn); under
+        :class:`DistributedDataParallel` the list holds this rank's device.
 
         Raises:
-            LearnerError: an empty list, or more than one device (data-parallel training is not supported yet).
+            LearnerError: an empty list.
         """
         devices = list(devices)
-        if len(devices) != 1:
-            raise LearnerError(
-                f"LearnerBuilder.devices: pass exactly one device, got {len(devices)}; training on several devices "
-                "(Burn's data-parallel mode) is not supported yet."
-            )
+        if not devices:
+            raise LearnerError("LearnerBuilder.devices: pass at least one device (an autodiff device).")
         self._devices = devices
+        return self
+
+    def learning_strategy(self, strategy: LearningStrategy) -> LearnerBuilder:
+        """How the Learner spreads training over devices and processes (Burn's ``learning_strategy``):
+        :class:`SingleDevice` (the default), :class:`MultiDevice` (several devices of this process) or
+        :class:`DistributedDataParallel` (one process per device, started by ``torchrun`` or
+        ``python -m ember_train.launch``).
+
+        Raises:
+            LearnerError: not a ``LearningStrategy``.
+        """
+        if not isinstance(strategy, LearningStrategy):
+            raise LearnerError(
+                "LearnerBuilder.learning_strategy: expected SingleDevice(...), MultiDevice([...]) or "
+                f"DistributedDataParallel(...), got {type(strategy).__name__}."
+            )
+        self._learning_strategy = strategy
         return self
 
     def grads_accumulation(self, accumulation: int) -> LearnerBuilder:
@@ -203,7 +221,8 @@ class LearnerBuilder:
 
     def seed(self, seed: int) -> LearnerBuilder:
         """Re-seed the training backend at the start of every epoch with ``(seed, epoch)``, so that random
-        layers (Dropout) draw the same numbers in a resumed run as in an uninterrupted one. Not in Burn."""
+        layers (Dropout) draw the same numbers in a resumed run as in an uninterrupted one (under
+        ``DistributedDataParallel`` the rank is mixed in: each rank draws its own). Not in Burn."""
         self._seed = int(seed)
         return self
 
@@ -295,13 +314,37 @@ class LearnerBuilder:
                 "an optimizer such as ember.optim.AdamConfig().init()."
             )
         scheduler = as_scheduler(lr_or_scheduler)
-        if self._devices is not None:
-            device = self._devices[0]
+        strategy = self._learning_strategy
+        devices = self._devices
+        if isinstance(strategy, SingleDevice) and strategy.device is not None:
+            devices = [strategy.device]
+        elif isinstance(strategy, MultiDevice):
+            devices = list(strategy.devices)
+        if strategy is None and devices is not None and len(devices) > 1:
+            strategy = MultiDevice(tuple(devices))
+        if isinstance(strategy, MultiDevice):
+            from ._parallel import DeviceReplicas
+
+            DeviceReplicas(list(strategy.devices))  # refuses a backend that cannot run it, now
+        elif devices is not None and len(devices) > 1:
+            raise LearnerError(
+                f"LearnerBuilder.build: {type(strategy).__name__} trains on one device of this process, got "
+                f"{len(devices)} devices."
+            )
+        if devices is not None:
+            device = devices[0]
         else:
             devs = model.devices()
             if not devs:
                 raise LearnerError("LearnerBuilder.build: the model has no tensors; pass .devices([device]).")
             device = devs[0]
+        if isinstance(strategy, DistributedDataParallel):
+            inner = getattr(device, "inner", device).backend
+            if not getattr(inner, "supports_collectives", False):
+                raise LearnerError(
+                    f"LearnerBuilder.build: DistributedDataParallel needs collective ops, and the {inner.name!r} "
+                    "backend has none; use torch (gloo/nccl), numpy with ember-backend-torch installed, or jax."
+                )
         if self._loggers is None:
             loggers = ([FileMetricLogger(self._dir / "train")], [FileMetricLogger(self._dir / "valid")])
         else:
@@ -322,5 +365,6 @@ class LearnerBuilder:
             summary=self._summary, interrupter=self._interrupter, app_logger=app_logger,
             log_interval=self._log_interval, nan_loss=self._nan_loss, seed=self._seed, compile=self._compile,
             trackers=list(self._trackers), hparams=dict(self._hparams), plots=self._plots,
+            learning_strategy=strategy,
         )
         return Learner(model, optim, scheduler, settings)

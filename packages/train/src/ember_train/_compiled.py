@@ -61,6 +61,8 @@ class CompiledSteps:
         else:
             self.train = compile_fn(self._train)
         self._lr: tuple[float, Tensor] | None = None
+        #: puts the learning-rate tensor where the step's other inputs are (``MultiDevice``: on every device)
+        self.place: Callable[[Any], Any] = _identity
 
     def lr(self, lr: float) -> float | Tensor:
         """The learning rate to pass to the steps: ``lr`` itself when eager, else a Float ``[1]`` tensor on the
@@ -68,7 +70,7 @@ class CompiledSteps:
         if not self.compiled:
             return lr
         if self._lr is None or self._lr[0] != lr:
-            self._lr = (lr, Tensor.from_data(np.asarray([lr], np.float64), self.device.inner, Float))
+            self._lr = (lr, self.place(Tensor.from_data(np.asarray([lr], np.float64), self.device.inner, Float)))
         return self._lr[1]
 
     # -- the step functions (traced by a compiling backend: no host reads here) -------------------------

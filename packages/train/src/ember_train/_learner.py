@@ -20,7 +20,9 @@ from ._compiled import OTHER, TRAIN_STEP, VALID_STEP, CompiledSteps
 from ._early_stopping import EarlyStoppingStrategy
 from ._errors import LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter, sigint_stops
+from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice
 from ._metrics_set import MetricsSet
+from ._parallel import DeviceReplicas, Replicas
 from ._records import load_state, state_record
 from ._store import MetricStore, Split
 from ._strategy import CheckpointingAction, CheckpointingStrategy
@@ -80,6 +82,7 @@ class _Settings:
     trackers: list[TrackingLogger] = field(default_factory=list)
     hparams: dict[str, Any] = field(default_factory=dict)
     plots: bool = True
+    learning_strategy: LearningStrategy | None = None
 
 
 def _progress_of(it: Any, iteration: int) -> tuple[int, int]:
@@ -114,6 +117,12 @@ class Learner:
     training device's backend (``Backend.compile``): on jax with ``ember_jax.jit``, traced once per batch shape
     (a second epoch does not recompile); numpy and torch run them eagerly. ``LearnerBuilder.compile(False)``
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
+
+    Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
+    gradients, which are averaged over the ranks (:class:`~ember_train.DistributedDataParallel` says what else
+    changes: parameters broadcast from rank 0, metrics summed over the ranks, files written by rank 0 only, a stop
+    agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are replicated on the devices and
+    each batch is split across them; the compiled step runs over all of them.
     """
 
     def __init__(self, model: Any, optim: Any, scheduler: Any, settings: _Settings) -> None:
@@ -122,6 +131,9 @@ class Learner:
         self.scheduler = scheduler
         self.s = settings
         self._trackers: list[TrackingLogger] = []
+        self._replicas: Replicas | None = None
+        self._global_batch: int | None = None
+        self._multi: DeviceReplicas | None = None
 
     # ------------------------------------------------------------------ public
     def fit(self, dataloader_train: Any, dataloader_valid: Any = None) -> TrainingResult:
@@ -142,19 +154,37 @@ class Learner:
                 iteration), unless ``on_nan_loss("warn"|"ignore")``.
         """
         s = self.s
-        s.artifact_dir.mkdir(parents=True, exist_ok=True)
-        if s.app_logger is not None:
-            s.app_logger.install()
+        replicas = None
+        self._multi = None
+        if isinstance(s.learning_strategy, MultiDevice):
+            self._multi = DeviceReplicas(list(s.learning_strategy.devices))
+        if isinstance(s.learning_strategy, DistributedDataParallel):
+            replicas = self._replicas = Replicas(s.learning_strategy)
+            replicas.start(s.device)
+            if not replicas.is_main:
+                s = self.s = _follower_settings(s)
+        app_logger = s.app_logger
         try:
-            with sigint_stops(s.interrupter, on_first=self._on_ctrl_c):
-                return self._fit(dataloader_train, dataloader_valid)
-        except BaseException:
-            s.renderer.on_train_end(None)  # leave the terminal usable (the dashboard stops)
-            raise
+            if replicas is None or replicas.is_main:
+                s.artifact_dir.mkdir(parents=True, exist_ok=True)
+            if app_logger is not None:
+                app_logger.install()
+            try:
+                with sigint_stops(s.interrupter, on_first=self._on_ctrl_c):
+                    return self._fit(dataloader_train, dataloader_valid)
+            except BaseException:
+                s.renderer.on_train_end(None)  # leave the terminal usable (the dashboard stops)
+                raise
+            finally:
+                if replicas is not None:
+                    replicas.log_stats()
+                self._close_loggers()
+                if app_logger is not None:
+                    app_logger.uninstall()
         finally:
-            self._close_loggers()
-            if s.app_logger is not None:
-                s.app_logger.uninstall()
+            if replicas is not None:
+                replicas.close()
+                self._replicas = None
 
     # ------------------------------------------------------------------ internals
     def _close_loggers(self) -> None:
@@ -219,6 +249,11 @@ class Learner:
             )
         if any(d is not device for d in model.devices()):
             model = model.fork(device)
+        replicas = self._replicas
+        if replicas is not None:
+            loader_train = replicas.shard(loader_train, "training")
+            loader_valid = replicas.shard(loader_valid, "validation")
+        self._global_batch = getattr(loader_train, "global_batch_size", None)
         if hasattr(loader_train, "to_device"):
             loader_train = loader_train.to_device(device)
         if loader_valid is not None and hasattr(loader_valid, "to_device"):
@@ -229,27 +264,39 @@ class Learner:
         store = MetricStore()
         train = MetricsSet(Split.TRAIN, metrics_train, s.loggers_train, s.renderer, store, s.nan_loss != "ignore")
         valid = MetricsSet(Split.VALID, metrics_valid, s.loggers_valid, s.renderer, store, s.nan_loss != "ignore")
+        if replicas is not None:
+            train.reduce = valid.reduce = replicas.sum
         train.iterations_total = len(loader_train) if hasattr(loader_train, "__len__") else None
         valid.iterations_total = len(loader_valid) if hasattr(loader_valid, "__len__") else None
 
         checkpointer = LearnerCheckpointer(s.recorder, s.artifact_dir / "checkpoint") if s.recorder else None
+        # under DDP every rank reads a checkpoint to resume (the artifact directory must be shared), rank 0 alone
+        # writes them (``saving``)
+        saving = checkpointer if replicas is None or replicas.is_main else None
         start, skip = 1, 0
         saved: set[int] = set()
         if s.checkpoint is not None:
-            model, optim, scheduler, start, skip = self._restore(checkpointer, model, optim, scheduler)
+            model, optim, scheduler, start, skip = self._restore(checkpointer, model, optim, scheduler,
+                                                                 getattr(loader_train, "global_batch_size", None))
             saved = {e for e in complete_checkpoints(checkpointer.directory) if e <= s.checkpoint}  # type: ignore[union-attr]
             for e in range(1, start + (1 if skip else 0)):
                 train.reload(e)
                 if e < start:
                     valid.reload(e)
+        if replicas is not None:
+            model = replicas.sync_model(model)  # equal parameters on every rank: rank 0's
         train.trackers = valid.trackers = self._start_trackers(train, valid, start, skip)
         train.replay()
         valid.replay()
         LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
-        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None)
+        # data-parallel: the step is split at the gradients, which are averaged over the ranks between the two halves
+        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None or replicas is not None)
         if steps.compiled and hasattr(optim, "init_states"):
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
+        if self._multi is not None:  # every tensor a step takes lives on all the devices
+            model, optim = self._multi.replicate(model), self._multi.replicate(optim)
+            steps.place = self._multi.replicate
         if loader_valid is not None:
             self._probe_valid(steps, model, loader_valid, valid)
 
@@ -259,37 +306,42 @@ class Learner:
         resume_epoch = None
         for epoch in range(start, s.num_epochs + 1):
             if s.seed is not None:
-                device.backend.seed(s.seed * 1_000_003 + epoch)
+                # data-parallel ranks draw different random numbers (dropout masks) for their different samples
+                rank = replicas.rank if replicas is not None else 0
+                device.backend.seed(s.seed * 1_000_003 + epoch + 7_919 * rank)
             model, done = self._train_epoch(steps, model, optim, scheduler, loader_train, train, epoch,
                                              skip if epoch == start else 0, first=epoch == start)
             if done and loader_valid is not None:
                 # stopped right at the end of training: leave validation to the resumed run
-                done = not s.interrupter.should_stop() and self._valid_epoch(steps, model, loader_valid, valid,
-                                                                             epoch)
+                done = (not self._agree(s.interrupter.should_stop())
+                        and self._valid_epoch(steps, model, loader_valid, valid, epoch))
             if done:
                 for t in train.trackers:
                     t.end_epoch(epoch)
             if not done:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"
-                resume_epoch = self._save_interrupted(checkpointer, model, optim, scheduler, epoch)
+                resume_epoch = self._save_interrupted(checkpointer, saving, model, optim, scheduler, epoch)
                 break
+            stopping = self._agree(s.interrupter.should_stop())
             if checkpointer is not None:
                 actions = s.strategy.checkpointing(epoch, store, saved)
-                if s.interrupter.should_stop() and epoch not in saved and not any(a.kind == "save" for a in actions):
+                if stopping and epoch not in saved and not any(a.kind == "save" for a in actions):
                     actions.insert(0, CheckpointingAction.save(epoch))  # an interrupted run must stay resumable
                 for action in actions:
                     if action.kind == "save":
-                        checkpointer.save(epoch, model.into_record(), state_record(optim, "optimizer"),
-                                          state_record(scheduler, "scheduler"))
+                        if saving is not None:
+                            saving.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+                                        state_record(scheduler, "scheduler"))
                         saved.add(epoch)
                         LOGGER.info("Saved checkpoint %d", epoch)
                 for action in actions:
                     if action.kind == "delete" and action.epoch != epoch:
-                        checkpointer.delete(action.epoch)
+                        if saving is not None:
+                            saving.delete(action.epoch)
                         saved.discard(action.epoch)
                         LOGGER.info("Deleted checkpoint %d", action.epoch)
-            if s.interrupter.should_stop():
+            if stopping:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"
                 resume_epoch = epoch if epoch in saved else None
@@ -297,14 +349,15 @@ class Learner:
                          if resume_epoch else "no checkpointer is configured, so nothing was saved")
                 self._note(f"Training interrupted after epoch {epoch} ({stop_reason}); {where}.")
                 break
-            if s.early_stopping is not None and s.early_stopping.should_stop(epoch, store):
+            if s.early_stopping is not None and self._from_main(s.early_stopping.should_stop(epoch, store)):
                 stopped_early = True
                 stop_reason = s.early_stopping.reason()
                 self._note(f"Early stopping after epoch {epoch}: {stop_reason}.")
                 break
 
         summary = self._summary(model, store, metrics_train, metrics_valid)
-        summary.save(s.artifact_dir)
+        if replicas is None or replicas.is_main:
+            summary.save(s.artifact_dir)
         LOGGER.info("Training ended at epoch %d\n%s", epoch, summary.table())
         s.renderer.on_train_end(summary if s.summary else None)
         return TrainingResult(model, summary, epoch, stopped_early, interrupted, resume_epoch, stop_reason,
@@ -321,7 +374,7 @@ class Learner:
         return out
 
     def _restore(self, checkpointer: LearnerCheckpointer | None, model: Any, optim: Any,
-                 scheduler: Any) -> tuple[Any, Any, Any, int, int]:
+                 scheduler: Any, global_batch: int | None = None) -> tuple[Any, Any, Any, int, int]:
         k = self.s.checkpoint
         assert k is not None
         if checkpointer is None:
@@ -336,6 +389,12 @@ class Learner:
         progress = checkpointer.progress(k)
         if progress is not None:
             skip = int(progress["iteration"])
+            items, batch = progress.get("items"), progress.get("global_batch")
+            if global_batch and batch and items is not None and batch != global_batch:
+                # another global batch (another number of ranks): skip the items already trained on
+                skip = int(items) // global_batch
+                self._note(f"The interrupted run's global batch was {batch}, this run's is {global_batch}: skipping "
+                           f"{skip} batches ({skip * global_batch} of the {items} items already trained on).")
             self._note(f"Resuming epoch {k} after iteration {skip} (interrupted checkpoint {k}).")
             return model, optim, scheduler, k, skip
         self._note(f"Resuming from checkpoint {k}: training starts at epoch {k + 1}.")
@@ -355,7 +414,7 @@ class Learner:
         check_batch_type(vm, "valid_step", batch, "validation")
         steps.phase = OTHER
         try:
-            item = steps.valid(vm, batch)
+            item = steps.valid(vm, self._place(batch))
         except LearnerError:
             raise
         except Exception as exc:
@@ -380,6 +439,10 @@ class Learner:
             from ember.optim import GradientsAccumulator
 
             accumulator = GradientsAccumulator()
+        replicas = self._replicas
+        train_fn: Callable[..., tuple[Any, Any]] = (
+            partial(self._replicated_step, steps, replicas) if replicas is not None
+            else steps.train if accumulator is None else _no_train_fn)
         it = iter(loader)
         start = time.perf_counter()
         iteration = 0
@@ -388,15 +451,16 @@ class Learner:
             for iteration, batch in enumerate(it, 1):
                 if iteration <= skip:
                     continue
+                batch = self._place(batch)
                 lr = float(scheduler.step())
                 lr_arg = steps.lr(lr)
                 if accumulator is None:
                     if first:
                         model, item = self._first_step(steps, model, batch, metrics,
-                                                       partial(steps.train, model, optim, batch, lr_arg))
+                                                       partial(train_fn, model, optim, batch, lr_arg))
                         first = False
                     else:
-                        model, item = steps.train(model, optim, batch, lr_arg)
+                        model, item = train_fn(model, optim, batch, lr_arg)
                 else:
                     if first:
                         grads, item = self._first_step(steps, model, batch, metrics, partial(steps.grad, model, batch))
@@ -406,14 +470,21 @@ class Learner:
                     accumulator.accumulate(model, grads)
                     acc_count += 1
                     if acc_count >= s.grads_accumulation:  # type: ignore[operator]
-                        model = steps.update(model, optim, accumulator.grads(), lr_arg)
+                        grads = accumulator.grads()
+                        if replicas is not None:
+                            grads = replicas.reduce_grads(grads)
+                        model = steps.update(model, optim, grads, lr_arg)
                         acc_count = 0
                 done, tot = _progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                           time.perf_counter() - start))
-                if s.interrupter.should_stop():
+                # under DDP the step's gradient all-reduce carried the ranks' stop flags (with accumulation, a
+                # step without an update asks the other ranks)
+                agreed = (replicas.stop_seen if replicas is not None and accumulator is None
+                          else self._agree(s.interrupter.should_stop()))
+                if agreed:
                     completed = iteration == total
                     break
         finally:
@@ -480,19 +551,21 @@ class Learner:
         it = iter(loader)
         start = time.perf_counter()
         iteration = 0
+        stopped = False
         try:
             for iteration, batch in enumerate(it, 1):
-                item = steps.valid(vm, batch)
+                item = steps.valid(vm, self._place(batch))
                 done, tot = _progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                           time.perf_counter() - start))
-                if s.interrupter.should_stop():
+                if self._agree(s.interrupter.should_stop()):
+                    stopped = True
                     break
         finally:
             _close(it)
-        if s.interrupter.should_stop() and iteration != total:
+        if stopped and iteration != total:
             return False  # the epoch's training is complete; resuming runs this validation again
         done, tot = _progress_of(it, iteration)
         self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
@@ -501,15 +574,40 @@ class Learner:
         LOGGER.info("Epoch %d valid: %s", epoch, values)
         return True
 
-    def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, model: Any, optim: Any, scheduler: Any,
-                          epoch: int) -> int | None:
+    def _place(self, batch: Any) -> Any:
+        """``batch`` split across the devices under ``MultiDevice``; unchanged otherwise."""
+        return batch if self._multi is None else self._multi.place_batch(batch)
+
+    def _agree(self, flag: bool) -> bool:
+        """``flag`` on one process; under DDP, whether any rank's ``flag`` is set (every rank gets the same answer,
+        so that all stop at the same step)."""
+        return flag if self._replicas is None else self._replicas.any(flag)
+
+    def _from_main(self, flag: bool) -> bool:
+        """``flag``; under DDP, rank 0's ``flag`` on every rank."""
+        return flag if self._replicas is None else self._replicas.from_main(flag)
+
+    def _replicated_step(self, steps: CompiledSteps, replicas: Replicas, model: Any, optim: Any, batch: Any,
+                         lr: Any) -> tuple[Any, Any]:
+        """The DDP training step: this rank's gradients, averaged over the ranks, then the optimizer step (the
+        same update on every rank). The ranks' stop flags ride with the gradients (``replicas.stop_seen``)."""
+        grads, item = steps.grad(model, batch)
+        grads = replicas.reduce_grads(grads, stop=self.s.interrupter.should_stop())
+        return steps.update(model, optim, grads, lr), item
+
+    def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, saving: LearnerCheckpointer | None,
+                          model: Any, optim: Any, scheduler: Any, epoch: int) -> int | None:
         it = self._last_iteration
         if checkpointer is None:
             self._note(f"Training interrupted at epoch {epoch}, iteration {it}. No checkpointer is configured "
                        "(LearnerBuilder.with_file_checkpointer), so nothing was saved to resume from.")
             return None
-        checkpointer.save(epoch, model.into_record(), state_record(optim, "optimizer"),
-                          state_record(scheduler, "scheduler"), progress={"epoch": epoch, "iteration": it})
+        progress: dict[str, Any] = {"epoch": epoch, "iteration": it}
+        if self._global_batch:
+            progress.update(global_batch=self._global_batch, items=it * self._global_batch)
+        if saving is not None:
+            saving.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+                        state_record(scheduler, "scheduler"), progress=progress)
         self._note(
             f"Training interrupted at epoch {epoch}, iteration {it}; checkpoint saved in "
             f"{checkpointer.directory}. Resume with LearnerBuilder({str(self.s.artifact_dir)!r})...."
@@ -529,6 +627,21 @@ class Learner:
                 out.metrics.append(MetricSummary(split.value, m.name(), hist, hib))
                 out.epochs = max(out.epochs, hist[-1][0])
         return out
+
+
+def _no_train_fn(*args: Any) -> tuple[Any, Any]:
+    raise AssertionError("gradient accumulation runs steps.grad and steps.update")
+
+
+def _follower_settings(s: _Settings) -> _Settings:
+    """The settings of a DDP rank other than 0: the same loop, writing nothing (no metric files, experiment log,
+    trackers, plots or dashboard); rank 0 writes them with the metrics of all ranks."""
+    from dataclasses import replace
+
+    from .renderer._base import MetricsRenderer
+
+    return replace(s, loggers_train=[], loggers_valid=[], renderer=MetricsRenderer(), app_logger=None, trackers=[],
+                   plots=False, summary=False)
 
 
 def _advice(steps: CompiledSteps, exc: Exception, split: str, step: str) -> str:

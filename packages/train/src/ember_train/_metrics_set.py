@@ -119,6 +119,9 @@ class MetricsSet:
         self._loss: list[tuple[int, Any]] = []
         self._loss_adaptors: dict[type, Callable[[Any], Any] | None] = {}
         self.epoch = 1
+        #: sums a list of host numbers over the data-parallel ranks (set by the Learner under DDP; ``None``: one
+        #: process). Called at every flush, by every rank, with lists of the same length.
+        self.reduce: Callable[[list[float]], list[float]] | None = None
         self._update = renderer.update_train if split is Split.TRAIN else renderer.update_valid
         self._render = renderer.render_train if split is Split.TRAIN else renderer.render_valid
 
@@ -223,6 +226,8 @@ class MetricsSet:
                 flat.append(w)
         flat.extend(t for _, t in self._loss)
         host = _host_values(flat) if flat else []
+        if self.reduce is not None:
+            host = self._reduced(host)
         k = 0
         for slot in self.slots:
             for _ in slot.pending:
@@ -244,6 +249,31 @@ class MetricsSet:
         if progress is not None:
             self._render(progress)
         return bad
+
+    def _reduced(self, host: list[float]) -> list[float]:
+        """The queued host values of all ranks: each device metric's ``(value, weight)`` pairs combined as its
+        ``distributed_reduce`` says (``"sum"``: both summed, e.g. correct counts and item counts; ``"mean"``: the
+        ``weight``-weighted mean of the values, e.g. mean losses weighted by batch sizes), the losses summed (a
+        non-finite loss on any rank is seen by all)."""
+        assert self.reduce is not None
+        out = list(host)
+        k = 0
+        for slot in self.slots:
+            mean = getattr(slot.metric, "distributed_reduce", "mean") == "mean"
+            for _ in slot.pending:
+                if mean:
+                    out[k] = host[k] * host[k + 1]
+                k += 2
+        total = self.reduce(out)
+        k = 0
+        for slot in self.slots:
+            mean = getattr(slot.metric, "distributed_reduce", "mean") == "mean"
+            for _ in slot.pending:
+                if mean:
+                    w = total[k + 1]
+                    total[k] = total[k] / w if w else math.nan
+                k += 2
+        return total
 
     def end_epoch(self) -> dict[str, float]:
         """Close the epoch; the epoch means of the numeric metrics."""

@@ -141,6 +141,7 @@ class Autodiff(Backend):
         self.supported_dtypes = inner.supported_dtypes  # type: ignore[misc]
         self.supports_native_autodiff = inner.supports_native_autodiff  # type: ignore[misc]
         self.supports_dlpack = inner.supports_dlpack  # type: ignore[misc]
+        self.supports_collectives = inner.supports_collectives  # type: ignore[misc]
         self.float_dtype: DType = inner.float_dtype
         self.int_dtype: DType = inner.int_dtype
         self.options = dict(inner.options)
@@ -222,6 +223,11 @@ class Autodiff(Backend):
         """``(var, mean)`` along ``dim``, each with its own rule."""
         return self.var(a, dim, correction), self.mean_dim(a, dim)  # type: ignore[attr-defined]
 
+    def collectives(self) -> Any:
+        """The inner backend's collective engine (collectives run on inner primitives; their results
+        are constants: gradients are reduced after ``backward``)."""
+        return self.inner_backend.collectives()
+
     # ------------------------------------------------------------------ compilation
     def compile(self, fn: Any, **options: Any) -> Any:
         """The inner backend's compiled ``fn`` (jax: :func:`ember_jax.jit`, which carries autodiff
@@ -290,7 +296,7 @@ def _move_back(B: Any, g: Any, handle: Any, ps: Any) -> Any:
 #: every public method of the backend contract that Autodiff covers (checked by the tests)
 HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | frozenset(
     {"shape", "cast", "bitcast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner", "compile",
-     "is_concrete"}
+     "is_concrete", "collectives"}
 )
 """Every primitive name Autodiff covers (the conformance suite checks that the contract has no other)."""
 

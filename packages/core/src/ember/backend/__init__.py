@@ -1,6 +1,7 @@
 """The backend contract, devices and the plugin registry (DESIGN.md §3)."""
 
 from ._base import Backend
+from ._collectives import Collectives
 from ._device import Device
 from ._hookspec import BackendSpec, hookimpl, hookspec
 from ._registry import BackendInfo, backend, backends, device, register
@@ -9,6 +10,7 @@ __all__ = [
     "Backend",
     "BackendInfo",
     "BackendSpec",
+    "Collectives",
     "Device",
     "backend",
     "backends",

@@ -23,7 +23,7 @@ follow Burn: core (this file: data, creation, casts), :mod:`._ops_numeric`,
 :mod:`._ops_shape`, :mod:`._ops_float`, :mod:`._ops_intbool`, :mod:`._ops_activation`,
 :mod:`._ops_module`, :mod:`._ops_activation_grad` (activation gradients), :mod:`._ops_norm`
 (normalization), :mod:`._ops_optim` (fused optimizer updates, which may update the optimizer's state buffers
-in place).
+in place), :mod:`._collectives` (the collective engine behind :mod:`ember.distributed`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import numpy as np
 from .._distribution import Distribution
 from .._dtype import DType
 from .._errors import BackendError, DTypeError
+from ._collectives import CollectiveOps
 from ._device import Device
 from ._ops_activation import ActivationOps
 from ._ops_activation_grad import ActivationGradOps
@@ -58,7 +59,7 @@ def required(name: str) -> Any:
 
 
 class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps, OptimOps,
-              NormOps, ActivationGradOps):
+              NormOps, ActivationGradOps, CollectiveOps):
     """Base class of every backend.
 
     Subclasses set ``name`` and the capability flags, implement the required primitives and

@@ -40,6 +40,15 @@ class DataLoader(Generic[O]):
       else ``ember.device()`` (the default backend's default device), resolved at each epoch's start.
     - ``num_workers > 0`` loads batches ahead in that many background threads (see
       :class:`DataLoaderIterator`); ``0`` loads each batch in the caller's thread when asked.
+    - Sharded for data-parallel training (:meth:`shard`, ``DataLoaderBuilder.shard``; the Learner's
+      ``DistributedDataParallel`` strategy shards its loaders itself): ``batch_size`` is the batch of one rank,
+      and every rank walks the same global batches of ``batch_size * world_size`` items (the same shuffle on
+      every rank: the seed and epoch, not the rank, make the order). Rank ``r`` takes the ``r``-th contiguous
+      part of each global batch, so the ranks' shards are disjoint and together they are exactly the batches
+      of an unsharded loader with ``batch_size * world_size``. The last, partial global batch is kept (as the
+      unsharded loader keeps it) and cut into ``world_size`` parts as equal as possible (``numpy.array_split``);
+      a rank whose part would be empty (fewer items left than ranks) takes the batch's last item again, so
+      every rank runs the same number of steps, ``len(loader) = ceil(num_items / (batch_size * world_size))``.
 
     Args:
         dataset: any object with ``get(index)`` and ``__len__`` (a :class:`Dataset`).
@@ -49,16 +58,19 @@ class DataLoader(Generic[O]):
         num_workers: background threads, ``>= 0``.
         device: the device handed to the batcher.
         prefetch: batches loaded ahead with workers (default ``2 * num_workers``).
+        rank: this process's shard, ``0 <= rank < world_size`` (default 0).
+        world_size: the number of shards (data-parallel ranks), ``>= 1`` (default 1: not sharded).
 
     Raises:
         DatasetError: a setting out of range. TypeError: ``dataset`` or ``batcher`` of the wrong kind.
     """
 
     __slots__ = ("_dataset", "_batcher", "_batch_fn", "_batch_size", "_seed", "_num_workers", "_device",
-                 "_prefetch", "_epoch", "_last")
+                 "_prefetch", "_epoch", "_last", "_rank", "_world_size")
 
     def __init__(self, dataset: Dataset[Any], batcher: Any, *, batch_size: int = 1, shuffle: int | None = None,
-                 num_workers: int = 0, device: Any = None, prefetch: int | None = None) -> None:
+                 num_workers: int = 0, device: Any = None, prefetch: int | None = None, rank: int = 0,
+                 world_size: int = 1) -> None:
         self._dataset = check_dataset("DataLoader", dataset)
         self._batcher = batcher
         self._batch_fn = batch_function(batcher)
@@ -67,6 +79,10 @@ class DataLoader(Generic[O]):
         self._num_workers = _check_int("DataLoader", "num_workers", num_workers, 0)
         self._prefetch = None if prefetch is None else _check_int("DataLoader", "prefetch", prefetch, 1)
         self._device = device
+        self._world_size = _check_int("DataLoader", "world_size", world_size, 1)
+        self._rank = _check_int("DataLoader", "rank", rank, 0)
+        if self._rank >= self._world_size:
+            raise DatasetError(f"DataLoader: rank must be < world_size ({self._world_size}), got {rank!r}.")
         self._epoch = 0
         self._last: weakref.ref[DataLoaderIterator[O]] | None = None
 
@@ -74,6 +90,7 @@ class DataLoader(Generic[O]):
         settings: dict[str, Any] = {
             "dataset": self._dataset, "batch_size": self._batch_size, "shuffle": self._seed,
             "num_workers": self._num_workers, "device": self._device, "prefetch": self._prefetch,
+            "rank": self._rank, "world_size": self._world_size,
         }
         settings.update(changes)
         dataset = settings.pop("dataset")
@@ -97,8 +114,8 @@ class DataLoader(Generic[O]):
 
             device = default_device()
         it: DataLoaderIterator[O] = DataLoaderIterator(
-            self._dataset.get, self._batch_fn, device, n, self._batch_size, order, self._num_workers,
-            epoch=epoch, prefetch=self._prefetch,
+            self._dataset.get, self._batch_fn, device, n, self._batch_size * self._world_size, order,
+            self._num_workers, epoch=epoch, prefetch=self._prefetch, shard=(self._rank, self._world_size),
         )
         self._last = weakref.ref(it)
         return it
@@ -111,8 +128,19 @@ class DataLoader(Generic[O]):
         return len(self._dataset)
 
     def __len__(self) -> int:
-        """The number of batches per epoch."""
-        return -(-len(self._dataset) // self._batch_size)
+        """The number of batches per epoch (the same on every rank of a sharded loader)."""
+        return -(-len(self._dataset) // self.global_batch_size)
+
+    def shard(self, rank: int, world_size: int) -> DataLoader[O]:
+        """A loader that yields rank ``rank``'s part of each global batch of ``batch_size * world_size``
+        items, for data-parallel training with ``world_size`` ranks (PyTorch's ``DistributedSampler``; see the
+        class docstring for how batches are cut). Every rank must use the same dataset, batch size and shuffle
+        seed. ``shard(0, 1)`` undoes sharding. ``self`` is unchanged.
+
+        Raises:
+            DatasetError: ``world_size < 1`` or ``rank`` outside ``[0, world_size)``.
+        """
+        return self._replace(rank=rank, world_size=world_size)
 
     def to_device(self, device: Any) -> DataLoader[O]:
         """A loader with the same dataset, batcher, settings and epoch counter whose batches are made
@@ -158,6 +186,21 @@ class DataLoader(Generic[O]):
         return self._seed
 
     @property
+    def rank(self) -> int:
+        """This loader's shard (0 when not sharded)."""
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        """The number of shards (1 when not sharded)."""
+        return self._world_size
+
+    @property
+    def global_batch_size(self) -> int:
+        """The items of one step over all ranks: ``batch_size * world_size``."""
+        return self._batch_size * self._world_size
+
+    @property
     def num_workers(self) -> int:
         return self._num_workers
 
@@ -181,4 +224,5 @@ class DataLoader(Generic[O]):
 
     def __repr__(self) -> str:
         return (f"DataLoader(num_items={len(self._dataset)}, batch_size={self._batch_size}, "
-                f"shuffle={self._seed}, num_workers={self._num_workers}, device={self._device})")
+                f"shuffle={self._seed}, num_workers={self._num_workers}, device={self._device}"
+                + (f", rank={self._rank}, world_size={self._world_size})" if self._world_size > 1 else ")"))

@@ -59,6 +59,13 @@ class DataLoaderBuilder(Generic[O]):
         self._settings["prefetch"] = num_batches
         return self
 
+    def shard(self, rank: int, world_size: int) -> DataLoaderBuilder[O]:
+        """Load only rank ``rank``'s part of each global batch of ``batch_size * world_size`` items, for
+        data-parallel training (see :meth:`DataLoader.shard`); ``batch_size`` stays the per-rank batch."""
+        self._settings["rank"] = rank
+        self._settings["world_size"] = world_size
+        return self
+
     def build(self, dataset: Dataset[Any]) -> DataLoader[O]:
         """The data loader over ``dataset`` with these settings."""
         return DataLoader(dataset, self._batcher, **self._settings)

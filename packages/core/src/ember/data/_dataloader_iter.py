@@ -66,11 +66,11 @@ class DataLoaderIterator(Iterator[O], Generic[O]):
 
     __slots__ = ("_get", "_batch_fn", "_device", "_batch_size", "_order", "_n", "_num_batches",
                  "_num_workers", "_prefetch", "_next", "_submitted", "_pending", "_pool", "_processed",
-                 "_closed", "_epoch", "__weakref__")
+                 "_closed", "_epoch", "_rank", "_world_size", "__weakref__")
 
     def __init__(self, get: Callable[[int], Any], batch_fn: Callable[[list[Any], Any], Any], device: Any,
                  num_items: int, batch_size: int, order: np.ndarray | None, num_workers: int,
-                 epoch: int = 0, prefetch: int | None = None) -> None:
+                 epoch: int = 0, prefetch: int | None = None, shard: tuple[int, int] = (0, 1)) -> None:
         self._get = get
         self._batch_fn = batch_fn
         self._device = device
@@ -87,6 +87,7 @@ class DataLoaderIterator(Iterator[O], Generic[O]):
         self._processed = 0
         self._closed = False
         self._epoch = epoch
+        self._rank, self._world_size = shard  # batch_size is then the global batch, cut into world_size parts
 
     @property
     def epoch(self) -> int:
@@ -94,7 +95,8 @@ class DataLoaderIterator(Iterator[O], Generic[O]):
         return self._epoch
 
     def progress(self) -> Progress:
-        """Items of the batches handed out so far, out of the epoch's total (Burn's ``progress()``)."""
+        """Items of the batches handed out so far, out of the epoch's total (Burn's ``progress()``); a sharded
+        loader counts the items of all ranks (the global batches)."""
         return Progress(self._processed, self._n)
 
     def __len__(self) -> int:
@@ -104,6 +106,10 @@ class DataLoaderIterator(Iterator[O], Generic[O]):
     def _indices(self, b: int) -> list[int]:
         start = b * self._batch_size
         stop = min(start + self._batch_size, self._n)
+        if self._world_size > 1:
+            part = np.array_split(np.arange(start, stop), self._world_size)[self._rank]
+            positions = part if part.size else np.arange(stop - 1, stop)  # fewer items than ranks: repeat the last
+            return (positions if self._order is None else self._order[positions]).tolist()
         if self._order is None:
             return list(range(start, stop))
         return self._order[start:stop].tolist()

@@ -54,6 +54,9 @@ class AccuracyMetric(DeviceMetric):
             correct = correct.bool_and(keep)
         return correct.int().sum(), total
 
+    #: correct and total counts: summed over data-parallel ranks
+    distributed_reduce: ClassVar[str] = "sum"
+
     def finalize(self, value: float, weight: float) -> tuple[float, float]:
         return (100.0 * value / weight if weight else math.nan), weight
 
@@ -94,6 +97,9 @@ class TopKAccuracyMetric(DeviceMetric):
         if keep is not None:
             hit = hit.mul(keep.int())
         return hit.sum(), total
+
+    #: correct and total counts: summed over data-parallel ranks
+    distributed_reduce: ClassVar[str] = "sum"
 
     def finalize(self, value: float, weight: float) -> tuple[float, float]:
         return (100.0 * value / weight if weight else math.nan), weight

@@ -153,6 +153,10 @@ class DeviceMetric(Metric, Numeric):
 
     unit: ClassVar[str] = ""
     precision: ClassVar[int] = 4
+    #: how data-parallel ranks' ``(value, weight)`` of one step combine before :meth:`finalize`: ``"mean"`` (the
+    #: default: the values are means over ``weight`` items, combined as a weighted mean, e.g. a mean loss and its
+    #: batch size) or ``"sum"`` (both are summed, e.g. a count of correct items and a count of items)
+    distributed_reduce: ClassVar[str] = "mean"
 
     def __init__(self) -> None:
         self._state = NumericMetricState()

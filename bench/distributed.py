@@ -1,0 +1,163 @@
+"""Data-parallel training: the MNIST guide's training step with 1 and 2 processes, on each backend.
+
+Each process (a rank started by ``python -m ember_train.launch``) runs what the Learner's
+``DistributedDataParallel`` strategy runs per step: the gradient half of the step (forward, cross-entropy,
+backward; compiled on jax), ``ember.distributed.all_reduce_many(grads, op="mean")`` (25 MiB buckets: one
+collective for the guide's 2.1 MB of float32 gradients), then the optimizer half (Adam). Every rank trains on its
+own fixed batch of ``--batch`` real MNIST images (64: the work per process stays the same, so 2 processes do twice
+the samples of 1). Reported per backend and process count:
+
+- ``step ms``: the median step (both halves and the all-reduce) on rank 0; ``all-reduce ms`` the median time of
+  the all-reduce alone and its share of the step;
+- ``samples/s``: per process (``batch / step``) and in total (times the processes);
+- ``calls/step`` and ``bytes/step``: what this rank put into the collectives per step (the process group's
+  ``stats``: one call per bucket) against the parameter bytes (target: one all-reduce of the gradients per step,
+  at most 1.1x the parameter bytes per rank).
+
+On this 2-core machine two processes share the two cores (each numpy process runs 1 BLAS thread, torch 1
+intra-op thread), so no speed-up is expected: the table shows what the collectives cost, not a scaling curve.
+
+    python bench/distributed.py [--only numpy,torch,jax] [--steps 30] [--batch 64]
+
+Not a test: nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BACKENDS = ("numpy", "torch", "jax")
+
+
+def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
+    """One rank: time ``steps`` data-parallel guide steps, write ``out/rank<R>.json``."""
+    import ember
+    from ember import distributed as dist
+
+    group = dist.init_process_group(backend_name, timeout=120.0)  # jax: before any device exists
+    import numpy as np
+
+    from ember.autodiff import Autodiff
+    from ember.data.vision import MnistDataset
+    from ember.optim import AdamConfig, GradientsParams
+
+    sys.path.insert(0, str(REPO / "examples"))
+    from guide import MnistBatcher, ModelConfig
+
+    if backend_name == "numpy":
+        inner = ember.backend("numpy", blas_threads=1)
+    else:
+        inner = ember.backend(backend_name)
+        if backend_name == "torch":
+            import torch
+
+            torch.set_num_threads(1)
+    device = Autodiff(inner).device()
+    inner.seed(42)
+    model = ModelConfig(num_classes=10, hidden_size=512).init(device)
+    optim = AdamConfig().init()
+    data = MnistDataset.train(REPO.parent / "shared" / "data" / "mnist", download=False)
+    start = group.rank * batch_size
+    batch = MnistBatcher().batch([data.get(i) for i in range(start, start + batch_size)], device)
+
+    def grad(model: Any, batch: Any) -> tuple[Any, Any]:
+        out = model.train_step(batch)
+        return out.grads, out.item.loss
+
+    def update(model: Any, optim: Any, grads: Any, lr: Any) -> Any:
+        return optim.step(lr, model, grads)
+
+    compile_fn = device.backend.compile
+    grad_c, update_c = compile_fn(grad), compile_fn(update)
+    if hasattr(optim, "init_states"):
+        optim.init_states(model)
+    lr: Any = 1e-4
+    if grad_c is not grad:
+        from ember import Float, Tensor
+
+        lr = Tensor.from_data(np.asarray([1e-4]), device.inner, Float)
+    param_bytes = sum(p.val().num_elements() * 4 for p in model.params())
+    step_s: list[float] = []
+    reduce_s: list[float] = []
+    calls = nbytes = 0
+    for i in range(steps + 3):
+        dist.barrier(group)
+        group.stats.reset()
+        t0 = time.perf_counter()
+        grads, loss = grad_c(model, batch)
+        items = grads.items()
+        tensors = [g for _, g in items]
+        for t in tensors:  # the backward pass has finished before the clock of the all-reduce starts
+            if backend_name == "jax":
+                t.primitive.block_until_ready()
+        t1 = time.perf_counter()
+        reduced = dist.all_reduce_many(tensors, op="mean", group=group)
+        t2 = time.perf_counter()
+        model = update_c(model, optim, GradientsParams({k: r for (k, _), r in zip(items, reduced)}), lr)
+        float(loss.to_numpy().reshape(-1)[0])  # the host read a logging loop does
+        if backend_name == "jax":  # jax dispatches asynchronously: the update has finished when the clock stops
+            for p in model.params():
+                p.val().inner().primitive.block_until_ready()
+        t3 = time.perf_counter()
+        if i >= 3:  # warm-up (jax: compilation) left out
+            step_s.append(t3 - t0)
+            reduce_s.append(t2 - t1)
+            calls, nbytes = group.stats.calls, group.stats.bytes
+    result = {"rank": group.rank, "world_size": group.world_size, "engine": group.engine,
+              "step_ms": 1e3 * statistics.median(step_s), "reduce_ms": 1e3 * statistics.median(reduce_s),
+              "calls": calls, "bytes": nbytes, "param_bytes": param_bytes, "batch": batch_size}
+    (out / f"rank{group.rank}.json").write_text(json.dumps(result))
+    dist.destroy_process_group(group)
+
+
+def _run(backend: str, nproc: int, steps: int, batch: int) -> dict[str, Any] | None:
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [sys.executable, "-m", "ember_train.launch", "--nproc", str(nproc), str(Path(__file__).resolve()),
+               "--worker", d, "--backend", backend, "--steps", str(steps), "--batch", str(batch)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"{backend} x{nproc} failed:\n{p.stdout}\n{p.stderr}", file=sys.stderr)
+            return None
+        return json.loads((Path(d) / "rank0.json").read_text())  # type: ignore[no-any-return]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(BACKENDS))
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=64, help="images per process and step (default 64)")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        _worker(Path(args.worker), args.backend, args.steps, args.batch)
+        return 0
+    print(f"# guide step, {args.batch} images per process, {args.steps} steps, {os.cpu_count()} cores\n")
+    print("| backend | processes | engine | step ms | all-reduce ms | all-reduce share | samples/s per process "
+          "| samples/s total | calls/step | bytes/step | vs parameter bytes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for backend in args.only.split(","):
+        for nproc in (1, 2):
+            r = _run(backend, nproc, args.steps, args.batch)
+            if r is None:
+                continue
+            per = r["batch"] / (r["step_ms"] / 1e3)
+            print(f"| {backend} | {nproc} | {r['engine']} | {r['step_ms']:.1f} | {r['reduce_ms']:.2f} | "
+                  f"{100 * r['reduce_ms'] / r['step_ms']:.1f} % | {per:.0f} | {per * nproc:.0f} | {r['calls']} | "
+                  f"{r['bytes']:,} | {r['bytes'] / r['param_bytes']:.2f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,133 @@
+"""Collectives for the jax backend: ``jax.distributed`` across processes, jax's own collectives inside.
+
+:meth:`JaxCollectives.init` joins the run with ``jax.distributed.initialize(coordinator_address=
+"MASTER_ADDR:MASTER_PORT", num_processes=world_size, process_id=rank)`` (world size 1 needs no
+coordinator and skips it); on the CPU, cross-process collectives go through gloo
+(``jax_cpu_collectives_implementation``, already jax 0.10's default, set to ``"gloo"`` when it is
+``"none"``). jax must join before it touches any device: call ``init_process_group("jax")`` before
+creating jax tensors or devices (jax raises otherwise, and so does this engine, saying so).
+
+Each collective is one compiled XLA program over a 1-D ``Mesh`` of one device per process (the group's
+device here, the device at the same local index in the other processes): this process's value becomes
+its shard of a global ``[world_size, ...]`` array (``jax.make_array_from_single_device_arrays``,
+no copy), and a jitted sum over dim 0 (``all_reduce``), selection of row ``src`` (``broadcast``) or
+identity (``all_gather``) with a replicated output sharding lets GSPMD insert the all-reduce /
+all-gather; each process reads its own replica. ``jax.jit`` caches the programs by shape and dtype.
+The engine has no per-collective timeout of its own: ``timeout`` bounds the rendezvous
+(``initialization_timeout``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ember._errors import CollectiveError
+from ember.backend import Backend, Collectives, Device
+
+__all__ = ["JaxCollectives"]
+
+
+def _sum0(a: Any) -> Any:
+    return jnp.sum(a, axis=0, dtype=a.dtype)
+
+
+class JaxCollectives(Collectives):
+    """The jax engine of :mod:`ember.distributed` (see the module docstring)."""
+
+    engine = "jax"
+
+    def __init__(self) -> None:
+        self._joined = False
+        self._mesh: Mesh | None = None
+        self._mine: Any = None
+        self._world = 1
+        self._jits: dict[Any, Any] = {}
+
+    # ---- group
+    def init(self, *, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
+             timeout: float, backend: Backend, device: Device | None) -> Device:
+        if world_size > 1:
+            if jax.config.values.get("jax_cpu_collectives_implementation") in (None, "", "none"):
+                jax.config.update("jax_cpu_collectives_implementation", "gloo")
+            host = f"[{master_addr}]" if ":" in master_addr else master_addr
+            try:
+                jax.distributed.initialize(coordinator_address=f"{host}:{master_port}", num_processes=world_size,
+                                           process_id=rank, initialization_timeout=max(1, math.ceil(timeout)))
+            except RuntimeError as exc:
+                raise CollectiveError(
+                    f"jax.distributed.initialize failed (rank {rank} of {world_size} at {host}:{master_port}): "
+                    f"{str(exc).rstrip('.')}. "
+                    "jax must join a multi-process run before it uses any device: call "
+                    "ember.distributed.init_process_group('jax') first in the program, before creating jax devices "
+                    "or tensors; and check that every rank runs with the same address and port."
+                ) from exc
+            self._joined = True
+        dev = device if device is not None else backend.device()
+        mine = dev.handle
+        if mine.process_index != jax.process_index():
+            raise CollectiveError(f"the group's device {dev} belongs to another process; pass one of this process's.")
+        local = [d for d in jax.local_devices() if d.platform == mine.platform]
+        index = local.index(mine)
+        per_process: dict[int, list[Any]] = {}
+        for d in jax.devices(mine.platform):
+            per_process.setdefault(d.process_index, []).append(d)
+        if len(per_process) != world_size:
+            raise CollectiveError(
+                f"jax sees {len(per_process)} process(es) with {mine.platform} devices, expected {world_size}; every "
+                "rank must call init_process_group('jax') with the same world size."
+            )
+        try:
+            devs = [sorted(per_process[p], key=lambda d: d.id)[index] for p in sorted(per_process)]
+        except IndexError:
+            raise CollectiveError(
+                f"the group's device {dev} is local device {index} of this process, which another process lacks; "
+                "use the same local device index on every rank."
+            ) from None
+        self._mesh = Mesh(np.array(devs, dtype=object), ("ranks",))
+        self._mine = mine
+        self._world = world_size
+        return dev
+
+    def destroy(self) -> None:
+        self._jits.clear()
+        self._mesh = None
+        if self._joined:
+            self._joined = False
+            jax.distributed.shutdown()
+
+    # ---- the programs
+    def _program(self, key: Any, fn: Any, n_out: int) -> Any:
+        jitted = self._jits.get(key)
+        if jitted is None:
+            replicated = NamedSharding(self._mesh, P())  # type: ignore[arg-type]
+            out = replicated if n_out == 1 else (replicated,) * n_out
+            jitted = self._jits[key] = jax.jit(fn, out_shardings=out)
+        return jitted
+
+    def _global(self, p: Any) -> Any:
+        """The ``[world_size, *p.shape]`` array whose row ``rank`` is ``p`` (this process's shard)."""
+        x = jnp.expand_dims(jax.device_put(p, self._mine), 0)
+        sharding = NamedSharding(self._mesh, P("ranks"))  # type: ignore[arg-type]
+        return jax.make_array_from_single_device_arrays((self._world, *p.shape), sharding, [x])
+
+    # ---- collectives
+    def all_reduce(self, p: Any, *, owned: bool = False) -> Any:
+        return self._program("sum", _sum0, 1)(self._global(p)).addressable_data(0)
+
+    def broadcast(self, p: Any, src: int) -> Any:
+        return self._program(("row", src), lambda a: a[src], 1)(self._global(p)).addressable_data(0)
+
+    def all_gather(self, p: Any) -> list[Any]:
+        w = self._world
+        rows = self._program("rows", lambda a: tuple(a[i] for i in range(w)), w)(self._global(p))
+        return [r.addressable_data(0) for r in rows]
+
+    def barrier(self) -> None:
+        self.all_reduce(jnp.zeros((), jnp.int32)).block_until_ready()

@@ -1,0 +1,262 @@
+"""The collective ops on tensors: ``all_reduce``, ``all_reduce_many``, ``broadcast``, ``all_gather``,
+``barrier``.
+
+Each op checks its arguments, takes the inner primitive of the tensor (an Autodiff tensor's values;
+the result is an untracked constant, as gradients are reduced after ``backward``), calls the
+group's engine (:class:`~ember.backend.Collectives`) and wraps the result on the tensor's device
+with its kind. Inputs are never written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._errors import CollectiveError, KindError
+from .._kind import Bool, Float
+from ..tensor import Tensor
+from ._group import ProcessGroup, current_group
+
+__all__ = ["all_reduce", "all_reduce_many", "broadcast", "all_gather", "barrier", "DEFAULT_BUCKET_BYTES"]
+
+DEFAULT_BUCKET_BYTES = 25 * 2**20
+"""The default bucket size of :func:`all_reduce_many` in bytes: 25 MiB, PyTorch DDP's ``bucket_cap_mb`` default."""
+_OPS = ("sum", "mean")
+
+
+def _unwrap(t: Any, g: ProcessGroup, op: str) -> tuple[Any, Any]:
+    """``(inner primitive, inner backend)`` of ``t``, checked against the group."""
+    if not isinstance(t, Tensor):
+        raise CollectiveError(f"{op}: expected an ember.Tensor, got {type(t).__name__}.")
+    dev = t.device
+    inner = dev.inner
+    if inner.backend.name != g.backend:
+        raise CollectiveError(
+            f"{op}: the tensor lives on {dev} (backend {inner.backend.name!r}) but the process group runs on "
+            f"backend {g.backend!r}; move it with tensor.to_device(...) or initialize the group on its backend."
+        )
+    p = t.primitive
+    if dev.backend.is_autodiff and t.kind is Float:
+        p = dev.backend.inner(p)
+    return p, inner.backend
+
+
+def _wrap(p: Any, like: Tensor) -> Tensor:
+    dev = like.device
+    if dev.backend.is_autodiff and like.kind is Float:
+        p = dev.backend.from_inner(p)
+    return Tensor(p, dev, like.kind)
+
+
+def _nbytes(ib: Any, p: Any) -> int:
+    n = 1
+    for s in ib.shape(p):
+        n *= s
+    return n * int(ib.dtype(p).itemsize)
+
+
+def _run(g: ProcessGroup, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call the engine, turning its failures (a peer gone, a timeout, mismatched shapes) into CollectiveError."""
+    try:
+        return fn(*args, **kwargs)
+    except CollectiveError:
+        raise
+    except Exception as exc:
+        raise CollectiveError(
+            f"{op} failed in the {g.engine} engine (rank {g.rank} of {g.world_size}, timeout {g.timeout} s): "
+            f"{type(exc).__name__}: {exc}. Every rank must call the same collectives in the same order, with "
+            "tensors of the same shape and dtype; a rank that died or timed out breaks the group."
+        ) from exc
+
+
+def _check_op(op: str, where: str) -> None:
+    if op not in _OPS:
+        raise CollectiveError(f"{where}: op must be one of {', '.join(map(repr, _OPS))}; got {op!r}.")
+
+
+def _check_mean(t: Tensor, op: str, where: str) -> None:
+    if op == "mean" and t.kind is not Float:
+        raise KindError(
+            f"{where}: op='mean' needs a Float tensor, got a {t.kind} tensor ({t.dtype}); use op='sum', or "
+            "convert it with .float() first."
+        )
+
+
+def _reduce(g: ProcessGroup, ib: Any, p: Any, kind: Any, op: str, *, owned: bool, where: str) -> Any:
+    """Sum (or mean) of primitive ``p`` over the ranks; Bool is reduced as a logical or."""
+    eng = g._collectives
+    if kind is Bool:
+        r = _run(g, where, eng.all_reduce, ib.bool_into_int(p), owned=True)
+        return ib.greater(r, 0)
+    r = _run(g, where, eng.all_reduce, p, owned=owned)
+    if op == "mean" and g.world_size > 1:
+        r = ib.div(r, float(g.world_size))
+    return r
+
+
+def all_reduce(tensor: Tensor, op: str = "sum", group: ProcessGroup | None = None) -> Tensor:
+    """The element-wise ``op`` of ``tensor`` over every rank of the group (Burn's ``all_reduce``).
+
+    Every rank calls it with a tensor of the same shape and dtype and gets the same result: a new
+    tensor on ``tensor``'s device, of its kind and dtype; ``tensor`` is not written. Float, Int and
+    Bool tensors (any shape, rank 0 too); a Bool ``"sum"`` is the logical or over the ranks. An
+    Autodiff tensor is reduced by value: the result is an untracked constant (reduce gradients
+    after ``backward``).
+
+    Args:
+        tensor: this rank's values, any shape ``[...]``.
+        op: ``"sum"`` or ``"mean"`` (the sum divided by ``world_size`` in the tensor's float dtype;
+            Float tensors only).
+        group: the process group (default: the initialized one).
+
+    Returns:
+        A tensor of ``tensor``'s shape, dtype, kind and device.
+
+    Raises:
+        CollectiveError: no group initialized, an unknown ``op``, a tensor of another backend than
+            the group's, or the engine failed (mismatched shapes, a peer gone, the timeout).
+        KindError: ``op="mean"`` on an Int or Bool tensor.
+    """
+    g = current_group(group, "all_reduce")
+    _check_op(op, "all_reduce")
+    _check_mean(tensor, op, "all_reduce")
+    p, ib = _unwrap(tensor, g, "all_reduce")
+    g.stats.calls += 1
+    g.stats.bytes += _nbytes(ib, p)
+    return _wrap(_reduce(g, ib, p, tensor.kind, op, owned=False, where="all_reduce"), tensor)
+
+
+def all_reduce_many(tensors: Sequence[Tensor], op: str = "sum", group: ProcessGroup | None = None, *,
+                    bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> list[Tensor]:
+    """:func:`all_reduce` of each tensor, in as few collective calls as ``bucket_bytes`` allows.
+
+    The gradient-averaging primitive of data-parallel training (PyTorch DDP's gradient buckets):
+    tensors of the same dtype and device are flattened, in order, into buckets of at most
+    ``bucket_bytes`` (a larger tensor gets a bucket of its own), each bucket is reduced with ONE
+    engine call, and the results are split back into the tensors' shapes. The bytes sent equal the
+    sum of the tensors' sizes; ``group.stats.calls`` grows by the number of buckets. Bool tensors
+    (logical or) are reduced one by one. Every rank passes the same list of shapes and dtypes.
+
+    Args:
+        tensors: this rank's tensors (Float, Int or Bool; Autodiff tensors by value).
+        op: ``"sum"`` or ``"mean"`` (Float tensors only).
+        group: the process group (default: the initialized one).
+        bucket_bytes: the bucket size in bytes (default 25 MiB, as DDP's ``bucket_cap_mb=25``).
+
+    Returns:
+        The reduced tensors, in order, each of its input's shape, dtype, kind and device.
+
+    Raises:
+        CollectiveError, KindError: as :func:`all_reduce`; ``bucket_bytes`` not a positive int.
+    """
+    g = current_group(group, "all_reduce_many")
+    _check_op(op, "all_reduce_many")
+    if not isinstance(bucket_bytes, int) or bucket_bytes <= 0:
+        raise CollectiveError(f"all_reduce_many: bucket_bytes must be a positive int, got {bucket_bytes!r}.")
+    tensors = list(tensors)
+    prims: list[tuple[Any, Any]] = []
+    for t in tensors:
+        _check_mean(t, op, "all_reduce_many")
+        prims.append(_unwrap(t, g, "all_reduce_many"))
+    out: list[Any] = [None] * len(tensors)
+    # buckets: per (device, dtype), tensors in order, a new bucket when the next one would overflow
+    open_buckets: dict[tuple[Any, Any], list[int]] = {}
+    open_bytes: dict[tuple[Any, Any], int] = {}
+    buckets: list[list[int]] = []
+    for i, (t, (p, ib)) in enumerate(zip(tensors, prims)):
+        if t.kind is Bool:
+            buckets.append([i])
+            continue
+        key = (t.device.inner, ib.dtype(p))
+        nb = _nbytes(ib, p)
+        cur = open_buckets.get(key)
+        if cur is None or open_bytes[key] + nb > bucket_bytes:
+            cur = open_buckets[key] = []
+            open_bytes[key] = 0
+            buckets.append(cur)
+        cur.append(i)
+        open_bytes[key] += nb
+    for idx in buckets:
+        ib = prims[idx[0]][1]
+        kind = tensors[idx[0]].kind
+        g.stats.calls += 1
+        if len(idx) == 1:
+            p = prims[idx[0]][0]
+            g.stats.bytes += _nbytes(ib, p)
+            out[idx[0]] = _reduce(g, ib, p, kind, op, owned=False, where="all_reduce_many")
+            continue
+        shapes = [ib.shape(prims[i][0]) for i in idx]
+        sizes = [_numel(s) for s in shapes]
+        flat = ib.cat([ib.reshape(prims[i][0], (n,)) for i, n in zip(idx, sizes)], 0)
+        g.stats.bytes += _nbytes(ib, flat)
+        red = _reduce(g, ib, flat, kind, op, owned=True, where="all_reduce_many")
+        o = 0
+        for i, s, n in zip(idx, shapes, sizes):
+            out[i] = ib.reshape(ib.slice(red, (slice(o, o + n, 1),)), s)
+            o += n
+    return [_wrap(p, t) for p, t in zip(out, tensors)]
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def broadcast(tensor: Tensor, src: int = 0, group: ProcessGroup | None = None) -> Tensor:
+    """Rank ``src``'s ``tensor`` on every rank (Burn's ``broadcast``).
+
+    Every rank passes a tensor of the same shape and dtype (the others' values are ignored) and
+    gets a new tensor with ``src``'s values, on its own tensor's device, kind and dtype. Float, Int
+    and Bool; an Autodiff tensor gives an untracked constant.
+
+    Args:
+        tensor: the values to send (on ``src``) or a tensor of their shape and dtype (elsewhere).
+        src: the sending rank, ``0 <= src < world_size``.
+        group: the process group (default: the initialized one).
+
+    Raises:
+        CollectiveError: no group initialized, ``src`` out of range, a tensor of another backend,
+            or the engine failed.
+    """
+    g = current_group(group, "broadcast")
+    if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < g.world_size:
+        raise CollectiveError(
+            f"broadcast: src must be a rank in [0, {g.world_size}) (world_size {g.world_size}); got {src!r}."
+        )
+    p, ib = _unwrap(tensor, g, "broadcast")
+    g.stats.calls += 1
+    g.stats.bytes += _nbytes(ib, p)
+    return _wrap(_run(g, "broadcast", g._collectives.broadcast, p, src), tensor)
+
+
+def all_gather(tensor: Tensor, group: ProcessGroup | None = None) -> list[Tensor]:
+    """Every rank's ``tensor``, in rank order (Burn's ``all_gather``).
+
+    Every rank passes a tensor of the same shape and dtype and gets ``world_size`` new tensors of
+    that shape, on its own tensor's device, kind and dtype (stack them with ``Tensor.stack`` or
+    ``Tensor.cat``). Float, Int and Bool; Autodiff tensors give untracked constants.
+
+    Returns:
+        ``[rank 0's tensor, rank 1's, ...]``.
+
+    Raises:
+        CollectiveError: no group initialized, a tensor of another backend, or the engine failed.
+    """
+    g = current_group(group, "all_gather")
+    p, ib = _unwrap(tensor, g, "all_gather")
+    g.stats.calls += 1
+    g.stats.bytes += _nbytes(ib, p)
+    return [_wrap(q, tensor) for q in _run(g, "all_gather", g._collectives.all_gather, p)]
+
+
+def barrier(group: ProcessGroup | None = None) -> None:
+    """Wait until every rank of the group has called ``barrier``.
+
+    Raises:
+        CollectiveError: no group initialized, or the engine failed (a peer gone, the timeout).
+    """
+    g = current_group(group, "barrier")
+    g.stats.calls += 1
+    _run(g, "barrier", g._collectives.barrier)

@@ -1,0 +1,82 @@
+"""Learning strategies (Burn's ``LearningStrategy``: ``SingleDevice``, ``MultiDevice``, ``DistributedDataParallel``).
+
+A strategy says where the Learner trains: one device of one process (the default), several devices of one process
+(data-parallel inside one program), or one process per device with gradients averaged over the processes
+(``torch.distributed``, ``jax.distributed``; :mod:`ember.distributed` runs the collectives). Pass one to
+``LearnerBuilder.learning_strategy``; ``LearnerBuilder.devices`` with several devices means :class:`MultiDevice`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import LearnerError
+
+__all__ = ["LearningStrategy", "SingleDevice", "MultiDevice", "DistributedDataParallel"]
+
+
+class LearningStrategy:
+    """Base class of the learning strategies (Burn's ``LearningStrategy`` enum)."""
+
+
+@dataclass(frozen=True)
+class SingleDevice(LearningStrategy):
+    """Train on one device of this process (Burn's ``LearningStrategy::SingleDevice``; the default).
+
+    Args:
+        device: the training device (an autodiff device); ``None`` takes ``LearnerBuilder.devices`` or the
+            model's device.
+    """
+
+    device: Any = None
+
+
+@dataclass(frozen=True)
+class MultiDevice(LearningStrategy):
+    """Data-parallel training on several devices of this process (Burn's ``LearningStrategy::MultiDevice``):
+    each step's batch is split across the devices and the gradients averaged, inside one program where the
+    backend compiles one (jax: the step runs sharded over the devices).
+
+    Args:
+        devices: two or more autodiff devices of one backend.
+    """
+
+    devices: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class DistributedDataParallel(LearningStrategy):
+    """One process per device, gradients averaged across the processes after each backward pass (Burn's
+    ``LearningStrategy::DistributedDataParallel``, PyTorch's DDP).
+
+    Start the processes with ``torchrun --nproc-per-node N train.py`` or ``python -m ember_train.launch --nproc N
+    train.py``; each runs the same script. The Learner then:
+
+    - joins the process group (:func:`ember.distributed.init_process_group` from the launcher's environment,
+      unless one is initialized already), and broadcasts the parameters from rank 0 so that they start equal;
+    - shards the data loaders by rank (``DataLoader.shard(rank, world_size)``: the loader's ``batch_size`` is the
+      per-rank batch, the global batch is ``batch_size * world_size``);
+    - averages the gradients with ``all_reduce_many(..., op="mean")`` (bucketed: one collective per
+      ``bucket_bytes`` of gradients) between the backward pass and the optimizer step, so every rank applies the
+      same update and the optimizer states stay equal;
+    - sums the metrics' numerators and denominators over the ranks before logging, so the logged values are the
+      single-process ones of the global batch;
+    - writes checkpoints, metric logs, the summary, plots, trackers and the dashboard on rank 0 only.
+
+    Args:
+        timeout: seconds a collective may wait for the other ranks (the process group's timeout): a rank that
+            died or hangs makes the survivors fail with a ``CollectiveError`` within it, never a hang.
+        bucket_bytes: the gradient bytes reduced by one collective (PyTorch DDP's 25 MiB).
+        backend: the Ember backend of the process group; ``None`` takes the training device's.
+    """
+
+    timeout: float = 60.0
+    bucket_bytes: int = 25 * 2**20
+    backend: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.timeout > 0:
+            raise LearnerError(f"DistributedDataParallel: timeout must be > 0 seconds, got {self.timeout!r}.")
+        if not isinstance(self.bucket_bytes, int) or self.bucket_bytes < 1:
+            raise LearnerError(f"DistributedDataParallel: bucket_bytes must be an int >= 1, got {self.bucket_bytes!r}.")

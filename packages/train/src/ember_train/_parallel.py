@@ -1,0 +1,257 @@
+"""What the Learner does differently under ``DistributedDataParallel``, in one object per ``fit``.
+
+:class:`Replicas` joins the process group, makes the parameters equal (broadcast from rank 0), shards the loaders,
+averages the gradients, sums the metrics' host values and makes the ranks agree on stopping. Every rank calls
+each method at the same point of the loop, in the same order (the collectives' rule): the Learner's loop is the
+same on every rank because every rank runs the same number of steps (``DataLoader.shard``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ember import Float, Tensor
+
+from ._app_logger import LOGGER
+from ._errors import LearnerError
+from ._learning_strategy import DistributedDataParallel
+
+__all__ = ["DeviceReplicas", "Replicas"]
+
+
+def _lift(t: Tensor, like: Tensor) -> Tensor:
+    """``t`` (a collective's result, possibly on the inner device) on ``like``'s device."""
+    if t.device is like.device:
+        return t
+    if like.device.inner is t.device:
+        return Tensor.from_inner(t, like.device)
+    return t.to_device(like.device)
+
+
+class Replicas:
+    """The process group of a ``DistributedDataParallel`` fit and the collectives the Learner needs.
+
+    Raises (from :meth:`start`):
+        LearnerError: the training backend has no collective ops, or the group cannot be joined.
+    """
+
+    def __init__(self, strategy: DistributedDataParallel) -> None:
+        self.strategy = strategy
+        self.group: Any = None
+        self.rank = 0
+        self.world_size = 1
+        self._owned = False
+        self._device: Any = None
+        #: whether any rank asked to stop, as agreed by the last :meth:`reduce_grads` given ``stop``
+        self.stop_seen = False
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    # -- the group -------------------------------------------------------------------------------------
+    def start(self, device: Any) -> None:
+        """Join the process group (from the launcher's environment) unless one is initialized already."""
+        from ember import distributed as dist
+
+        backend = device.inner.backend
+        if not getattr(backend, "supports_collectives", False):
+            raise LearnerError(
+                f"DistributedDataParallel: the {backend.name!r} backend has no collective ops, so it cannot average "
+                "gradients across processes; train with a backend that has them (torch, numpy with ember-backend-torch "
+                "installed, jax) or without the DistributedDataParallel strategy."
+            )
+        if dist.is_initialized():
+            self.group = dist.get_process_group()
+        else:
+            try:
+                self.group = dist.init_process_group(self.strategy.backend or device.inner,
+                                                     timeout=self.strategy.timeout)
+            except Exception as exc:
+                raise LearnerError(
+                    f"DistributedDataParallel: could not join the process group ({type(exc).__name__}: {exc}). Start "
+                    "the ranks with `python -m ember_train.launch --nproc N train.py` or `torchrun --nproc-per-node N "
+                    "train.py` (they set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)."
+                ) from exc
+            self._owned = True
+        self._device = self.group.device
+        self.rank = int(self.group.rank)
+        self.world_size = int(self.group.world_size)
+        LOGGER.info("DistributedDataParallel: rank %d of %d (%s, engine %s)", self.rank, self.world_size,
+                    getattr(self.group, "backend", "?"), getattr(self.group, "engine", "?"))
+
+    def log_stats(self) -> None:
+        """Log what went through the group's collectives (calls and bytes this rank sent) to the experiment log."""
+        stats = getattr(self.group, "stats", None)
+        if stats is not None:
+            LOGGER.info("DistributedDataParallel: %d collective calls, %d bytes sent by rank %d", stats.calls,
+                        stats.bytes, self.rank)
+
+    def close(self) -> None:
+        """Leave the group when :meth:`start` joined it."""
+        if self._owned:
+            from ember import distributed as dist
+
+            try:
+                dist.destroy_process_group(self.group)
+            except Exception as exc:  # noqa: BLE001 - leaving must not hide the real error
+                LOGGER.log(logging.WARNING, "Leaving the process group failed: %s", exc)
+            self._owned = False
+
+    # -- data --------------------------------------------------------------------------------------------
+    def shard(self, loader: Any, what: str) -> Any:
+        """``loader.shard(rank, world_size)``; a loader that cannot shard is an error (every rank would train on
+        the whole dataset)."""
+        if loader is None or self.world_size == 1:
+            return loader
+        shard = getattr(loader, "shard", None)
+        if not callable(shard):
+            raise LearnerError(
+                f"DistributedDataParallel: the {what} loader ({type(loader).__name__}) has no shard(rank, world_size), "
+                "so every rank would see the same batches; use an ember.data.DataLoader."
+            )
+        if getattr(loader, "world_size", 1) not in (1, self.world_size):
+            raise LearnerError(
+                f"DistributedDataParallel: the {what} loader is sharded for {loader.world_size} ranks, the process "
+                f"group has {self.world_size}; leave sharding to the Learner."
+            )
+        return shard(self.rank, self.world_size)
+
+    # -- model and gradients -----------------------------------------------------------------------------
+    def sync_model(self, model: Any) -> Any:
+        """The model with rank 0's parameter values on every rank (one broadcast per parameter)."""
+        from ember import distributed as dist
+
+        def fn(param: Any) -> Any:
+            t = param.val()
+            return param.with_val(_lift(dist.broadcast(t.inner(), 0, self.group), t))
+
+        with self._peers("broadcasting the parameters from rank 0"):
+            return model.map(fn)
+
+    def reduce_grads(self, grads: Any, stop: bool | None = None) -> Any:
+        """The gradients averaged over the ranks (``all_reduce_many``: one collective per bucket).
+
+        With ``stop`` (this rank's interrupter), a one-number flag rides in the last bucket, so the ranks agree on
+        stopping without a collective of their own: :attr:`stop_seen` is then whether any rank's ``stop`` was set.
+        """
+        from ember import distributed as dist
+        from ember.optim import GradientsParams
+
+        items = grads.items()
+        if not items:
+            if stop is not None:
+                self.stop_seen = self.any(stop)
+            return grads
+        tensors = [g for _, g in items]
+        if stop is not None:  # last, so that every rank builds the same buckets
+            tensors.append(Tensor.from_data(np.asarray([1.0 if stop else 0.0]), tensors[-1].device, Float))
+        with self._peers("averaging the gradients"):
+            reduced = dist.all_reduce_many(tensors, op="mean", group=self.group,
+                                           bucket_bytes=self.strategy.bucket_bytes)
+        if stop is not None:
+            self.stop_seen = float(reduced.pop().to_numpy().reshape(-1)[0]) > 0
+        return GradientsParams({k: r for (k, _), r in zip(items, reduced)})
+
+    @contextmanager
+    def _peers(self, what: str) -> Iterator[None]:
+        """Turn a failed collective into a ``LearnerError`` that says which rank this is and which ranks may have
+        stopped (with two ranks: the other one)."""
+        from ember import CollectiveError
+
+        try:
+            yield
+        except CollectiveError as exc:
+            others = [r for r in range(self.world_size) if r != self.rank]
+            who = f"rank {others[0]}" if len(others) == 1 else f"one of ranks {others}"
+            raise LearnerError(
+                f"DistributedDataParallel: rank {self.rank} of {self.world_size} stopped while {what}: {who} died, "
+                f"stopped or did not answer within {self.strategy.timeout} s (its own log says why; the launcher "
+                f"names the rank that failed). Resume from the last checkpoint (LearnerBuilder.checkpoint). "
+                f"Cause: {exc}"
+            ) from exc
+
+    # -- host values -------------------------------------------------------------------------------------
+    def sum(self, values: list[float]) -> list[float]:
+        """Element-wise sums over the ranks of a list of host numbers (one collective, float64 on the host
+        where the backend has it)."""
+        from ember import distributed as dist
+
+        if not values:
+            return values
+        t = Tensor.from_data(np.asarray(values, np.float64), self._device, Float)
+        with self._peers("reducing metrics and flags"):
+            out = dist.all_reduce(t, op="sum", group=self.group)
+        return [float(x) for x in out.to_numpy().reshape(-1)]
+
+    def any(self, flag: bool) -> bool:
+        """``True`` on every rank when ``flag`` is true on some rank."""
+        return self.sum([1.0 if flag else 0.0])[0] > 0
+
+    def from_main(self, flag: bool) -> bool:
+        """Rank 0's ``flag`` on every rank."""
+        return self.sum([1.0 if (flag and self.is_main) else 0.0])[0] > 0
+
+
+class DeviceReplicas:
+    """The devices of a ``MultiDevice`` fit: the model and the optimizer state replicated on all of them, each
+    batch split along dim 0 across them, and the compiled step run as one program over the devices (jax: GSPMD
+    partitions it and all-reduces the gradients; ``ember_jax.replicate`` / ``ember_jax.shard_batch``).
+
+    The loader's batch is the global batch. A batch whose dim 0 is not a multiple of the device count (the last,
+    partial one) is replicated instead of split: every device computes it whole, which gives the same result.
+
+    Raises (from the constructor):
+        LearnerError: fewer than two devices, devices of several backends, or a backend that cannot compile one
+            program over several devices (only jax can, for now).
+    """
+
+    def __init__(self, devices: list[Any]) -> None:
+        if len(devices) < 2:
+            raise LearnerError(f"MultiDevice: expected two or more devices, got {len(devices)}.")
+        inner = devices[0].inner.backend
+        if any(d.backend is not devices[0].backend for d in devices):
+            raise LearnerError(f"MultiDevice: the devices must be of one autodiff backend, got {devices!r}.")
+        if inner.name != "jax":
+            raise LearnerError(
+                f"MultiDevice: training on several devices of one process needs a backend that compiles one program "
+                f"over them (jax); the {inner.name!r} backend cannot. Start one process per device with the "
+                "DistributedDataParallel strategy (python -m ember_train.launch --nproc N train.py)."
+            )
+        import ember_jax
+
+        self.devices = list(devices)
+        self._jax = ember_jax
+
+    def replicate(self, obj: Any) -> Any:
+        """``obj`` (a module, an optimizer, a tensor) with its tensors on every device."""
+        return self._jax.replicate(obj, self.devices)
+
+    def place_batch(self, batch: Any) -> Any:
+        """``batch`` with each tensor split across the devices along dim 0 (replicated when dim 0 does not
+        divide); dataclasses, tuples, lists and dicts are walked."""
+        n = len(self.devices)
+
+        def put(t: Any) -> Any:
+            if isinstance(t, Tensor):
+                if t.rank >= 1 and t.shape[0] % n == 0:
+                    return self._jax.shard_batch(t, self.devices)
+                return self._jax.replicate(t, self.devices)
+            if dataclasses.is_dataclass(t) and not isinstance(t, type):
+                return dataclasses.replace(t, **{f.name: put(getattr(t, f.name)) for f in dataclasses.fields(t)
+                                                 if f.init})
+            if isinstance(t, tuple) and hasattr(t, "_fields"):
+                return type(t)(*(put(x) for x in t))
+            if isinstance(t, (tuple, list)):
+                return type(t)(put(x) for x in t)
+            if isinstance(t, dict):
+                return {k: put(v) for k, v in t.items()}
+            return t
+
+        return put(batch)

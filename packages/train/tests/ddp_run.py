@@ -1,0 +1,125 @@
+"""A training run for the data-parallel tests, one process of it (``python ddp_run.py DIR [options]``), started
+alone (one process, the reference) or as each rank by ``python -m ember_train.launch --nproc N``.
+
+It trains ``helpers.Mlp`` without dropout (a random layer would draw other masks per rank) with Adam on a synthetic
+dataset, then writes ``DIR/params-rank<R>.npz`` (every parameter, by path). The Learner writes its usual artifacts
+(rank 0 only under DDP). :class:`FaultyBatcher` kills a rank or slows the ranks down at a given batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import helpers as h  # noqa: E402
+from ember.autodiff import Autodiff  # noqa: E402
+from ember.data import DataLoaderBuilder  # noqa: E402
+from ember.module import ModuleVisitor  # noqa: E402
+from ember.optim import AdamConfig  # noqa: E402
+from ember.record import DoublePrecisionSettings, NamedMpkFileRecorder  # noqa: E402
+from ember_train import DistributedDataParallel, LearnerBuilder  # noqa: E402
+from ember_train.metric import AccuracyMetric, LossMetric  # noqa: E402
+from ember_train.renderer import MetricsRenderer  # noqa: E402
+
+
+class FaultyBatcher:
+    """``helpers.batcher`` that SIGKILLs this process when it makes training batch ``--die-after`` (counted over
+    the epochs) on rank ``--die-rank``, and from batch ``--slow-after`` on writes ``DIR/slow-rank<R>`` and sleeps
+    ``--slow-s`` per batch (so a test can interrupt the run mid-epoch)."""
+
+    def __init__(self, args: argparse.Namespace, rank: int) -> None:
+        self.args, self.rank, self.count = args, rank, 0
+
+    def __call__(self, items: list[Any], device: Any) -> Any:
+        a = self.args
+        self.count += 1
+        if a.die_after is not None and self.count == a.die_after and self.rank == a.die_rank:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if a.slow_after is not None and self.count >= a.slow_after:
+            (Path(a.dir) / f"slow-rank{self.rank}").write_text(str(self.count))
+            time.sleep(a.slow_s)
+        return h.batcher(items, device)
+
+
+class _Params(ModuleVisitor):
+    def __init__(self) -> None:
+        self.out: dict[str, np.ndarray] = {}
+
+    def visit_float(self, path: str, param: Any) -> None:
+        self.out[path] = param.val().to_numpy()
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("dir")
+    p.add_argument("--backend", default="numpy")
+    p.add_argument("--batch", type=int, default=64, help="per-rank batch size")
+    p.add_argument("--items", type=int, default=1280)
+    p.add_argument("--valid-items", type=int, default=200)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--ddp", action="store_true")
+    p.add_argument("--devices", type=int, default=1, help="MultiDevice over this many devices of the backend")
+    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--checkpoint", type=int, default=None)
+    p.add_argument("--compile", action="store_true")
+    p.add_argument("--die-after", type=int, default=None)
+    p.add_argument("--die-rank", type=int, default=1)
+    p.add_argument("--slow-after", type=int, default=None)
+    p.add_argument("--slow-s", type=float, default=0.05)
+    p.add_argument("--artifacts-per-rank", action="store_true", help="artifact directory DIR/rank-<R>")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import ember
+
+    a = parse(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    if a.ddp and a.backend == "jax":  # jax joins the run before it creates a device
+        from ember import distributed
+
+        distributed.init_process_group("jax", timeout=a.timeout)
+    opts = {"float_dtype": "float64"} if a.backend == "numpy" else {}
+    autodiff = Autodiff(ember.backend(a.backend, **opts))
+    device = autodiff.device()
+    devices = autodiff.devices()[:a.devices] if a.devices > 1 else [device]
+    device.backend.seed(0)
+    model = h.Mlp.init(device, dropout=0.0)
+    if a.ddp and rank != 0:
+        device.backend.seed(1000 + rank)  # other initial values: the broadcast from rank 0 must make them equal
+        model = h.Mlp.init(device, dropout=0.0)
+    train = DataLoaderBuilder(FaultyBatcher(a, rank)).batch_size(a.batch).shuffle(5).build(h.dataset(a.items, 1))
+    valid = DataLoaderBuilder(h.batcher).batch_size(a.batch).build(h.dataset(a.valid_items, 2))
+    artifacts = Path(a.dir) / f"rank-{rank}" if a.artifacts_per_rank else Path(a.dir)
+    b = (LearnerBuilder(artifacts)
+         .metric_train_numeric(AccuracyMetric()).metric_valid_numeric(AccuracyMetric())
+         .metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
+         .with_file_checkpointer(NamedMpkFileRecorder(DoublePrecisionSettings()))
+         .devices(devices).num_epochs(a.epochs).log_interval(1).renderer(MetricsRenderer()).compile(a.compile)
+         .plots(False))
+    if a.ddp:
+        b = b.learning_strategy(DistributedDataParallel(timeout=a.timeout))
+    if a.checkpoint:
+        b = b.checkpoint(a.checkpoint)
+    result = b.build(model, AdamConfig().init(), 1e-2).fit(train, valid)
+    visitor = _Params()
+    result.model.visit(visitor)
+    np.savez(Path(a.dir) / f"params-rank{rank}.npz", **visitor.out)
+    print(f"rank {rank}: epoch {result.epoch}, interrupted={result.interrupted}, resume={result.resume_epoch}")
+    if a.devices > 1:  # the trained parameters live on every device
+        held = {len(p.val().inner().primitive.sharding.device_set) for p in result.model.params()}
+        print(f"parameters on {sorted(held)} devices")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,217 @@
+"""Data-parallel training (``DistributedDataParallel``) through ``python -m ember_train.launch``: equivalence with a
+single process of the global batch, rank-0-only artifacts, a dead rank, Ctrl-C and resume with another world size.
+
+Each test starts real processes (``ddp_run.py``), two ranks over gloo on this machine's CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ember_train import DistributedDataParallel, LearnerBuilder, LearnerError, MultiDevice
+
+HERE = Path(__file__).resolve().parent
+RUN = str(HERE / "ddp_run.py")
+
+pytestmark = pytest.mark.skipif(not __import__("ember").backend("numpy").supports_collectives,
+                                reason="collectives need ember-backend-torch (torch.distributed's gloo)")
+
+
+def _single(d: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, RUN, str(d), *args], capture_output=True, text=True, timeout=120)
+
+
+def _launch(d: Path, nproc: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ember_train.launch", "--nproc", str(nproc), RUN, str(d), "--ddp",
+                           *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _ok(p: subprocess.CompletedProcess[str]) -> None:
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def _params(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def _log(path: Path) -> np.ndarray:
+    return np.asarray([[float(x) for x in line.split(",")] for line in path.read_text().split()])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+def test_two_ranks_of_32_equal_one_process_of_64(tmp_path: Path, backend: str) -> None:
+    """The core check: same seed, 20 steps; 2 ranks x 32 give the parameters and logged metrics of 1 x 64 (jax: 2
+    processes joined by jax.distributed, each step compiled in two halves around the gradient all-reduce)."""
+    if backend != "numpy":
+        pytest.importorskip(f"ember_{backend}")
+    one, two = tmp_path / "one", tmp_path / "two"
+    _ok(_single(one, "--backend", backend, "--batch", "64", "--items", "1280"))
+    _ok(_launch(two, 2, "--backend", backend, "--batch", "32", "--items", "1280"))
+    ref = _params(one / "params-rank0.npz")
+    for rank in (0, 1):
+        got = _params(two / f"params-rank{rank}.npz")
+        for k, v in ref.items():
+            np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-7, err_msg=f"{backend} rank {rank} {k}")
+    for split, metric in [("train", "Loss"), ("train", "Accuracy"), ("valid", "Loss"), ("valid", "Accuracy")]:
+        a, b = _log(one / split / "epoch-1" / f"{metric}.log"), _log(two / split / "epoch-1" / f"{metric}.log")
+        assert a.shape == b.shape and (split != "train" or a.shape[0] == 20)
+        np.testing.assert_allclose(b, a, rtol=1e-5, err_msg=f"{split} {metric}")
+    s1, s2 = (d / "summary.json" for d in (one, two))
+    assert s1.is_file() and s2.is_file()
+
+
+def test_torchrun_starts_the_same_run(tmp_path: Path) -> None:
+    """``torchrun --nproc-per-node 2`` (``python -m torch.distributed.run``) instead of Ember's launcher."""
+    pytest.importorskip("ember_torch")
+    one, two = tmp_path / "one", tmp_path / "two"
+    _ok(_single(one, "--backend", "torch", "--batch", "64", "--items", "256"))
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", RUN, str(two), "--ddp",
+                        "--backend", "torch", "--batch", "32", "--items", "256"], capture_output=True, text=True,
+                       timeout=120)
+    _ok(p)
+    ref, got = _params(one / "params-rank0.npz"), _params(two / "params-rank1.npz")
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-7, err_msg=k)
+
+
+def test_multi_device_in_one_process_equals_one_device(tmp_path: Path) -> None:
+    """MultiDevice on 2 forced CPU devices of jax (one compiled program over both, the batch of 64 split in two):
+    the parameters and logged metrics of one device with the whole batch; a resume continues it exactly."""
+    pytest.importorskip("ember_jax")
+    one, two = tmp_path / "one", tmp_path / "two"
+    _ok(_single(one, "--backend", "jax", "--batch", "64"))
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    p = subprocess.run([sys.executable, RUN, str(two), "--backend", "jax", "--batch", "64", "--devices", "2",
+                        "--compile"], capture_output=True, text=True, timeout=120, env=env)
+    _ok(p)
+    assert "parameters on [2] devices" in p.stdout
+    ref, got = _params(one / "params-rank0.npz"), _params(two / "params-rank0.npz")
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-7, err_msg=k)
+    for split, metric in [("train", "Loss"), ("train", "Accuracy"), ("valid", "Loss"), ("valid", "Accuracy")]:
+        a, b = _log(one / split / "epoch-1" / f"{metric}.log"), _log(two / split / "epoch-1" / f"{metric}.log")
+        np.testing.assert_allclose(b, a, rtol=1e-5, err_msg=f"{split} {metric}")
+    # resumed from its checkpoint for a second epoch: the parameters of two uninterrupted epochs
+    args = ["--backend", "jax", "--batch", "64", "--devices", "2", "--compile", "--items", "256"]
+    for d, extra in ((tmp_path / "resumed", ["--epochs", "1"]), (tmp_path / "resumed", ["--epochs", "2",
+                                                                                         "--checkpoint", "1"]),
+                     (tmp_path / "straight", ["--epochs", "2"])):
+        _ok(subprocess.run([sys.executable, RUN, str(d), *args, *extra], capture_output=True, text=True,
+                           timeout=120, env=env))
+    ref, got = _params(tmp_path / "straight" / "params-rank0.npz"), _params(tmp_path / "resumed" / "params-rank0.npz")
+    for k, v in ref.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-6, err_msg=f"resumed {k}")
+
+
+def test_only_rank_0_writes_artifacts(tmp_path: Path) -> None:
+    _ok(_launch(tmp_path, 2, "--items", "256", "--batch", "32", "--artifacts-per-rank"))
+    main, other = tmp_path / "rank-0", tmp_path / "rank-1"
+    for name in ("summary.json", "summary.txt", "experiment.log", "train/epoch-1/Loss.log", "checkpoint"):
+        assert (main / name).exists(), name
+    assert not other.exists() or list(other.iterdir()) == []
+    assert (tmp_path / "params-rank1.npz").is_file()  # rank 1 trained
+
+
+def test_dead_rank_stops_the_run_then_resume_completes_with_another_world_size(tmp_path: Path) -> None:
+    """Rank 1 is SIGKILLed in epoch 2 (of 3, 4 steps an epoch): the launcher names it and exits non-zero within
+    60 s; the run resumes from checkpoint 1 with 2 ranks, and also with 1 process."""
+    args = ("--items", "256", "--epochs", "3", "--timeout", "20", "--batch", "32")
+    start = time.monotonic()
+    p = _launch(tmp_path, 2, *args, "--die-after", "6")
+    assert time.monotonic() - start < 60
+    assert p.returncode != 0
+    assert "rank 1" in p.stderr and "SIGKILL" in p.stderr, p.stderr
+    assert (tmp_path / "checkpoint" / "model-1.mpk").is_file()
+    assert not (tmp_path / "checkpoint" / "model-2.mpk").exists()
+    copy = tmp_path.parent / (tmp_path.name + "-one")
+    shutil.copytree(tmp_path, copy)
+    resumed = _launch(tmp_path, 2, *args, "--checkpoint", "1")
+    _ok(resumed)
+    assert "rank 0: epoch 3" in resumed.stdout and (tmp_path / "summary.json").is_file()
+    # the same checkpoint, resumed by one process of the same global batch (64)
+    one = _single(copy, *args[:-2], "--batch", "64", "--checkpoint", "1")
+    _ok(one)
+    assert "rank 0: epoch 3" in one.stdout
+
+
+def test_without_a_launcher_the_survivor_fails_naming_the_dead_rank(tmp_path: Path) -> None:
+    """Two ranks started by hand (torchrun's variables, no watching launcher): rank 1 dies, rank 0's next collective
+    fails within the timeout with a LearnerError naming rank 1, instead of hanging."""
+    from ember_train.launch import free_port, rank_environment
+
+    port = free_port()
+    procs = []
+    for rank in (0, 1):
+        env = {**os.environ, **rank_environment(rank, 2, "127.0.0.1", port)}
+        procs.append(subprocess.Popen([sys.executable, RUN, str(tmp_path), "--ddp", "--items", "256", "--batch", "32",
+                                       "--epochs", "3", "--timeout", "10", "--die-after", "3"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    start = time.monotonic()
+    out, err = procs[0].communicate(timeout=60)
+    procs[1].communicate(timeout=60)
+    assert time.monotonic() - start < 60
+    assert procs[1].returncode == -signal.SIGKILL
+    assert procs[0].returncode != 0
+    assert "LearnerError: DistributedDataParallel: rank 0 of 2 stopped" in err and "rank 1 died" in err, err[-2000:]
+
+
+def test_ctrl_c_stops_every_rank_with_a_resumable_checkpoint(tmp_path: Path) -> None:
+    args = ("--items", "256", "--epochs", "2", "--timeout", "20", "--batch", "32")
+    p = subprocess.Popen([sys.executable, "-m", "ember_train.launch", "--nproc", "2", RUN, str(tmp_path), "--ddp",
+                          *args, "--slow-after", "3", "--slow-s", "0.3"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "slow-rank0").exists() and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, out + err
+    assert "interrupted=True, resume=1" in out, out + err
+    assert (tmp_path / "checkpoint" / "model-1.mpk").is_file()
+    copy = tmp_path.parent / (tmp_path.name + "-one")
+    shutil.copytree(tmp_path, copy)
+    half = tmp_path.parent / (tmp_path.name + "-half")
+    shutil.copytree(tmp_path, half)
+    _ok(_launch(tmp_path, 2, *args, "--checkpoint", "1"))
+    # inside epoch 1, resumed by one process of the same global batch: it skips the items already trained on
+    one = _single(copy, *args[:-2], "--batch", "64", "--checkpoint", "1")
+    _ok(one)
+    assert "rank 0: epoch 2" in one.stdout
+    assert "skipping" not in (copy / "experiment.log").read_text()  # same global batch: same iteration
+    # a global batch of 32: twice the iterations already done are skipped
+    _ok(_single(half, *args[:-2], "--batch", "32", "--checkpoint", "1"))
+    assert "skipping" in (half / "experiment.log").read_text()
+
+
+def test_builder_refuses_what_it_cannot_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import helpers as h
+    from ember.optim import SgdConfig
+
+    dev = h.devices()
+    with pytest.raises(LearnerError, match="MultiDevice: training on several devices of one process needs"):
+        LearnerBuilder(tmp_path).devices([dev, dev]).build(h.Classifier.init(dev), SgdConfig().init(), 0.1)
+    with pytest.raises(LearnerError, match="DistributedDataParallel strategy"):
+        LearnerBuilder(tmp_path).learning_strategy(MultiDevice((dev, dev))).build(
+            h.Classifier.init(dev), SgdConfig().init(), 0.1)
+    with pytest.raises(LearnerError, match="two or more devices"):
+        LearnerBuilder(tmp_path).learning_strategy(MultiDevice((dev,))).build(
+            h.Classifier.init(dev), SgdConfig().init(), 0.1)
+    with pytest.raises(LearnerError, match="learning_strategy"):
+        LearnerBuilder(tmp_path).learning_strategy("ddp")  # type: ignore[arg-type]
+    with pytest.raises(LearnerError, match="timeout"):
+        DistributedDataParallel(timeout=0)
+    dev = h.devices()
+    monkeypatch.setattr(dev.inner.backend, "supports_collectives", False)
+    with pytest.raises(LearnerError, match="needs collective ops"):
+        LearnerBuilder(tmp_path).devices([dev]).learning_strategy(DistributedDataParallel()).build(
+            h.Classifier.init(dev), SgdConfig().init(), 0.1)
