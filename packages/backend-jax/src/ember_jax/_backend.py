@@ -107,6 +107,11 @@ class JaxBackend(
     # ------------------------------------------------------------------ devices and seeding
     def _by_name(self) -> dict[str, Any]:
         if self._jax_devices is None:
+            # under a launcher (WORLD_SIZE > 1) jax joins the run before it touches a device
+            from ._collectives import auto_join
+
+            auto_join(self)
+        if self._jax_devices is None:
             # this process's devices: in a multi-process run (jax.distributed) jax.devices() also lists the
             # other processes' devices, which this process cannot hold arrays on
             devs = list(jax.local_devices())
