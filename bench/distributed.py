@@ -142,9 +142,9 @@ def _one_program(group: Any, model: Any, optim: Any, batch: Any, grad: Any, step
     the in-program all-reduce, which cannot be timed apart)."""
     import dataclasses
 
-    import ember_jax
     import numpy as np
 
+    import ember_jax
     from ember import Float, Tensor
     from ember import distributed as dist
 

@@ -203,8 +203,8 @@ def shard_batch(tensor: Any, devices: Sequence[Device] | Mesh) -> Any:
     def put_rows(a: Any) -> Any:
         if a.ndim == 0 or a.shape[0] % n:
             raise ShapeError(
-                f"shard_batch: dim 0 of a tensor of shape {list(a.shape)} must be a multiple of the {n} (local) "
-                "devices; "
+                f"shard_batch: dim 0 of a tensor of shape {list(a.shape)} must be a multiple of the {n} devices"
+                f"{' of this process' if m.is_multi_process else ''}; "
                 "drop the last partial batch (DataLoader drop_last) or pad it."
             )
         return put(a, sharding)
