@@ -49,13 +49,16 @@ def auto_join(backend: Backend) -> None:
     ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` from the environment; timeout
     ``EMBER_DIST_TIMEOUT`` seconds, default 60) unless a group is initialized already. An explicit
     ``init_process_group("jax")`` before any device still works (the backend then finds the group and does
-    nothing); ``EMBER_JAX_AUTO_JOIN=0`` turns the automatic join off.
+    nothing); ``EMBER_JAX_AUTO_JOIN=0`` turns the automatic join off, and so does ``EMBER_BACKEND`` naming another
+    backend (a torch run whose script also makes a jax device: its rendezvous port is torch's).
 
     Raises:
         CollectiveError: the join failed (as :func:`ember.distributed.init_process_group`).
     """
 
     if _JOINING or os.environ.get("EMBER_JAX_AUTO_JOIN", "1") == "0":
+        return
+    if os.environ.get("EMBER_BACKEND", "jax") != "jax":  # the run is another backend's (e.g. torch's on its port)
         return
     try:
         world = int(os.environ.get("WORLD_SIZE", "1"))

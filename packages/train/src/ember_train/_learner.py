@@ -121,7 +121,8 @@ class Learner:
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
 
     Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
-    gradients, which are averaged over the ranks (:class:`~ember_train.DistributedDataParallel` says what else
+    gradients, which are averaged over the ranks; on jax the whole step is one compiled program over the ranks, with
+    the all-reduce inside (:class:`~ember_train.DistributedDataParallel` says what else
     changes: parameters broadcast from rank 0, metrics summed over the ranks, files written by rank 0 only, a stop
     agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are replicated on the devices and
     each batch is split across them; the compiled step runs over all of them.
