@@ -252,3 +252,21 @@ def test_builder_refuses_what_it_cannot_run(tmp_path: Path, monkeypatch: pytest.
     with pytest.raises(LearnerError, match="needs collective ops"):
         LearnerBuilder(tmp_path).devices([dev]).learning_strategy(DistributedDataParallel()).build(
             h.Classifier.init(dev), SgdConfig().init(), 0.1)
+
+
+def test_one_program_needs_equal_blocks_at_every_step() -> None:
+    """The jax DDP step is one program over the ranks only when every rank's batch has the same rows at each step
+    (else the Learner keeps the two halves): the last partial global batch must split evenly."""
+    from ember.data import DataLoaderBuilder, InMemDataset
+    from ember_train._parallel import splits_evenly
+
+    def loader(n: int, batch: int, world: int) -> object:
+        return DataLoaderBuilder(lambda items, device: items).batch_size(batch).build(
+            InMemDataset(list(range(n)))).shard(0, world)
+
+    assert splits_evenly(None, 2)
+    assert splits_evenly(loader(1280, 32, 2), 2)      # no partial batch
+    assert splits_evenly(loader(200, 32, 2), 2)       # 200 % 64 = 8: 4 and 4
+    assert not splits_evenly(loader(201, 32, 2), 2)   # 9: 5 and 4
+    assert splits_evenly(loader(1, 32, 2), 2)         # 1: 1 and the last item again
+    assert not splits_evenly(object(), 2)             # cannot tell

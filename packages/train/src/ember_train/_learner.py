@@ -607,8 +607,9 @@ class Learner:
         gradient accumulation, and when every rank's batches have the same size at each step (else the step is
         split at the gradients, averaged by a collective between the halves). The choice is logged."""
         s = self.s
-        if replicas.world_size < 2 or s.device.inner.backend.name != "jax":
-            return False
+        if replicas.world_size < 2 or s.device.inner.backend.name != "jax" or getattr(replicas.group, "engine",
+                                                                                          None) != "jax":
+            return False  # (a jax program spans the processes only when jax.distributed joined them)
         why = ("the steps are not compiled (LearnerBuilder.compile(False))" if not s.compile
                else "gradients are accumulated" if s.grads_accumulation is not None
                else "the last batch's rows are not split evenly over the ranks" if not (
