@@ -80,10 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "train" and args.nproc > 1 and "RANK" not in os.environ:
         return _relaunch(list(sys.argv[1:] if argv is None else argv), args.nproc, args.backend)
     distributed = args.command == "train" and int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if distributed and args.backend == "jax":  # jax joins the run before it creates a device
-        from ember import distributed as dist
-
-        dist.init_process_group("jax")
+    # on jax, the backend joins the launcher's run (jax.distributed) itself before it makes its first device
     backend = make_backend(args.backend)
     if args.command == "train":
         config = TrainingConfig(ModelConfig(num_classes=10, hidden_size=512), AdamConfig(),

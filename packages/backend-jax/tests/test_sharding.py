@@ -109,3 +109,37 @@ def test_placement_errors() -> None:
         """,
         XLA_FLAGS=FLAGS,
     )
+
+
+def test_process_mesh_in_one_process_and_to_local() -> None:
+    """``process_mesh`` / ``to_local`` (the multi-process data parallelism of ``DistributedDataParallel``) in a
+    single process: the mesh of this process's device; arrays this process holds whole come back unchanged, and
+    dataclasses are walked (a step's item)."""
+    run(
+        f"""
+        import sys, dataclasses
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import jax, numpy as np
+        import ember, ember_jax
+        from ember import Tensor
+        from test_jit import Batch, lr_tensor, mlp, train_step, weights, xor_batch
+        from ember.optim import AdamConfig
+
+        devices = ember.backend("jax").devices()
+        mesh = ember_jax.process_mesh(devices[0])
+        assert mesh.size == 1 and list(mesh.devices.flat) == [devices[0].handle]
+        assert ember_jax.process_mesh(devices[0]) is mesh and ember_jax.process_mesh().size == 1
+        batch = xor_batch(n=8)
+        x = ember_jax.shard_batch(batch.x, mesh)
+        assert x.inner().primitive.sharding.device_set == {{devices[0].handle}} and x.shape == (8, 2)
+        b2 = ember_jax.to_local(Batch(x, batch.y))
+        assert isinstance(b2, Batch) and b2.y.shape == batch.y.shape
+        assert np.array_equal(b2.x.to_numpy(), batch.x.to_numpy())
+        m = mlp(weights())
+        model, optim, lr = ember_jax.replicate((m, AdamConfig().init().init_states(m), lr_tensor(0.05)), mesh)
+        model, loss = ember_jax.jit(train_step)(model, optim, Batch(x, ember_jax.shard_batch(batch.y, mesh)), lr)
+        local = ember_jax.to_local((model, loss))
+        assert np.array_equal(local[1].to_numpy(), loss.to_numpy()) and np.isfinite(loss.to_numpy()).all()
+        """,
+        XLA_FLAGS=FLAGS,
+    )

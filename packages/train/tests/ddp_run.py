@@ -71,6 +71,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--checkpoint", type=int, default=None)
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--log-interval", type=int, default=1)
+    p.add_argument("--auto-join", action="store_true", help="jax: no init_process_group call (the backend joins)")
     p.add_argument("--die-after", type=int, default=None)
     p.add_argument("--die-rank", type=int, default=1)
     p.add_argument("--slow-after", type=int, default=None)
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     a = parse(argv)
     rank = int(os.environ.get("RANK", "0"))
-    if a.ddp and a.backend == "jax":  # jax joins the run before it creates a device
+    if a.ddp and a.backend == "jax" and not a.auto_join:  # jax joins the run before it creates a device
         from ember import distributed
 
         distributed.init_process_group("jax", timeout=a.timeout)
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
          .metric_train_numeric(AccuracyMetric()).metric_valid_numeric(AccuracyMetric())
          .metric_train_numeric(LossMetric()).metric_valid_numeric(LossMetric())
          .with_file_checkpointer(NamedMpkFileRecorder(DoublePrecisionSettings()))
-         .devices(devices).num_epochs(a.epochs).log_interval(1).renderer(MetricsRenderer()).compile(a.compile)
+         .devices(devices).num_epochs(a.epochs).log_interval(a.log_interval).renderer(MetricsRenderer()).compile(a.compile)
          .plots(False))
     if a.ddp:
         b = b.learning_strategy(DistributedDataParallel(timeout=a.timeout))

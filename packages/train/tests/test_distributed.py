@@ -7,6 +7,7 @@ Each test starts real processes (``ddp_run.py``), two ranks over gloo on this ma
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -50,13 +51,18 @@ def _log(path: Path) -> np.ndarray:
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 def test_two_ranks_of_32_equal_one_process_of_64(tmp_path: Path, backend: str) -> None:
-    """The core check: same seed, 20 steps; 2 ranks x 32 give the parameters and logged metrics of 1 x 64 (jax: 2
-    processes joined by jax.distributed, each step compiled in two halves around the gradient all-reduce)."""
+    """The core check: same seed, 20 steps; 2 ranks x 32 give the parameters and logged metrics of 1 x 64.
+
+    jax: the steps compiled, 2 processes joined by jax.distributed without an init_process_group call in the script
+    (the backend joins under the launcher); each step is one compiled program over both ranks (traced once), so
+    the run makes fewer collective calls than steps (the metrics are reduced once, at the end: --log-interval 20)."""
     if backend != "numpy":
         pytest.importorskip(f"ember_{backend}")
     one, two = tmp_path / "one", tmp_path / "two"
-    _ok(_single(one, "--backend", backend, "--batch", "64", "--items", "1280"))
-    _ok(_launch(two, 2, "--backend", backend, "--batch", "32", "--items", "1280"))
+    jax_args = ["--compile"] if backend == "jax" else []
+    _ok(_single(one, "--backend", backend, "--batch", "64", "--items", "1280", *jax_args))
+    ddp_args = [*jax_args, "--auto-join", "--log-interval", "20"] if backend == "jax" else []
+    _ok(_launch(two, 2, "--backend", backend, "--batch", "32", "--items", "1280", *ddp_args))
     ref = _params(one / "params-rank0.npz")
     for rank in (0, 1):
         got = _params(two / f"params-rank{rank}.npz")
@@ -68,6 +74,37 @@ def test_two_ranks_of_32_equal_one_process_of_64(tmp_path: Path, backend: str) -
         np.testing.assert_allclose(b, a, rtol=1e-5, err_msg=f"{split} {metric}")
     s1, s2 = (d / "summary.json" for d in (one, two))
     assert s1.is_file() and s2.is_file()
+    if backend == "jax":
+        log = (two / "experiment.log").read_text()
+        assert "the step is one compiled program over the 2 ranks" in log, log
+        assert "the training step ran as 1 compiled program(s) over the ranks (1 trace(s))" in log, log
+        calls = int(re.search(r"(\d+) collective calls", log).group(1))  # type: ignore[union-attr]
+        assert calls < 20, f"{calls} collective calls for 20 steps: the gradients went through collectives"
+
+
+def test_jax_joins_under_the_launcher_without_init_process_group(tmp_path: Path) -> None:
+    """A plain jax script under ``ember_train.launch --backend jax``: its first device joins the run (auto-join);
+    a script that calls ``init_process_group("jax")`` first still works, and joins once."""
+    pytest.importorskip("ember_jax")
+    script = tmp_path / "join.py"
+    script.write_text(
+        "import sys\n"
+        "import ember\n"
+        "from ember import distributed as dist\n"
+        "if sys.argv[1] == 'explicit':\n"
+        "    dist.init_process_group('jax', timeout=30)\n"
+        "dev = ember.backend('jax').device()\n"
+        "import jax\n"
+        "g = dist.get_process_group()\n"
+        "t = dist.all_reduce(ember.Tensor.from_data([float(g.rank + 1)], dev, ember.Float))\n"
+        "print(f'joined rank {g.rank} of {g.world_size}, jax processes {jax.process_count()}, sum {t.to_numpy()[0]}')\n"
+    )
+    for mode in ("auto", "explicit"):
+        p = subprocess.run([sys.executable, "-m", "ember_train.launch", "--nproc", "2", "--backend", "jax", str(script),
+                            mode], capture_output=True, text=True, timeout=120)
+        _ok(p)
+        for rank in (0, 1):
+            assert f"joined rank {rank} of 2, jax processes 2, sum 3.0" in p.stdout, (mode, p.stdout + p.stderr)
 
 
 def test_torchrun_starts_the_same_run(tmp_path: Path) -> None:
@@ -215,3 +252,21 @@ def test_builder_refuses_what_it_cannot_run(tmp_path: Path, monkeypatch: pytest.
     with pytest.raises(LearnerError, match="needs collective ops"):
         LearnerBuilder(tmp_path).devices([dev]).learning_strategy(DistributedDataParallel()).build(
             h.Classifier.init(dev), SgdConfig().init(), 0.1)
+
+
+def test_one_program_needs_equal_blocks_at_every_step() -> None:
+    """The jax DDP step is one program over the ranks only when every rank's batch has the same rows at each step
+    (else the Learner keeps the two halves): the last partial global batch must split evenly."""
+    from ember.data import DataLoaderBuilder, InMemDataset
+    from ember_train._parallel import splits_evenly
+
+    def loader(n: int, batch: int, world: int) -> object:
+        return DataLoaderBuilder(lambda items, device: items).batch_size(batch).build(
+            InMemDataset(list(range(n)))).shard(0, world)
+
+    assert splits_evenly(None, 2)
+    assert splits_evenly(loader(1280, 32, 2), 2)      # no partial batch
+    assert splits_evenly(loader(200, 32, 2), 2)       # 200 % 64 = 8: 4 and 4
+    assert not splits_evenly(loader(201, 32, 2), 2)   # 9: 5 and 4
+    assert splits_evenly(loader(1, 32, 2), 2)         # 1: 1 and the last item again
+    assert not splits_evenly(object(), 2)             # cannot tell

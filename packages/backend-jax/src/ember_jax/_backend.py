@@ -61,6 +61,10 @@ class JaxBackend(
     :mod:`ember_jax._kernel`. int16, int8, uint8, uint16, uint32, uint64 and bool are available
     through ``Tensor.cast`` (uint64, like int64, turns x64 on).
 
+    Multi-process runs: under a launcher (``WORLD_SIZE > 1`` in the environment) the first device the backend
+    makes joins the run with ``ember.distributed.init_process_group`` (``jax.distributed``), which jax requires
+    before any device is used (see :func:`ember_jax._collectives.auto_join`).
+
     Random numbers: a functional threefry key owned by the backend instance, split by every random
     op (:mod:`ember_jax._random`); :meth:`seed` resets it.
 
@@ -106,6 +110,11 @@ class JaxBackend(
 
     # ------------------------------------------------------------------ devices and seeding
     def _by_name(self) -> dict[str, Any]:
+        if self._jax_devices is None:
+            # under a launcher (WORLD_SIZE > 1) jax joins the run before it touches a device
+            from ._collectives import auto_join
+
+            auto_join(self)
         if self._jax_devices is None:
             # this process's devices: in a multi-process run (jax.distributed) jax.devices() also lists the
             # other processes' devices, which this process cannot hold arrays on

@@ -8,7 +8,8 @@ coordinator and skips it); on the CPU, cross-process collectives go through gloo
 creating jax tensors or devices (jax raises otherwise, and so does this engine, saying so).
 
 Each collective is one compiled XLA program over a 1-D ``Mesh`` of one device per process (the group's
-device here, the device at the same local index in the other processes): this process's value becomes
+device here, the device at the same local index in the other processes: :func:`ember_jax.process_mesh`, the
+mesh a ``DistributedDataParallel`` step compiled as one program runs on too): this process's value becomes
 its shard of a global ``[world_size, ...]`` array (``jax.make_array_from_single_device_arrays``,
 no copy), and a jitted sum over dim 0 (``all_reduce``), selection of row ``src`` (``broadcast``) or
 identity (``all_gather``) with a replicated output sharding lets GSPMD insert the all-reduce /
@@ -20,18 +21,56 @@ The engine has no per-collective timeout of its own: ``timeout`` bounds the rend
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ember._errors import CollectiveError
+from ember._errors import BackendError, CollectiveError
 from ember.backend import Backend, Collectives, Device
 
-__all__ = ["JaxCollectives"]
+from ._sharding import BATCH_AXIS, process_mesh
+
+__all__ = ["JaxCollectives", "auto_join"]
+
+#: set while :meth:`JaxCollectives.init` runs: the device it makes must not start another join
+_JOINING = False
+
+
+def auto_join(backend: Backend) -> None:
+    """Join the launcher's run before the jax backend makes its first device (``JaxBackend`` calls it).
+
+    Under ``python -m ember_train.launch`` or ``torchrun`` (``WORLD_SIZE > 1`` in the environment), jax has to
+    join with ``jax.distributed.initialize`` before it uses any device, which a training script should not have
+    to know: the first device the backend makes calls ``ember.distributed.init_process_group(backend)`` (with
+    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` from the environment; timeout
+    ``EMBER_DIST_TIMEOUT`` seconds, default 60) unless a group is initialized already. An explicit
+    ``init_process_group("jax")`` before any device still works (the backend then finds the group and does
+    nothing); ``EMBER_JAX_AUTO_JOIN=0`` turns the automatic join off, and so does ``EMBER_BACKEND`` naming another
+    backend (a torch run whose script also makes a jax device: its rendezvous port is torch's).
+
+    Raises:
+        CollectiveError: the join failed (as :func:`ember.distributed.init_process_group`).
+    """
+
+    if _JOINING or os.environ.get("EMBER_JAX_AUTO_JOIN", "1") == "0":
+        return
+    if os.environ.get("EMBER_BACKEND", "jax") != "jax":  # the run is another backend's (e.g. torch's on its port)
+        return
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return
+    if world <= 1 or jax.distributed.is_initialized():
+        return
+    from ember import distributed as dist
+
+    if dist.is_initialized():
+        return
+    dist.init_process_group(backend, timeout=float(os.environ.get("EMBER_DIST_TIMEOUT", "60")))
 
 
 def _sum0(a: Any) -> Any:
@@ -53,6 +92,15 @@ class JaxCollectives(Collectives):
     # ---- group
     def init(self, *, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
              timeout: float, backend: Backend, device: Device | None) -> Device:
+        global _JOINING
+        _JOINING = True
+        try:
+            return self._init(rank, world_size, master_addr, master_port, timeout, backend, device)
+        finally:
+            _JOINING = False
+
+    def _init(self, rank: int, world_size: int, master_addr: str, master_port: int, timeout: float,
+              backend: Backend, device: Device | None) -> Device:
         if world_size > 1:
             if jax.config.values.get("jax_cpu_collectives_implementation") in (None, "", "none"):
                 jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -71,26 +119,15 @@ class JaxCollectives(Collectives):
             self._joined = True
         dev = device if device is not None else backend.device()
         mine = dev.handle
-        if mine.process_index != jax.process_index():
-            raise CollectiveError(f"the group's device {dev} belongs to another process; pass one of this process's.")
-        local = [d for d in jax.local_devices() if d.platform == mine.platform]
-        index = local.index(mine)
-        per_process: dict[int, list[Any]] = {}
-        for d in jax.devices(mine.platform):
-            per_process.setdefault(d.process_index, []).append(d)
-        if len(per_process) != world_size:
+        try:
+            self._mesh = process_mesh(mine)
+        except BackendError as exc:
+            raise CollectiveError(str(exc)) from None
+        if self._mesh.size != world_size:
             raise CollectiveError(
-                f"jax sees {len(per_process)} process(es) with {mine.platform} devices, expected {world_size}; every "
+                f"jax sees {self._mesh.size} process(es) with {mine.platform} devices, expected {world_size}; every "
                 "rank must call init_process_group('jax') with the same world size."
             )
-        try:
-            devs = [sorted(per_process[p], key=lambda d: d.id)[index] for p in sorted(per_process)]
-        except IndexError:
-            raise CollectiveError(
-                f"the group's device {dev} is local device {index} of this process, which another process lacks; "
-                "use the same local device index on every rank."
-            ) from None
-        self._mesh = Mesh(np.array(devs, dtype=object), ("ranks",))
         self._mine = mine
         self._world = world_size
         return dev
@@ -114,7 +151,7 @@ class JaxCollectives(Collectives):
     def _global(self, p: Any) -> Any:
         """The ``[world_size, *p.shape]`` array whose row ``rank`` is ``p`` (this process's shard)."""
         x = jnp.expand_dims(jax.device_put(p, self._mine), 0)
-        sharding = NamedSharding(self._mesh, P("ranks"))  # type: ignore[arg-type]
+        sharding = NamedSharding(self._mesh, P(BATCH_AXIS))  # type: ignore[arg-type]
         return jax.make_array_from_single_device_arrays((self._world, *p.shape), sharding, [x])
 
     # ---- collectives

@@ -31,6 +31,7 @@ from ember.module import Module
 from ._out import OutWalk, generate, holds_ember
 from ._rebuild import Rebuild, rebuild
 from ._scan import Scan, foreign_error
+from ._sharding import put
 from ._tree import Flat, ForeignTensor, fast_spec, shift_spec
 from ._tree import _f_dict as _flat_dict
 from ._tree import _f_seq as _flat_seq
@@ -161,7 +162,7 @@ class CompiledStep:
         if ksh is not None:  # inputs over several devices: the keys join them (only after a seed, or at first)
             for j in range(len(leaves) - len(entry.keys), len(leaves)):
                 if leaves[j].sharding != ksh:
-                    leaves[j] = jax.device_put(leaves[j], ksh)
+                    leaves[j] = put(leaves[j], ksh)
         tls = self._tls
         tls.call = (args, kwargs, fl, entry)
         try:

@@ -38,10 +38,10 @@ def normalize_states(o: Optimizer, fl: Flat) -> None:
     if changed is not None:
         spread = _spread(fl, states)
         if spread is not None:
-            from ._sharding import _place
+            from ._sharding import _place, put
 
             placed = _place(list(changed.values()),  # a list: jax sorts dict keys, and ParamIds do not order
-                            lambda a: a if len(a.sharding.device_set) > 1 else jax.device_put(a, spread))
+                            lambda a: a if len(a.sharding.device_set) > 1 else put(a, spread))
             changed = dict(zip(changed, placed))
         o._states = changed
 

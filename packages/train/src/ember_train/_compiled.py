@@ -4,6 +4,8 @@ Each step is one function of its inputs, so a backend that compiles (jax: ``embe
 pass, Ember's backward pass and the optimizer update as one program:
 
 - ``train(model, optim, batch, lr) -> (model, item)``: ``model.train_step(batch)`` then ``optim.step``;
+  ``train(model, optim, batch, lr, stops) -> (model, item, stops.sum())`` under ``DistributedDataParallel`` on jax,
+  where the step is one program over the ranks (the ranks' stop flags ride in it);
 - ``grad(model, batch) -> (grads, item)`` and ``update(model, optim, grads, lr) -> model``: the same step split in
   two for gradient accumulation (the accumulator sums the gradients eagerly between them);
 - ``valid(model, batch) -> item``: ``model.valid_step(batch)``, called on ``model.valid()``.
@@ -85,9 +87,14 @@ class CompiledSteps:
             )
         return out
 
-    def _train(self, model: Any, optim: Any, batch: Any, lr: Any) -> tuple[Any, Any]:
+    def _train(self, model: Any, optim: Any, batch: Any, lr: Any, stops: Any = None) -> tuple[Any, ...]:
         out = self._train_output(model, batch)
-        return optim.step(lr, model, out.grads), out.item
+        new = optim.step(lr, model, out.grads)
+        if stops is None:
+            return new, out.item
+        # a DistributedDataParallel step compiled as one program over the ranks: ``stops`` holds each rank's stop
+        # flag (split over the ranks like a batch); their sum rides in the program's all-reduce
+        return new, out.item, stops.sum()
 
     def _grad(self, model: Any, batch: Any) -> tuple[Any, Any]:
         out = self._train_output(model, batch)

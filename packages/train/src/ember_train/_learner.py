@@ -11,6 +11,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ember import BackendError
 
 from ._app_logger import LOGGER
@@ -22,7 +24,7 @@ from ._errors import LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter, sigint_stops
 from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice
 from ._metrics_set import MetricsSet
-from ._parallel import DeviceReplicas, Replicas
+from ._parallel import DeviceReplicas, Replicas, splits_evenly
 from ._records import load_state, state_record
 from ._store import MetricStore, Split
 from ._strategy import CheckpointingAction, CheckpointingStrategy
@@ -119,7 +121,8 @@ class Learner:
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
 
     Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
-    gradients, which are averaged over the ranks (:class:`~ember_train.DistributedDataParallel` says what else
+    gradients, which are averaged over the ranks; on jax the whole step is one compiled program over the ranks, with
+    the all-reduce inside (:class:`~ember_train.DistributedDataParallel` says what else
     changes: parameters broadcast from rank 0, metrics summed over the ranks, files written by rank 0 only, a stop
     agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are replicated on the devices and
     each batch is split across them; the compiled step runs over all of them.
@@ -290,10 +293,15 @@ class Learner:
         valid.replay()
         LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
-        # data-parallel: the step is split at the gradients, which are averaged over the ranks between the two halves
-        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None or replicas is not None)
+        # data-parallel: the step is split at the gradients, which are averaged over the ranks between the two halves;
+        # on jax it is one program over the ranks instead (XLA all-reduces the gradients inside it)
+        one_program = replicas is not None and self._one_program(replicas, loader_train, loader_valid)
+        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None
+                              or (replicas is not None and not one_program))
         if steps.compiled and hasattr(optim, "init_states"):
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
+        if one_program:
+            self._multi = DeviceReplicas.across_processes(device)
         if self._multi is not None:  # every tensor a step takes lives on all the devices
             model, optim = self._multi.replicate(model), self._multi.replicate(optim)
             steps.place = self._multi.replicate
@@ -306,8 +314,9 @@ class Learner:
         resume_epoch = None
         for epoch in range(start, s.num_epochs + 1):
             if s.seed is not None:
-                # data-parallel ranks draw different random numbers (dropout masks) for their different samples
-                rank = replicas.rank if replicas is not None else 0
+                # data-parallel ranks draw different random numbers (dropout masks) for their different samples; a step
+                # that is one program over the ranks draws them for the global batch from one key (as one process)
+                rank = replicas.rank if replicas is not None and not one_program else 0
                 device.backend.seed(s.seed * 1_000_003 + epoch + 7_919 * rank)
             model, done = self._train_epoch(steps, model, optim, scheduler, loader_train, train, epoch,
                                              skip if epoch == start else 0, first=epoch == start)
@@ -331,7 +340,8 @@ class Learner:
                 for action in actions:
                     if action.kind == "save":
                         if saving is not None:
-                            saving.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+                            saving.save(epoch, self._local(model).into_record(),
+                                        state_record(self._local(optim), "optimizer"),
                                         state_record(scheduler, "scheduler"))
                         saved.add(epoch)
                         LOGGER.info("Saved checkpoint %d", epoch)
@@ -355,6 +365,11 @@ class Learner:
                 self._note(f"Early stopping after epoch {epoch}: {stop_reason}.")
                 break
 
+        if one_program:  # this process's copy of the trained model, and of the PRNG key
+            LOGGER.info("DistributedDataParallel: the training step ran as %d compiled program(s) over the ranks "
+                        "(%d trace(s))", getattr(steps.train, "cache_size", 0), getattr(steps.train, "trace_count", 0))
+            model = self._local(model)
+            self._multi.release_keys(device)  # type: ignore[union-attr]
         summary = self._summary(model, store, metrics_train, metrics_valid)
         if replicas is None or replicas.is_main:
             summary.save(s.artifact_dir)
@@ -415,6 +430,7 @@ class Learner:
         steps.phase = OTHER
         try:
             item = steps.valid(vm, self._place(batch))
+            item = self._local(item, self._multi.rows if self._multi is not None else None)
         except LearnerError:
             raise
         except Exception as exc:
@@ -441,7 +457,8 @@ class Learner:
             accumulator = GradientsAccumulator()
         replicas = self._replicas
         train_fn: Callable[..., tuple[Any, Any]] = (
-            partial(self._replicated_step, steps, replicas) if replicas is not None
+            partial(self._one_program_step, steps, replicas) if replicas is not None and self._multi is not None
+            else partial(self._replicated_step, steps, replicas) if replicas is not None
             else steps.train if accumulator is None else _no_train_fn)
         it = iter(loader)
         start = time.perf_counter()
@@ -555,6 +572,7 @@ class Learner:
         try:
             for iteration, batch in enumerate(it, 1):
                 item = steps.valid(vm, self._place(batch))
+                item = self._local(item, self._multi.rows if self._multi is not None else None)
                 done, tot = _progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
                 if iteration % s.log_interval == 0 or iteration == total:
@@ -578,6 +596,34 @@ class Learner:
         """``batch`` split across the devices under ``MultiDevice``; unchanged otherwise."""
         return batch if self._multi is None else self._multi.place_batch(batch)
 
+    def _local(self, obj: Any, rows: int | None = None) -> Any:
+        """``obj`` (a step's results, the model, the optimizer) with this rank's part of each array that a step
+        compiled as one program over the ranks spread over them (``ember_jax.to_local``; ``rows``: the global
+        batch's, whose per-sample results give this rank's rows); unchanged otherwise."""
+        return obj if self._multi is None else self._multi.local(obj, rows)
+
+    def _one_program(self, replicas: Replicas, loader_train: Any, loader_valid: Any) -> bool:
+        """Whether the DDP step runs as one compiled program over the ranks: on jax with compiled steps, without
+        gradient accumulation, and when every rank's batches have the same size at each step (else the step is
+        split at the gradients, averaged by a collective between the halves). The choice is logged."""
+        s = self.s
+        if replicas.world_size < 2 or s.device.inner.backend.name != "jax" or getattr(replicas.group, "engine",
+                                                                                          None) != "jax":
+            return False  # (a jax program spans the processes only when jax.distributed joined them)
+        why = ("the steps are not compiled (LearnerBuilder.compile(False))" if not s.compile
+               else "gradients are accumulated" if s.grads_accumulation is not None
+               else "the last batch's rows are not split evenly over the ranks" if not (
+                   splits_evenly(loader_train, replicas.world_size)
+                   and splits_evenly(loader_valid, replicas.world_size))
+               else None)
+        if why is not None:
+            LOGGER.info("DistributedDataParallel: the step is split at the gradients, averaged by a collective "
+                        "between the halves: %s.", why)
+            return False
+        LOGGER.info("DistributedDataParallel: the step is one compiled program over the %d ranks (jax; XLA "
+                    "all-reduces the gradients inside it).", replicas.world_size)
+        return True
+
     def _agree(self, flag: bool) -> bool:
         """``flag`` on one process; under DDP, whether any rank's ``flag`` is set (every rank gets the same answer,
         so that all stop at the same step)."""
@@ -595,6 +641,22 @@ class Learner:
         grads = replicas.reduce_grads(grads, stop=self.s.interrupter.should_stop())
         return steps.update(model, optim, grads, lr), item
 
+    def _one_program_step(self, steps: CompiledSteps, replicas: Replicas, model: Any, optim: Any, batch: Any,
+                          lr: Any) -> tuple[Any, Any]:
+        """The DDP training step as one program over the ranks (jax): ``batch`` is already this rank's block of the
+        global batch, the model and optimizer are replicated over the ranks; the ranks' stop flags ride in the
+        program (``replicas.stop_seen``). The item comes back as this rank's part (its rows; the loss is the
+        global batch's, which the metrics' weighted mean over the ranks keeps)."""
+        from ember import Float, Tensor
+
+        multi = self._multi
+        assert multi is not None
+        stop = 1.0 if self.s.interrupter.should_stop() else 0.0
+        stops = multi.split(Tensor.from_data(np.asarray([stop]), steps.device.inner, Float))
+        model, item, seen = steps.train(model, optim, batch, lr, stops)
+        replicas.stop_seen = float(multi.local(seen).to_numpy().reshape(-1)[0]) > 0
+        return model, multi.local(item, multi.rows)
+
     def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, saving: LearnerCheckpointer | None,
                           model: Any, optim: Any, scheduler: Any, epoch: int) -> int | None:
         it = self._last_iteration
@@ -606,7 +668,7 @@ class Learner:
         if self._global_batch:
             progress.update(global_batch=self._global_batch, items=it * self._global_batch)
         if saving is not None:
-            saving.save(epoch, model.into_record(), state_record(optim, "optimizer"),
+            saving.save(epoch, self._local(model).into_record(), state_record(self._local(optim), "optimizer"),
                         state_record(scheduler, "scheduler"), progress=progress)
         self._note(
             f"Training interrupted at epoch {epoch}, iteration {it}; checkpoint saved in "

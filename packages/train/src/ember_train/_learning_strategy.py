@@ -64,6 +64,14 @@ class DistributedDataParallel(LearningStrategy):
       single-process ones of the global batch;
     - writes checkpoints, metric logs, the summary, plots, trackers and the dashboard on rank 0 only.
 
+    On jax, with compiled steps (the default), each step is instead ONE compiled program over all ranks: the model
+    and optimizer state replicated over ``ember_jax.process_mesh()``, each rank's batch its block of the global
+    batch, the gradient all-reduce inserted by XLA inside the program (no collective call per step; the ranks' stop
+    flags ride in it too). It falls back to the two halves around ``all_reduce_many`` with ``compile(False)``,
+    gradient accumulation, or a last partial global batch that does not split evenly over the ranks (the choice is
+    in ``experiment.log``). Under a launcher the jax backend joins the run by itself before its first device, so the
+    script needs no ``init_process_group("jax")`` call (one before any jax device still works).
+
     Args:
         timeout: seconds a collective may wait for the other ranks (the process group's timeout): a rank that
             died or hangs makes the survivors fail with a ``CollectiveError`` within it, never a hang.

@@ -22,7 +22,7 @@ from ._app_logger import LOGGER
 from ._errors import LearnerError
 from ._learning_strategy import DistributedDataParallel
 
-__all__ = ["DeviceReplicas", "Replicas"]
+__all__ = ["DeviceReplicas", "Replicas", "splits_evenly"]
 
 
 def _lift(t: Tensor, like: Tensor) -> Tensor:
@@ -200,12 +200,15 @@ class Replicas:
 
 
 class DeviceReplicas:
-    """The devices of a ``MultiDevice`` fit: the model and the optimizer state replicated on all of them, each
+    """The devices of a ``MultiDevice`` fit, or the processes of a ``DistributedDataParallel`` fit on jax whose step
+    is one program (:meth:`across_processes`): the model and the optimizer state replicated on all of them, each
     batch split along dim 0 across them, and the compiled step run as one program over the devices (jax: GSPMD
     partitions it and all-reduces the gradients; ``ember_jax.replicate`` / ``ember_jax.shard_batch``).
 
-    The loader's batch is the global batch. A batch whose dim 0 is not a multiple of the device count (the last,
-    partial one) is replicated instead of split: every device computes it whole, which gives the same result.
+    ``MultiDevice``: the loader's batch is the global batch. A batch whose dim 0 is not a multiple of the device
+    count (the last, partial one) is replicated instead of split: every device computes it whole, which gives
+    the same result. Across processes each rank's batch is its block of the global batch (``[n, ...]`` on every
+    rank gives ``[n * world_size, ...]``), and :meth:`local` gives each rank its part of the results back.
 
     Raises (from the constructor):
         LearnerError: fewer than two devices, devices of several backends, or a backend that cannot compile one
@@ -228,21 +231,64 @@ class DeviceReplicas:
 
         self.devices = list(devices)
         self._jax = ember_jax
+        #: what ``ember_jax.replicate`` / ``shard_batch`` place over: the devices, or the processes' mesh
+        self._over: Any = self.devices
+        self._n = len(self.devices)
+        self.processes = False
+        self.rows: int | None = None
+
+    @classmethod
+    def across_processes(cls, device: Any) -> DeviceReplicas:
+        """The processes of a ``jax.distributed`` run, one device each (``ember_jax.process_mesh(device)``): the
+        ``DistributedDataParallel`` step on jax compiled as one program over all ranks."""
+        import ember_jax
+
+        self = cls.__new__(cls)
+        self.devices = [device]
+        self._jax = ember_jax
+        self._over = ember_jax.process_mesh(device)
+        self._n = 1  # each rank's batch is its block: always split
+        self.processes = True
+        self.rows = None
+        return self
 
     def replicate(self, obj: Any) -> Any:
-        """``obj`` (a module, an optimizer, a tensor) with its tensors on every device."""
-        return self._jax.replicate(obj, self.devices)
+        """``obj`` (a module, an optimizer, a tensor) with its tensors on every device (across processes: every
+        rank's copy, equal on all ranks)."""
+        return self._jax.replicate(obj, self._over)
+
+    def local(self, obj: Any, rows: int | None = None) -> Any:
+        """``obj`` with this process's part of each array spread over several processes (``ember_jax.to_local``:
+        the value of a replicated one, this rank's rows of a split one, or of a replicated one with the global
+        batch's ``rows`` rows); unchanged within one process."""
+        return self._jax.to_local(obj, rows) if self.processes else obj
+
+    def split(self, t: Tensor) -> Tensor:
+        """``t`` split along dim 0 over the devices (across processes: each rank's ``t`` is its block)."""
+        return self._jax.shard_batch(t, self._over)
+
+    def release_keys(self, device: Any) -> None:
+        """Across processes: the jax backend's PRNG key (replicated over the ranks by the compiled step) back to
+        this process's copy, so that random ops after ``fit`` run on this process alone."""
+        keys = getattr(device.inner.backend, "_keys", None)
+        if self.processes and keys is not None and keys.key is not None:
+            keys.key = self._jax.to_local(keys.key)
 
     def place_batch(self, batch: Any) -> Any:
         """``batch`` with each tensor split across the devices along dim 0 (replicated when dim 0 does not
-        divide); dataclasses, tuples, lists and dicts are walked."""
-        n = len(self.devices)
+        divide); dataclasses, tuples, lists and dicts are walked. :attr:`rows` is then the global batch's rows
+        (dim 0 of its first split tensor)."""
+        n = self._n
+        self.rows = None
 
         def put(t: Any) -> Any:
             if isinstance(t, Tensor):
                 if t.rank >= 1 and t.shape[0] % n == 0:
-                    return self._jax.shard_batch(t, self.devices)
-                return self._jax.replicate(t, self.devices)
+                    out = self._jax.shard_batch(t, self._over)
+                    if self.rows is None:
+                        self.rows = out.shape[0]
+                    return out
+                return self._jax.replicate(t, self._over)
             if dataclasses.is_dataclass(t) and not isinstance(t, type):
                 return dataclasses.replace(t, **{f.name: put(getattr(t, f.name)) for f in dataclasses.fields(t)
                                                  if f.init})
@@ -255,3 +301,16 @@ class DeviceReplicas:
             return t
 
         return put(batch)
+
+
+def splits_evenly(loader: Any, world_size: int) -> bool:
+    """Whether every rank's batches of the sharded ``loader`` have the same size at each step (the last, partial
+    global batch is cut with ``numpy.array_split``, see ``ember.data.DataLoader``), which a step compiled as one
+    program over the ranks needs. ``None`` splits evenly; a loader that does not say its size does not."""
+    if loader is None:
+        return True
+    num_items, global_batch = getattr(loader, "num_items", None), getattr(loader, "global_batch_size", None)
+    if not callable(num_items) or not global_batch:
+        return False
+    rest = int(num_items()) % int(global_batch)
+    return rest == 0 or len({max(len(p), 1) for p in np.array_split(np.arange(rest), world_size)}) == 1
