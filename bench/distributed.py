@@ -14,10 +14,17 @@ the samples of 1). Reported per backend and process count:
   ``stats``: one call per bucket) against the parameter bytes (target: one all-reduce of the gradients per step,
   at most 1.1x the parameter bytes per rank).
 
+With 2 processes, numpy and torch get a second row, ``overlapped``: the step the Learner runs by default on eager
+backends (``Replicas.grads_overlapped``: ``ember.autodiff.grad_ready_hook`` feeds an ``ember.distributed.Bucketer``
+whose buckets, in reverse parameter order with a first bucket of 1 MiB as PyTorch DDP, are all-reduced with
+torch.distributed's ``async_op=True`` while the backward pass goes on; the stop flag rides in the last bucket).
+Its ``all-reduce ms`` is what is left to wait for after the backward pass returns. jax's compiled step keeps the
+reduction after the backward pass (its multi-process collectives block), so it has no such row.
+
 On this 2-core machine two processes share the two cores (each numpy process runs 1 BLAS thread, torch 1
 intra-op thread), so no speed-up is expected: the table shows what the collectives cost, not a scaling curve.
 
-    python bench/distributed.py [--only numpy,torch,jax] [--steps 30] [--batch 64]
+    python bench/distributed.py [--only numpy,torch,jax] [--steps 30] [--batch 64] [--no-overlap-rows]
 
 Not a test: nothing asserts on time.
 """
@@ -40,7 +47,7 @@ REPO = HERE.parent
 BACKENDS = ("numpy", "torch", "jax")
 
 
-def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
+def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: bool) -> None:
     """One rank: time ``steps`` data-parallel guide steps, write ``out/rank<R>.json``."""
     import ember
     from ember import distributed as dist
@@ -88,6 +95,14 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
 
         lr = Tensor.from_data(np.asarray([1e-4]), device.inner, Float)
     param_bytes = sum(p.val().num_elements() * 4 for p in model.params())
+    replicas = None
+    if overlap:  # the Learner's overlapped DDP step (ember_train._parallel.Replicas)
+        from ember_train import DistributedDataParallel
+        from ember_train._parallel import Replicas
+
+        replicas = Replicas(DistributedDataParallel())
+        replicas.start(device)
+        assert replicas.overlaps(grad_c is not grad), "this backend's step cannot overlap"
     step_s: list[float] = []
     reduce_s: list[float] = []
     calls = nbytes = 0
@@ -95,16 +110,28 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
         dist.barrier(group)
         group.stats.reset()
         t0 = time.perf_counter()
-        grads, loss = grad_c(model, batch)
-        items = grads.items()
-        tensors = [g for _, g in items]
-        for t in tensors:  # the backward pass has finished before the clock of the all-reduce starts
-            if backend_name == "jax":
-                t.primitive.block_until_ready()
-        t1 = time.perf_counter()
-        reduced = dist.all_reduce_many(tensors, op="mean", group=group)
-        t2 = time.perf_counter()
-        model = update_c(model, optim, GradientsParams({k: r for (k, _), r in zip(items, reduced)}), lr)
+        if replicas is not None:
+            marks: list[float] = []
+
+            def grad_step(model: Any = model, marks: list[float] = marks) -> tuple[Any, Any]:
+                out = grad_c(model, batch)
+                marks.append(time.perf_counter())  # backward returned: what follows is the wait for the buckets
+                return out
+
+            new_grads, loss = replicas.grads_overlapped(model, grad_step, lambda: False)
+            t1, t2 = marks[0], time.perf_counter()
+        else:
+            grads, loss = grad_c(model, batch)
+            items = grads.items()
+            tensors = [g for _, g in items]
+            for t in tensors:  # the backward pass has finished before the clock of the all-reduce starts
+                if backend_name == "jax":
+                    t.primitive.block_until_ready()
+            t1 = time.perf_counter()
+            reduced = dist.all_reduce_many(tensors, op="mean", group=group)
+            t2 = time.perf_counter()
+            new_grads = GradientsParams({k: r for (k, _), r in zip(items, reduced)})
+        model = update_c(model, optim, new_grads, lr)
         float(loss.to_numpy().reshape(-1)[0])  # the host read a logging loop does
         if backend_name == "jax":  # jax dispatches asynchronously: the update has finished when the clock stops
             for p in model.params():
@@ -121,10 +148,11 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
     dist.destroy_process_group(group)
 
 
-def _run(backend: str, nproc: int, steps: int, batch: int) -> dict[str, Any] | None:
+def _run(backend: str, nproc: int, steps: int, batch: int, overlap: bool = False) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory() as d:
         cmd = [sys.executable, "-m", "ember_train.launch", "--nproc", str(nproc), str(Path(__file__).resolve()),
-               "--worker", d, "--backend", backend, "--steps", str(steps), "--batch", str(batch)]
+               "--worker", d, "--backend", backend, "--steps", str(steps), "--batch", str(batch),
+               *(["--overlap"] if overlap else [])]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"{backend} x{nproc} failed:\n{p.stdout}\n{p.stderr}", file=sys.stderr)
@@ -137,23 +165,29 @@ def main() -> int:
     ap.add_argument("--only", default=",".join(BACKENDS))
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64, help="images per process and step (default 64)")
+    ap.add_argument("--no-overlap-rows", action="store_true", help="skip the overlapped rows (numpy, torch)")
+    ap.add_argument("--overlap", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        _worker(Path(args.worker), args.backend, args.steps, args.batch)
+        _worker(Path(args.worker), args.backend, args.steps, args.batch, args.overlap)
         return 0
     print(f"# guide step, {args.batch} images per process, {args.steps} steps, {os.cpu_count()} cores\n")
-    print("| backend | processes | engine | step ms | all-reduce ms | all-reduce share | samples/s per process "
-          "| samples/s total | calls/step | bytes/step | vs parameter bytes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| backend | processes | reduction | engine | step ms | all-reduce ms | all-reduce share "
+          "| samples/s per process | samples/s total | calls/step | bytes/step | vs parameter bytes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for backend in args.only.split(","):
-        for nproc in (1, 2):
-            r = _run(backend, nproc, args.steps, args.batch)
+        runs = [(1, False), (2, False)]
+        if backend != "jax" and not args.no_overlap_rows:
+            runs.append((2, True))
+        for nproc, overlap in runs:
+            r = _run(backend, nproc, args.steps, args.batch, overlap)
             if r is None:
                 continue
             per = r["batch"] / (r["step_ms"] / 1e3)
-            print(f"| {backend} | {nproc} | {r['engine']} | {r['step_ms']:.1f} | {r['reduce_ms']:.2f} | "
+            how = "overlapped" if overlap else "after backward"
+            print(f"| {backend} | {nproc} | {how} | {r['engine']} | {r['step_ms']:.1f} | {r['reduce_ms']:.2f} | "
                   f"{100 * r['reduce_ms'] / r['step_ms']:.1f} % | {per:.0f} | {per * nproc:.0f} | {r['calls']} | "
                   f"{r['bytes']:,} | {r['bytes'] / r['param_bytes']:.2f}x |", flush=True)
     return 0

@@ -591,6 +591,10 @@ class Learner:
                          lr: Any) -> tuple[Any, Any]:
         """The DDP training step: this rank's gradients, averaged over the ranks, then the optimizer step (the
         same update on every rank). The ranks' stop flags ride with the gradients (``replicas.stop_seen``)."""
+        if replicas.overlaps(steps.compiled):  # the buckets' all-reduces launched during the backward pass
+            grads, item = replicas.grads_overlapped(model, partial(steps.grad, model, batch),
+                                                    self.s.interrupter.should_stop)
+            return steps.update(model, optim, grads, lr), item
         grads, item = steps.grad(model, batch)
         grads = replicas.reduce_grads(grads, stop=self.s.interrupter.should_stop())
         return steps.update(model, optim, grads, lr), item
