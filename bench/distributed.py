@@ -18,7 +18,10 @@ With 2 processes, numpy and torch get a second row, ``overlapped``: the step the
 backends (``Replicas.grads_overlapped``: ``ember.autodiff.grad_ready_hook`` feeds an ``ember.distributed.Bucketer``
 whose buckets, in reverse parameter order with a first bucket of 1 MiB as PyTorch DDP, are all-reduced with
 torch.distributed's ``async_op=True`` while the backward pass goes on; the stop flag rides in the last bucket).
-Its ``all-reduce ms`` is what is left to wait for after the backward pass returns. jax's compiled step keeps the
+A third row, ``overlapped, 1 MiB buckets``, uses ``DistributedDataParallel(bucket_bytes=2**20,
+first_bucket_bytes=2**20)``: the guide's big linear layer (2 MB of gradients, final early in the backward pass)
+then gets a bucket of its own, reduced while the convolutions' gradients are computed. In the overlapped rows ``all-reduce ms`` is what is left
+to wait for after the backward pass returns. jax's compiled step keeps the
 reduction after the backward pass (its multi-process collectives block), so it has no such row.
 
 On this 2-core machine two processes share the two cores (each numpy process runs 1 BLAS thread, torch 1
@@ -47,7 +50,7 @@ REPO = HERE.parent
 BACKENDS = ("numpy", "torch", "jax")
 
 
-def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: bool) -> None:
+def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: int) -> None:
     """One rank: time ``steps`` data-parallel guide steps, write ``out/rank<R>.json``."""
     import ember
     from ember import distributed as dist
@@ -100,7 +103,8 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: 
         from ember_train import DistributedDataParallel
         from ember_train._parallel import Replicas
 
-        replicas = Replicas(DistributedDataParallel())
+        replicas = Replicas(DistributedDataParallel() if overlap == 1 else
+                            DistributedDataParallel(bucket_bytes=overlap, first_bucket_bytes=overlap))
         replicas.start(device)
         assert replicas.overlaps(grad_c is not grad), "this backend's step cannot overlap"
     step_s: list[float] = []
@@ -148,11 +152,11 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: 
     dist.destroy_process_group(group)
 
 
-def _run(backend: str, nproc: int, steps: int, batch: int, overlap: bool = False) -> dict[str, Any] | None:
+def _run(backend: str, nproc: int, steps: int, batch: int, overlap: int = 0) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory() as d:
         cmd = [sys.executable, "-m", "ember_train.launch", "--nproc", str(nproc), str(Path(__file__).resolve()),
                "--worker", d, "--backend", backend, "--steps", str(steps), "--batch", str(batch),
-               *(["--overlap"] if overlap else [])]
+               "--overlap", str(overlap)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"{backend} x{nproc} failed:\n{p.stdout}\n{p.stderr}", file=sys.stderr)
@@ -166,7 +170,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64, help="images per process and step (default 64)")
     ap.add_argument("--no-overlap-rows", action="store_true", help="skip the overlapped rows (numpy, torch)")
-    ap.add_argument("--overlap", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--overlap", type=int, default=0, help=argparse.SUPPRESS)  # 0 off, 1 default buckets, else bytes
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -178,15 +182,15 @@ def main() -> int:
           "| samples/s per process | samples/s total | calls/step | bytes/step | vs parameter bytes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for backend in args.only.split(","):
-        runs = [(1, False), (2, False)]
+        runs = [(1, 0), (2, 0)]
         if backend != "jax" and not args.no_overlap_rows:
-            runs.append((2, True))
+            runs += [(2, 1), (2, 2**20)]
         for nproc, overlap in runs:
             r = _run(backend, nproc, args.steps, args.batch, overlap)
             if r is None:
                 continue
             per = r["batch"] / (r["step_ms"] / 1e3)
-            how = "overlapped" if overlap else "after backward"
+            how = {0: "after backward", 1: "overlapped"}.get(overlap, f"overlapped, {overlap >> 20} MiB buckets")
             print(f"| {backend} | {nproc} | {how} | {r['engine']} | {r['step_ms']:.1f} | {r['reduce_ms']:.2f} | "
                   f"{100 * r['reduce_ms'] / r['step_ms']:.1f} % | {per:.0f} | {per * nproc:.0f} | {r['calls']} | "
                   f"{r['bytes']:,} | {r['bytes'] / r['param_bytes']:.2f}x |", flush=True)
