@@ -20,9 +20,9 @@ whose buckets, in reverse parameter order with a first bucket of 1 MiB as PyTorc
 torch.distributed's ``async_op=True`` while the backward pass goes on; the stop flag rides in the last bucket).
 A third row, ``overlapped, 1 MiB buckets``, uses ``DistributedDataParallel(bucket_bytes=2**20,
 first_bucket_bytes=2**20)``: the guide's big linear layer (2 MB of gradients, final early in the backward pass)
-then gets a bucket of its own, reduced while the convolutions' gradients are computed. In the overlapped rows ``all-reduce ms`` is what is left
-to wait for after the backward pass returns. jax's compiled step keeps the
-reduction after the backward pass (its multi-process collectives block), so it has no such row.
+then gets a bucket of its own, reduced while the convolutions' gradients are computed. In the overlapped rows
+``all-reduce ms`` is what is left to wait for after the backward pass returns. jax's compiled step keeps the
+reduction after the backward pass (its multi-process collectives block), so it has no such rows.
 
 On this 2-core machine two processes share the two cores (each numpy process runs 1 BLAS thread, torch 1
 intra-op thread), so no speed-up is expected: the table shows what the collectives cost, not a scaling curve.

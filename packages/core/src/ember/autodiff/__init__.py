@@ -22,7 +22,7 @@ from ._errors import AutodiffError
 from ._gradcheck import gradcheck
 from ._gradients import Gradients, grad_id
 from ._graph import AutodiffPrimitive
-from ._hooks import GradReadyHook, grad_ready_hook
+from ._hooks import grad_ready_hook
 from ._table import RULES
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "COMPOSITE",
     "CREATION",
     "DELEGATED",
-    "GradReadyHook",
     "Gradients",
     "HANDLED",
     "RULES",
