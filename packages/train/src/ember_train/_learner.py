@@ -119,7 +119,8 @@ class Learner:
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
 
     Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
-    gradients, which are averaged over the ranks (:class:`~ember_train.DistributedDataParallel` says what else
+    gradients, which are averaged over the ranks (on eager numpy and torch steps the buckets' all-reduces are
+    launched during the backward pass; :class:`~ember_train.DistributedDataParallel` says when, and what else
     changes: parameters broadcast from rank 0, metrics summed over the ranks, files written by rank 0 only, a stop
     agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are replicated on the devices and
     each batch is split across them; the compiled step runs over all of them.

@@ -1,9 +1,11 @@
 """What the Learner does differently under ``DistributedDataParallel``, in one object per ``fit``.
 
 :class:`Replicas` joins the process group, makes the parameters equal (broadcast from rank 0), shards the loaders,
-averages the gradients, sums the metrics' host values and makes the ranks agree on stopping. Every rank calls
-each method at the same point of the loop, in the same order (the collectives' rule): the Learner's loop is the
-same on every rank because every rank runs the same number of steps (``DataLoader.shard``).
+averages the gradients (:meth:`Replicas.grads_overlapped` during the backward pass on eager steps whose engine runs
+collectives asynchronously, :meth:`Replicas.reduce_grads` after it otherwise), sums the metrics' host values and
+makes the ranks agree on stopping. Every rank calls each method at the same point of the loop, in the same order
+(the collectives' rule): the Learner's loop is the same on every rank because every rank runs the same number of
+steps (``DataLoader.shard``).
 """
 
 from __future__ import annotations
