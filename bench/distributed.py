@@ -20,10 +20,20 @@ process stays the same, so 2 processes do twice the samples of 1). Reported per 
   ``stats``: one call per bucket) against the parameter bytes (target: one all-reduce of the gradients per step,
   at most 1.1x the parameter bytes per rank). ``jax``: 0, the all-reduce is part of the step's program.
 
+With 2 processes, numpy and torch get a second row, ``overlapped``: the step the Learner runs by default on eager
+backends (``Replicas.grads_overlapped``: ``ember.autodiff.grad_ready_hook`` feeds an ``ember.distributed.Bucketer``
+whose buckets, in reverse parameter order with a first bucket of 1 MiB as PyTorch DDP, are all-reduced with
+torch.distributed's ``async_op=True`` while the backward pass goes on; the stop flag rides in the last bucket).
+A third row, ``overlapped, 1 MiB buckets``, uses ``DistributedDataParallel(bucket_bytes=2**20,
+first_bucket_bytes=2**20)``: the guide's big linear layer (2 MB of gradients, final early in the backward pass)
+then gets a bucket of its own, reduced while the convolutions' gradients are computed. In the overlapped rows
+``all-reduce ms`` is what is left to wait for after the backward pass returns. jax has no such rows: its step is one
+program with the all-reduce inside (``jax``), or two halves with a blocking all-reduce between them (``jax-split``).
+
 On this 2-core machine two processes share the two cores (each numpy process runs 1 BLAS thread, torch 1
 intra-op thread), so no speed-up is expected: the table shows what the collectives cost, not a scaling curve.
 
-    python bench/distributed.py [--only numpy,torch,jax,jax-split] [--steps 30] [--batch 64]
+    python bench/distributed.py [--only numpy,torch,jax,jax-split] [--steps 30] [--batch 64] [--no-overlap-rows]
 
 Not a test: nothing asserts on time.
 """
@@ -46,7 +56,7 @@ REPO = HERE.parent
 BACKENDS = ("numpy", "torch", "jax", "jax-split")
 
 
-def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
+def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: int) -> None:
     """One rank: time ``steps`` data-parallel guide steps, write ``out/rank<R>.json``."""
     import ember
     from ember import distributed as dist
@@ -103,6 +113,15 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
 
         lr = Tensor.from_data(np.asarray([1e-4]), device.inner, Float)
     param_bytes = sum(p.val().num_elements() * 4 for p in model.params())
+    replicas = None
+    if overlap:  # the Learner's overlapped DDP step (ember_train._parallel.Replicas)
+        from ember_train import DistributedDataParallel
+        from ember_train._parallel import Replicas
+
+        replicas = Replicas(DistributedDataParallel() if overlap == 1 else
+                            DistributedDataParallel(bucket_bytes=overlap, first_bucket_bytes=overlap))
+        replicas.start(device)
+        assert replicas.overlaps(grad_c is not grad), "this backend's step cannot overlap"
     step_s: list[float] = []
     reduce_s: list[float] = []
     calls = nbytes = 0
@@ -110,16 +129,28 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int) -> None:
         dist.barrier(group)
         group.stats.reset()
         t0 = time.perf_counter()
-        grads, loss = grad_c(model, batch)
-        items = grads.items()
-        tensors = [g for _, g in items]
-        for t in tensors:  # the backward pass has finished before the clock of the all-reduce starts
-            if backend_name == "jax":
-                t.primitive.block_until_ready()
-        t1 = time.perf_counter()
-        reduced = dist.all_reduce_many(tensors, op="mean", group=group)
-        t2 = time.perf_counter()
-        model = update_c(model, optim, GradientsParams({k: r for (k, _), r in zip(items, reduced)}), lr)
+        if replicas is not None:
+            marks: list[float] = []
+
+            def grad_step(model: Any = model, marks: list[float] = marks) -> tuple[Any, Any]:
+                out = grad_c(model, batch)
+                marks.append(time.perf_counter())  # backward returned: what follows is the wait for the buckets
+                return out
+
+            new_grads, loss = replicas.grads_overlapped(model, grad_step, lambda: False)
+            t1, t2 = marks[0], time.perf_counter()
+        else:
+            grads, loss = grad_c(model, batch)
+            items = grads.items()
+            tensors = [g for _, g in items]
+            for t in tensors:  # the backward pass has finished before the clock of the all-reduce starts
+                if backend_name == "jax":
+                    t.primitive.block_until_ready()
+            t1 = time.perf_counter()
+            reduced = dist.all_reduce_many(tensors, op="mean", group=group)
+            t2 = time.perf_counter()
+            new_grads = GradientsParams({k: r for (k, _), r in zip(items, reduced)})
+        model = update_c(model, optim, new_grads, lr)
         float(loss.to_numpy().reshape(-1)[0])  # the host read a logging loop does
         if backend_name == "jax":  # jax dispatches asynchronously: the update has finished when the clock stops
             for p in model.params():
@@ -189,10 +220,11 @@ def _one_program(group: Any, model: Any, optim: Any, batch: Any, grad: Any, step
             "inside": True, "calls": calls, "bytes": nbytes, "param_bytes": param_bytes, "traces": step.trace_count}
 
 
-def _run(backend: str, nproc: int, steps: int, batch: int) -> dict[str, Any] | None:
+def _run(backend: str, nproc: int, steps: int, batch: int, overlap: int = 0) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory() as d:
         cmd = [sys.executable, "-m", "ember_train.launch", "--nproc", str(nproc), str(Path(__file__).resolve()),
-               "--worker", d, "--backend", backend, "--steps", str(steps), "--batch", str(batch)]
+               "--worker", d, "--backend", backend, "--steps", str(steps), "--batch", str(batch),
+               "--overlap", str(overlap)]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"{backend} x{nproc} failed:\n{p.stdout}\n{p.stderr}", file=sys.stderr)
@@ -205,26 +237,33 @@ def main() -> int:
     ap.add_argument("--only", default=",".join(BACKENDS))
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64, help="images per process and step (default 64)")
+    ap.add_argument("--no-overlap-rows", action="store_true", help="skip the overlapped rows (numpy, torch)")
+    ap.add_argument("--overlap", type=int, default=0, help=argparse.SUPPRESS)  # 0 off, 1 default buckets, else bytes
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--backend", default="numpy", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        _worker(Path(args.worker), args.backend, args.steps, args.batch)
+        _worker(Path(args.worker), args.backend, args.steps, args.batch, args.overlap)
         return 0
     print(f"# guide step, {args.batch} images per process, {args.steps} steps, {os.cpu_count()} cores\n")
-    print("| backend | processes | engine | step ms | all-reduce ms | all-reduce share | samples/s per process "
-          "| samples/s total | calls/step | bytes/step | vs parameter bytes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| backend | processes | reduction | engine | step ms | all-reduce ms | all-reduce share "
+          "| samples/s per process | samples/s total | calls/step | bytes/step | vs parameter bytes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for backend in args.only.split(","):
-        for nproc in (1, 2):
-            r = _run(backend, nproc, args.steps, args.batch)
+        runs = [(1, 0), (2, 0)]
+        if backend in ("numpy", "torch") and not args.no_overlap_rows:
+            runs += [(2, 1), (2, 2**20)]
+        for nproc, overlap in runs:
+            r = _run(backend, nproc, args.steps, args.batch, overlap)
             if r is None:
                 continue
             per = r["batch"] / (r["step_ms"] / 1e3)
+            how = {0: "after backward", 1: "overlapped"}.get(overlap, f"overlapped, {overlap >> 20} MiB buckets")
             red, share = f"{r['reduce_ms']:.2f}", f"{100 * r['reduce_ms'] / r['step_ms']:.1f} %"
             if r.get("inside"):  # inside the step's program: the separate program's time, an estimate
+                how = "in the step's program"
                 red, share = (f"in the step ({red})", f"({share})") if nproc > 1 else ("none", "0 %")
-            print(f"| {backend} | {nproc} | {r['engine']} | {r['step_ms']:.1f} | {red} | {share} | {per:.0f} | "
+            print(f"| {backend} | {nproc} | {how} | {r['engine']} | {r['step_ms']:.1f} | {red} | {share} | {per:.0f} | "
                   f"{per * nproc:.0f} | {r['calls']} | {r['bytes']:,} | {r['bytes'] / r['param_bytes']:.2f}x |",
                   flush=True)
     return 0

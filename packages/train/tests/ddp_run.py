@@ -9,6 +9,7 @@ dataset, then writes ``DIR/params-rank<R>.npz`` (every parameter, by path). The 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -58,6 +59,27 @@ class _Params(ModuleVisitor):
         self.out[path] = param.val().to_numpy()
 
 
+def _trace_backward() -> list[list[Any]]:
+    """Record, around every ``Tensor.backward()`` of the run, the process group's collective count (launched
+    collectives, ``group.stats.calls``): ``[["start", n], ["end", m], ...]``. ``m > n`` shows collectives launched
+    while the backward pass ran."""
+    from ember import Tensor
+    from ember import distributed as dist
+
+    events: list[list[Any]] = []
+    plain = Tensor.backward
+
+    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls = dist.get_process_group().stats.calls if dist.is_initialized() else -1
+        events.append(["start", calls])
+        out = plain(self, *args, **kwargs)
+        events.append(["end", dist.get_process_group().stats.calls if dist.is_initialized() else -1])
+        return out
+
+    Tensor.backward = backward  # type: ignore[method-assign]
+    return events
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("dir")
@@ -77,6 +99,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--die-rank", type=int, default=1)
     p.add_argument("--slow-after", type=int, default=None)
     p.add_argument("--slow-s", type=float, default=0.05)
+    p.add_argument("--bucket-bytes", type=int, default=None, help="DistributedDataParallel(bucket_bytes=...)")
+    p.add_argument("--no-overlap", action="store_true", help="DistributedDataParallel(overlap=False)")
+    p.add_argument("--trace", action="store_true",
+                   help="write DIR/trace-rank<R>.json: the group's collective count around each backward()")
     p.add_argument("--artifacts-per-rank", action="store_true", help="artifact directory DIR/rank-<R>")
     return p.parse_args(argv)
 
@@ -109,13 +135,19 @@ def main(argv: list[str] | None = None) -> int:
          .devices(devices).num_epochs(a.epochs).log_interval(a.log_interval).renderer(MetricsRenderer()).compile(a.compile)
          .plots(False))
     if a.ddp:
-        b = b.learning_strategy(DistributedDataParallel(timeout=a.timeout))
+        kw: dict[str, Any] = {"overlap": not a.no_overlap}
+        if a.bucket_bytes is not None:
+            kw.update(bucket_bytes=a.bucket_bytes, first_bucket_bytes=a.bucket_bytes)
+        b = b.learning_strategy(DistributedDataParallel(timeout=a.timeout, **kw))
+    trace = _trace_backward() if a.trace else None
     if a.checkpoint:
         b = b.checkpoint(a.checkpoint)
     result = b.build(model, AdamConfig().init(), 1e-2).fit(train, valid)
     visitor = _Params()
     result.model.visit(visitor)
     np.savez(Path(a.dir) / f"params-rank{rank}.npz", **visitor.out)
+    if trace is not None:
+        (Path(a.dir) / f"trace-rank{rank}.json").write_text(json.dumps(trace))
     print(f"rank {rank}: epoch {result.epoch}, interrupted={result.interrupted}, resume={result.resume_epoch}")
     if a.devices > 1:  # the trained parameters live on every device
         held = {len(p.val().inner().primitive.sharding.device_set) for p in result.model.params()}

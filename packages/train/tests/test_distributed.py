@@ -6,6 +6,7 @@ Each test starts real processes (``ddp_run.py``), two ranks over gloo on this ma
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -105,6 +106,31 @@ def test_jax_joins_under_the_launcher_without_init_process_group(tmp_path: Path)
         _ok(p)
         for rank in (0, 1):
             assert f"joined rank {rank} of 2, jax processes 2, sum 3.0" in p.stdout, (mode, p.stdout + p.stderr)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_overlapped_reduction_launches_buckets_during_backward(tmp_path: Path, backend: str) -> None:
+    """With small buckets, the eager step launches gradient all-reduces while backward() runs (the hook feeds the
+    Bucketer), gets the 1 x 64 result, and DistributedDataParallel(overlap=False) launches none before it returns."""
+    if backend != "numpy":
+        pytest.importorskip(f"ember_{backend}")
+    one, two, off = tmp_path / "one", tmp_path / "two", tmp_path / "off"
+    small = ("--bucket-bytes", "512", "--items", "320", "--trace")
+    _ok(_single(one, "--backend", backend, "--batch", "64", "--items", "320"))
+    _ok(_launch(two, 2, "--backend", backend, "--batch", "32", *small))
+    _ok(_launch(off, 2, "--backend", backend, "--batch", "32", "--no-overlap", *small))
+    ref = _params(one / "params-rank0.npz")
+    for d in (two, off):
+        for rank in (0, 1):
+            got = _params(d / f"params-rank{rank}.npz")
+            for k, v in ref.items():
+                np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-7, err_msg=f"{d.name} rank {rank} {k}")
+    for rank in (0, 1):
+        on = json.loads((two / f"trace-rank{rank}.json").read_text())
+        during = [e[1] - s[1] for s, e in zip(on[::2], on[1::2])]
+        assert len(during) == 5 and all(n >= 1 for n in during), on  # buckets launched before backward returned
+        late = json.loads((off / f"trace-rank{rank}.json").read_text())
+        assert [e[1] - s[1] for s, e in zip(late[::2], late[1::2])] == [0] * 5, late
 
 
 def test_torchrun_starts_the_same_run(tmp_path: Path) -> None:

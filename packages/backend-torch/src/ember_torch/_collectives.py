@@ -13,6 +13,11 @@ back (wrapping as the narrow type would), uint64 as its int64 bits. ``broadcast`
 move any other type as its bytes. The nccl path is written to the same rules but is not tested on
 this project's CPU-only machines.
 
+``all_reduce_async`` (``supports_async``) launches ``dist.all_reduce(..., async_op=True)`` and returns
+at once: gloo reduces on its own threads, nccl on its stream, so a data-parallel step overlaps the
+gradient reduction with the rest of the backward pass; the synchronous ``all_reduce`` is the same
+launch followed by ``wait()``.
+
 Subclasses convert primitives to torch tensors and back (:meth:`_torch`, :meth:`_back`): the numpy
 backend's engine (``ember_numpy._collectives``) is this class on ``torch.from_numpy`` views.
 """
@@ -20,13 +25,14 @@ backend's engine (``ember_numpy._collectives``) is this class on ``torch.from_nu
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from ember._errors import CollectiveError
-from ember.backend import Backend, Collectives, Device
+from ember.backend import Backend, Collectives, Device, Work
 
 __all__ = ["TorchDistributedCollectives"]
 
@@ -41,8 +47,25 @@ def _as_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1).view(torch.uint8)
 
 
+class _TorchWork(Work):
+    """A ``torch.distributed`` work handle; ``finish()`` turns the reduced buffer into the result."""
+
+    __slots__ = ("_work",)
+
+    def __init__(self, work: Any, finish: Callable[[], Any]) -> None:
+        super().__init__(finish)
+        self._work = work
+
+    def wait(self) -> Any:
+        if not self._done:
+            self._work.wait()
+        return super().wait()
+
+
 class TorchDistributedCollectives(Collectives):
     """The ``torch.distributed`` engine on torch primitives (see the module docstring)."""
+
+    supports_async = True
 
     def __init__(self) -> None:
         self.engine = "gloo"
@@ -103,18 +126,25 @@ class TorchDistributedCollectives(Collectives):
 
     # ---- collectives
     def all_reduce(self, p: Any, *, owned: bool = False) -> Any:
+        return self.all_reduce_async(p, owned=owned).wait()
+
+    def all_reduce_async(self, p: Any, *, owned: bool = False) -> Work:
+        """``dist.all_reduce(..., async_op=True)``: gloo runs it on its worker threads, nccl on its stream, while
+        the caller goes on (the overlap of ``ember.distributed.Bucketer``); ``wait()`` gives the sum."""
         t = self._torch(p, copy=not owned)
         if t.dtype in _NATIVE:
-            dist.all_reduce(t)
-        elif t.dtype == torch.uint64:
-            dist.all_reduce(t.view(torch.int64))  # the same bits: the sum modulo 2**64 is the same
-        elif t.dtype in _WIDER:
+            return _TorchWork(dist.all_reduce(t, async_op=True), lambda: self._back(t))
+        if t.dtype == torch.uint64:  # the same bits: the sum modulo 2**64 is the same
+            return _TorchWork(dist.all_reduce(t.view(torch.int64), async_op=True), lambda: self._back(t))
+        if t.dtype in _WIDER:
             w = t.to(_WIDER[t.dtype])
-            dist.all_reduce(w)
-            t.copy_(w)  # a cast back that wraps, as the narrow type's own sum would
-        else:
-            raise CollectiveError(f"all_reduce: torch.distributed cannot reduce {t.dtype} tensors.")
-        return self._back(t)
+
+            def back() -> Any:
+                t.copy_(w)  # a cast back that wraps, as the narrow type's own sum would
+                return self._back(t)
+
+            return _TorchWork(dist.all_reduce(w, async_op=True), back)
+        raise CollectiveError(f"all_reduce: torch.distributed cannot reduce {t.dtype} tensors.")
 
     def broadcast(self, p: Any, src: int) -> Any:
         t = self._torch(p, copy=True)

@@ -121,8 +121,9 @@ class Learner:
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
 
     Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
-    gradients, which are averaged over the ranks; on jax the whole step is one compiled program over the ranks, with
-    the all-reduce inside (:class:`~ember_train.DistributedDataParallel` says what else
+    gradients, which are averaged over the ranks: on eager numpy and torch steps the buckets' all-reduces are
+    launched during the backward pass; on jax the whole step is one compiled program over the ranks, with the
+    all-reduce inside (:class:`~ember_train.DistributedDataParallel` says when, and what else
     changes: parameters broadcast from rank 0, metrics summed over the ranks, files written by rank 0 only, a stop
     agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are replicated on the devices and
     each batch is split across them; the compiled step runs over all of them.
@@ -637,6 +638,10 @@ class Learner:
                          lr: Any) -> tuple[Any, Any]:
         """The DDP training step: this rank's gradients, averaged over the ranks, then the optimizer step (the
         same update on every rank). The ranks' stop flags ride with the gradients (``replicas.stop_seen``)."""
+        if replicas.overlaps(steps.compiled):  # the buckets' all-reduces launched during the backward pass
+            grads, item = replicas.grads_overlapped(model, partial(steps.grad, model, batch),
+                                                    self.s.interrupter.should_stop)
+            return steps.update(model, optim, grads, lr), item
         grads, item = steps.grad(model, batch)
         grads = replicas.reduce_grads(grads, stop=self.s.interrupter.should_stop())
         return steps.update(model, optim, grads, lr), item

@@ -57,9 +57,15 @@ class DistributedDataParallel(LearningStrategy):
       unless one is initialized already), and broadcasts the parameters from rank 0 so that they start equal;
     - shards the data loaders by rank (``DataLoader.shard(rank, world_size)``: the loader's ``batch_size`` is the
       per-rank batch, the global batch is ``batch_size * world_size``);
-    - averages the gradients with ``all_reduce_many(..., op="mean")`` (bucketed: one collective per
-      ``bucket_bytes`` of gradients) between the backward pass and the optimizer step, so every rank applies the
-      same update and the optimizer states stay equal;
+    - averages the gradients over the ranks (bucketed: one collective per ``bucket_bytes`` of gradients) before
+      the optimizer step, so every rank applies the same update and the optimizer states stay equal. With
+      ``overlap`` (the default) on an eager step whose engine runs collectives asynchronously (torch and numpy:
+      torch.distributed's gloo or nccl), each bucket's all-reduce is launched during the backward pass, as soon
+      as its gradients are final (``ember.autodiff.grad_ready_hook`` feeding an ``ember.distributed.Bucketer``;
+      buckets in reverse parameter order, as PyTorch DDP's reducer), and the step waits for them after the
+      backward pass. A compiled step (jax, ``LearnerBuilder.compile()``) is one traced program and jax's
+      multi-process collectives block, so there the gradients are reduced after the backward pass with
+      ``all_reduce_many(..., op="mean")``;
     - sums the metrics' numerators and denominators over the ranks before logging, so the logged values are the
       single-process ones of the global batch;
     - writes checkpoints, metric logs, the summary, plots, trackers and the dashboard on rank 0 only.
@@ -77,14 +83,24 @@ class DistributedDataParallel(LearningStrategy):
             died or hangs makes the survivors fail with a ``CollectiveError`` within it, never a hang.
         bucket_bytes: the gradient bytes reduced by one collective (PyTorch DDP's 25 MiB).
         backend: the Ember backend of the process group; ``None`` takes the training device's.
+        overlap: launch the buckets' all-reduces during the backward pass where the step and the engine allow
+            (see above); ``False`` reduces every gradient after the backward pass.
+        first_bucket_bytes: the size of the first bucket of the overlapped reduction (the last parameters'
+            gradients, final first), at most ``bucket_bytes``: PyTorch DDP's 1 MiB, so that the first collective
+            starts early in the backward pass.
     """
 
     timeout: float = 60.0
     bucket_bytes: int = 25 * 2**20
     backend: str | None = None
+    overlap: bool = True
+    first_bucket_bytes: int = 2**20
 
     def __post_init__(self) -> None:
         if not self.timeout > 0:
             raise LearnerError(f"DistributedDataParallel: timeout must be > 0 seconds, got {self.timeout!r}.")
         if not isinstance(self.bucket_bytes, int) or self.bucket_bytes < 1:
             raise LearnerError(f"DistributedDataParallel: bucket_bytes must be an int >= 1, got {self.bucket_bytes!r}.")
+        if not isinstance(self.first_bucket_bytes, int) or self.first_bucket_bytes < 1:
+            raise LearnerError(
+                f"DistributedDataParallel: first_bucket_bytes must be an int >= 1, got {self.first_bucket_bytes!r}.")

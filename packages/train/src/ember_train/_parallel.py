@@ -1,16 +1,18 @@
 """What the Learner does differently under ``DistributedDataParallel``, in one object per ``fit``.
 
 :class:`Replicas` joins the process group, makes the parameters equal (broadcast from rank 0), shards the loaders,
-averages the gradients, sums the metrics' host values and makes the ranks agree on stopping. Every rank calls
-each method at the same point of the loop, in the same order (the collectives' rule): the Learner's loop is the
-same on every rank because every rank runs the same number of steps (``DataLoader.shard``).
+averages the gradients (:meth:`Replicas.grads_overlapped` during the backward pass on eager steps whose engine runs
+collectives asynchronously, :meth:`Replicas.reduce_grads` after it otherwise), sums the metrics' host values and
+makes the ranks agree on stopping. Every rank calls each method at the same point of the loop, in the same order
+(the collectives' rule): the Learner's loop is the same on every rank because every rank runs the same number of
+steps (``DataLoader.shard``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -158,6 +160,87 @@ class Replicas:
         if stop is not None:
             self.stop_seen = float(reduced.pop().to_numpy().reshape(-1)[0]) > 0
         return GradientsParams({k: r for (k, _), r in zip(items, reduced)})
+
+    def overlaps(self, compiled: bool) -> bool:
+        """Whether a step reduces its gradients during the backward pass (:meth:`grads_overlapped`): the strategy's
+        ``overlap`` is on, the step runs eagerly (a compiled step is one traced program: no hook can fire in it)
+        and the group's engine launches collectives asynchronously (torch.distributed: torch and numpy; jax's
+        multi-process collectives block, so jax keeps the reduction after the backward pass)."""
+        engine = getattr(self.group, "_collectives", None)
+        return bool(self.strategy.overlap and not compiled and getattr(engine, "supports_async", False))
+
+    def grads_overlapped(self, model: Any, grad_step: Callable[[], tuple[Any, Any]],
+                         stop: Callable[[], bool]) -> tuple[Any, Any]:
+        """``grad_step()`` (the step's forward and backward passes, giving ``(grads, item)``) with its gradients
+        averaged over the ranks, the reduction overlapping the backward pass (PyTorch DDP's reducer).
+
+        Buckets are planned from the trainable parameters in reverse order (the order a backward pass makes their
+        gradients final), the first one at most ``first_bucket_bytes``; ``ember.autodiff.grad_ready_hook`` hands
+        each parameter's final gradient to an :class:`ember.distributed.Bucketer`, which launches a bucket's
+        all-reduce as soon as the bucket is full. After ``grad_step`` returns, ``stop()`` (this rank's
+        interrupter) is read and rides in the last bucket as in :meth:`reduce_grads`, then every bucket is
+        waited for. A step whose gradients are not the ones the hook saw (a second ``backward()``, gradients
+        changed inside ``train_step``, a parameter without a gradient) drains the launched buckets and falls back
+        to :meth:`reduce_grads` on the returned gradients, on every rank alike.
+        """
+        from ember import distributed as dist
+        from ember.autodiff import grad_id, grad_ready_hook
+        from ember.optim import GradientsParams
+
+        params, seen = [], set()  # the trainable parameters (ember.optim's rule), each once
+        for p in model.params():
+            if p.require_grad and p.kind is Float and p.id not in seen and grad_id(p.val()) is not None:
+                seen.add(p.id)
+                params.append(p)
+        if not params:
+            grads, item = grad_step()
+            return self.reduce_grads(grads, stop()), item
+        order = params[::-1]
+        inner = params[0].device.inner
+        likes: list[Any] = [p.val().inner() for p in order]  # the gradients' device, shapes and dtypes
+        likes.append(Tensor.from_data(np.zeros(1), inner, Float))  # the stop flag, last
+        s = self.strategy
+        with self._peers("averaging the gradients"):
+            bucketer = dist.Bucketer(likes, "mean", self.group, bucket_bytes=s.bucket_bytes,
+                                     first_bucket_bytes=min(s.first_bucket_bytes, s.bucket_bytes))
+        slot = {grad_id(p.val()): k for k, p in enumerate(order)}
+        given: dict[int, Any] = {}
+        failed: list[BaseException] = []
+
+        def on_ready(leaf_id: int, g: Tensor) -> None:
+            k = slot.get(leaf_id)
+            if k is None or failed:
+                return
+            if k in given:  # a second backward() in the step: the fallback below
+                failed.append(LearnerError("a parameter's gradient was reported twice"))
+                return
+            given[k] = g.primitive
+            try:
+                bucketer.ready(k, g)
+            except Exception as exc:  # noqa: BLE001 - raised after the step, as a LearnerError naming the peers
+                failed.append(exc)
+
+        with grad_ready_hook(on_ready):
+            grads, item = grad_step()
+        flag = Tensor.from_data(np.asarray([1.0 if stop() else 0.0]), inner, Float)
+        items = dict(grads.items())
+        fine = (not failed and len(given) == len(order) and len(items) == len(order)
+                and all(p.id in items and items[p.id].primitive is given[k] for k, p in enumerate(order)))
+        with self._peers("averaging the gradients"):
+            if failed and not isinstance(failed[0], LearnerError):
+                raise failed[0]
+            for k in range(len(order)):  # complete the plan (the values of a fallback are discarded)
+                if k not in given:
+                    bucketer.ready(k, likes[k])
+            bucketer.ready(len(order), flag)
+            reduced = bucketer.wait()
+        self.stop_seen = float(reduced[-1].to_numpy().reshape(-1)[0]) > 0
+        if not fine:
+            LOGGER.debug("DistributedDataParallel: the overlapped reduction did not see the step's gradients; "
+                         "reducing them again after the backward pass")
+            return self.reduce_grads(grads), item
+        by_id = {p.id: reduced[k] for k, p in enumerate(order)}
+        return GradientsParams({p.id: by_id[p.id] for p in params}), item
 
     @contextmanager
     def _peers(self, what: str) -> Iterator[None]:

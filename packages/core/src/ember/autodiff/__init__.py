@@ -12,6 +12,8 @@
 - :class:`Autodiff` wraps any backend; one instance per inner backend.
 - :class:`Gradients` holds the gradients of the tracked leaves (``require_grad()``) reached by
   one ``backward()``; read them with ``t.grad(grads)`` / ``t.grad_remove(grads)``.
+- :func:`grad_ready_hook` (or ``loss.backward(on_grad_ready=...)``) reports each leaf's gradient
+  as soon as it is final, during the sweep (what overlapped data-parallel training hooks into).
 - :data:`RULES` is the table of backward rules (inner-backend primitives only).
 """
 
@@ -20,6 +22,7 @@ from ._errors import AutodiffError
 from ._gradcheck import gradcheck
 from ._gradients import Gradients, grad_id
 from ._graph import AutodiffPrimitive
+from ._hooks import grad_ready_hook
 from ._table import RULES
 
 __all__ = [
@@ -34,5 +37,6 @@ __all__ = [
     "HANDLED",
     "RULES",
     "grad_id",
+    "grad_ready_hook",
     "gradcheck",
 ]

@@ -20,6 +20,7 @@ Every primitive of the backend contract is covered, in one of these ways (:data:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .._dtype import DType
@@ -264,9 +265,12 @@ class Autodiff(Backend):
         """Whether ``p`` is tracked: a leaf or the result of an op on a tracked input."""
         return p.__class__ is AP and p.node is not None
 
-    def backward(self, p: Any) -> Gradients:
+    def backward(self, p: Any, on_ready: Callable[[int, Any], None] | None = None) -> Gradients:
         """Gradients of ``p`` with respect to every tracked leaf it depends on; the seed is a tensor
         of ones of ``p``'s shape (Burn: ``backward`` of a non-scalar sums it). The graph is freed.
+
+        ``on_ready(leaf id, inner primitive)`` is called for each leaf as soon as its gradient is
+        final (:mod:`ember.autodiff._hooks`; ``Tensor.backward(on_grad_ready=...)`` wraps it).
 
         Raises:
             AutodiffError: ``p`` is untracked, or its graph was consumed by an earlier backward.
@@ -281,8 +285,10 @@ class Autodiff(Backend):
         x = p.p
         seed = I.ones(I.shape(x), I.dtype(x), I.device_handle(x))
         if type(node) is Leaf:
+            if on_ready is not None:
+                on_ready(node.id, seed)
             return Gradients({node.id: seed})
-        return Gradients(_sweep(I, node, seed))
+        return Gradients(_sweep(I, node, seed, on_ready))
 
 
 def _cast_back(B: Any, g: Any, dtype: Any, ps: Any) -> Any:

@@ -97,12 +97,17 @@ class AutodiffPrimitive:
         return f"AutodiffPrimitive({self.p!r}, node={self.node!r})"
 
 
-def backward(B: Any, root: Any, seed: Any) -> dict[int, Any]:
+def backward(B: Any, root: Any, seed: Any, on_ready: Callable[[int, Any], None] | None = None) -> dict[int, Any]:
     """Reverse-mode sweep from ``root`` (a node) with gradient ``seed`` (inner primitive).
 
     Nodes are processed once all their consumers have contributed (Kahn's order on the reversed
     graph), gradients of a node used several times are summed, and each processed node is
     cleared (parents, saved tensors), which frees the graph as the sweep goes.
+
+    A leaf is popped only when every node that consumes it has been processed, so its gradient is
+    final then: ``on_ready(leaf id, gradient)`` is called at that moment (once per leaf that gets a
+    gradient, in the sweep's order; the primitive passed is the one returned). Without
+    ``on_ready`` the sweep costs one test more per leaf.
 
     Returns:
         ``{leaf id: gradient}`` (inner primitives) for every leaf reached.
@@ -136,6 +141,8 @@ def backward(B: Any, root: Any, seed: Any) -> dict[int, Any]:
         if rule is None:  # a leaf
             if g is not None:
                 out[n.id] = g
+                if on_ready is not None:
+                    on_ready(n.id, g)
             continue
         parents = n.parents
         gs = (None,) * len(parents) if g is None else rule(B, g, n.saved, parents)

@@ -1,7 +1,7 @@
 """The backend contract, devices and the plugin registry (DESIGN.md §3)."""
 
 from ._base import Backend
-from ._collectives import Collectives
+from ._collectives import Collectives, Work
 from ._device import Device
 from ._hookspec import BackendSpec, hookimpl, hookspec
 from ._registry import BackendInfo, backend, backends, device, register
@@ -11,6 +11,7 @@ __all__ = [
     "BackendInfo",
     "BackendSpec",
     "Collectives",
+    "Work",
     "Device",
     "backend",
     "backends",

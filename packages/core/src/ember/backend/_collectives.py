@@ -16,10 +16,18 @@ Engine conventions, on the backend's primitives (never ``ember.Tensor``):
   may reduce in ``p``'s own memory (the core passes ``owned=True`` for the buckets it has just
   built, saving a copy).
 - Every rank calls the same collectives in the same order (the engines' rule).
+- ``all_reduce_async`` launches the same sum and returns a :class:`Work` at once; ``Work.wait()``
+  gives the result. An engine that can overlap (``supports_async = True``: torch.distributed with
+  ``async_op=True``, on gloo's worker threads or nccl's stream) runs the collective while the
+  caller computes (the backward pass of overlapped data-parallel training). The default
+  (jax's multi-process engine: its collectives are compiled programs that block the caller) defers
+  the synchronous ``all_reduce`` to ``wait()``: same results, no overlap. The input of an async
+  reduce must not be written before ``wait()``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._errors import CollectiveError
@@ -28,7 +36,36 @@ if TYPE_CHECKING:
     from ._base import Backend
     from ._device import Device
 
-__all__ = ["Collectives", "CollectiveOps"]
+__all__ = ["Collectives", "CollectiveOps", "Work"]
+
+
+class Work:
+    """A launched collective (torch's ``Work``): :meth:`wait` blocks until it is done and returns its
+    result (a primitive). This base class is a deferred call: ``fn()`` runs at the first ``wait()``
+    (the engines without asynchronous collectives); later calls return the same result."""
+
+    __slots__ = ("_fn", "_result", "_done")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn = fn
+        self._result: Any = None
+        self._done = False
+
+    def wait(self) -> Any:
+        """The collective's result, once it is done.
+
+        Raises:
+            Exception: whatever the engine raises (``ember.distributed`` turns it into ``CollectiveError``).
+        """
+        if not self._done:
+            self._result = self._fn()
+            self._done = True
+            self._fn = _spent
+        return self._result
+
+
+def _spent() -> Any:  # pragma: no cover - never called: _done is set
+    return None
 
 
 class Collectives:
@@ -41,6 +78,8 @@ class Collectives:
 
     #: the engine that runs the collectives, set by :meth:`init`
     engine: str = "none"
+    #: ``all_reduce_async`` really runs in the background (else it is deferred to ``Work.wait``)
+    supports_async: bool = False
 
     def init(self, *, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
              timeout: float, backend: Backend, device: Device | None) -> Device:
@@ -69,6 +108,15 @@ class Collectives:
         ``owned=True``: the caller gives up ``p``, which may be reduced in place and returned.
         """
         raise NotImplementedError
+
+    def all_reduce_async(self, p: Any, *, owned: bool = False) -> Work:
+        """Launch :meth:`all_reduce` of ``p``; ``wait()`` on the result gives the sum.
+
+        The default defers the synchronous :meth:`all_reduce` to ``wait()`` (no overlap); an engine
+        with ``supports_async = True`` overrides it to start the collective now. Collectives are
+        launched (and, deferred, run at ``wait()``) in the same order on every rank.
+        """
+        return Work(lambda: self.all_reduce(p, owned=owned))
 
     def broadcast(self, p: Any, src: int) -> Any:
         """Rank ``src``'s ``p`` on every rank (``p`` gives the shape and dtype elsewhere)."""

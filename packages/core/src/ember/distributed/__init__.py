@@ -19,6 +19,12 @@ backend       engine
               cross-process CPU collectives)
 ============  =====================================================================================
 
+Overlap: :class:`Bucketer` (and :func:`all_reduce_many_async`) launch each bucket's all-reduce as
+soon as its tensors are given, e.g. from ``ember.autodiff.grad_ready_hook`` during ``backward()``;
+torch and numpy (``torch.distributed`` with ``async_op=True``) reduce it in the background while
+the backward pass goes on; jax runs the buckets at ``wait()`` (its multi-process collectives are
+compiled, blocking programs), with the same results.
+
 A backend without collectives raises :class:`~ember.CollectiveError` from
 :func:`init_process_group`, naming itself and the backends that have them.
 """
@@ -26,6 +32,7 @@ A backend without collectives raises :class:`~ember.CollectiveError` from
 from __future__ import annotations
 
 from .._errors import CollectiveError
+from ._bucket import Bucketer, all_reduce_many_async
 from ._group import (
     CollectiveStats,
     ProcessGroup,
@@ -40,12 +47,14 @@ from ._ops import DEFAULT_BUCKET_BYTES, all_gather, all_reduce, all_reduce_many,
 
 __all__ = [
     "DEFAULT_BUCKET_BYTES",
+    "Bucketer",
     "CollectiveError",
     "CollectiveStats",
     "ProcessGroup",
     "all_gather",
     "all_reduce",
     "all_reduce_many",
+    "all_reduce_many_async",
     "barrier",
     "broadcast",
     "destroy_process_group",

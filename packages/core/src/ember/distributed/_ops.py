@@ -136,6 +136,8 @@ def all_reduce_many(tensors: Sequence[Tensor], op: str = "sum", group: ProcessGr
     engine call, and the results are split back into the tensors' shapes. The bytes sent equal the
     sum of the tensors' sizes; ``group.stats.calls`` grows by the number of buckets. Bool tensors
     (logical or) are reduced one by one. Every rank passes the same list of shapes and dtypes.
+It is :func:`all_reduce_many_async` waited on at once (one :class:`Bucketer`), so the
+overlapped form gives the same sums bit for bit.
 
     Args:
         tensors: this rank's tensors (Float, Int or Bool; Autodiff tensors by value).
@@ -149,52 +151,11 @@ def all_reduce_many(tensors: Sequence[Tensor], op: str = "sum", group: ProcessGr
     Raises:
         CollectiveError, KindError: as :func:`all_reduce`; ``bucket_bytes`` not a positive int.
     """
-    g = current_group(group, "all_reduce_many")
-    _check_op(op, "all_reduce_many")
-    if not isinstance(bucket_bytes, int) or bucket_bytes <= 0:
+    if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int) or bucket_bytes <= 0:
         raise CollectiveError(f"all_reduce_many: bucket_bytes must be a positive int, got {bucket_bytes!r}.")
-    tensors = list(tensors)
-    prims: list[tuple[Any, Any]] = []
-    for t in tensors:
-        _check_mean(t, op, "all_reduce_many")
-        prims.append(_unwrap(t, g, "all_reduce_many"))
-    out: list[Any] = [None] * len(tensors)
-    # buckets: per (device, dtype), tensors in order, a new bucket when the next one would overflow
-    open_buckets: dict[tuple[Any, Any], list[int]] = {}
-    open_bytes: dict[tuple[Any, Any], int] = {}
-    buckets: list[list[int]] = []
-    for i, (t, (p, ib)) in enumerate(zip(tensors, prims)):
-        if t.kind is Bool:
-            buckets.append([i])
-            continue
-        key = (t.device.inner, ib.dtype(p))
-        nb = _nbytes(ib, p)
-        cur = open_buckets.get(key)
-        if cur is None or open_bytes[key] + nb > bucket_bytes:
-            cur = open_buckets[key] = []
-            open_bytes[key] = 0
-            buckets.append(cur)
-        cur.append(i)
-        open_bytes[key] += nb
-    for idx in buckets:
-        ib = prims[idx[0]][1]
-        kind = tensors[idx[0]].kind
-        g.stats.calls += 1
-        if len(idx) == 1:
-            p = prims[idx[0]][0]
-            g.stats.bytes += _nbytes(ib, p)
-            out[idx[0]] = _reduce(g, ib, p, kind, op, owned=False, where="all_reduce_many")
-            continue
-        shapes = [ib.shape(prims[i][0]) for i in idx]
-        sizes = [_numel(s) for s in shapes]
-        flat = ib.cat([ib.reshape(prims[i][0], (n,)) for i, n in zip(idx, sizes)], 0)
-        g.stats.bytes += _nbytes(ib, flat)
-        red = _reduce(g, ib, flat, kind, op, owned=True, where="all_reduce_many")
-        o = 0
-        for i, s, n in zip(idx, shapes, sizes):
-            out[i] = ib.reshape(ib.slice(red, (slice(o, o + n, 1),)), s)
-            o += n
-    return [_wrap(p, t) for p, t in zip(out, tensors)]
+    from ._bucket import all_reduce_many_async
+
+    return all_reduce_many_async(tensors, op, group, bucket_bytes=bucket_bytes, where="all_reduce_many").wait()
 
 
 def _numel(shape: tuple[int, ...]) -> int:

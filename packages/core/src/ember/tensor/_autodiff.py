@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._errors import BackendError, KindError
@@ -17,6 +18,21 @@ if TYPE_CHECKING:
 
 
 _new_obj = object.__new__
+
+
+def _tensor_hook(callback: Callable[[int, Any], Any], inner: Any) -> Callable[[int, Any], None]:
+    """``callback(leaf_id, grad tensor)`` as the sweep's ``on_ready(leaf_id, inner primitive)``."""
+    ops = inner.ops[0]
+
+    def on_ready(leaf_id: int, g: Any) -> None:
+        t = _new_obj(_core.Tensor)
+        t.primitive = g
+        t.device = inner
+        t.kind = Float
+        t.ops = ops
+        callback(leaf_id, t)
+
+    return on_ready
 
 
 def _autodiff_ops(t: Any, op: str) -> Any:
@@ -73,10 +89,17 @@ class AutodiffTensorOps:
             return False
         return bool(self.ops.is_require_grad(self.primitive))  # type: ignore[attr-defined]
 
-    def backward(self) -> Gradients:
+    def backward(self, on_grad_ready: Callable[[int, Any], Any] | None = None) -> Gradients:
         """Reverse-mode gradients of this tensor with respect to every tracked leaf it depends
         on. A non-scalar tensor is seeded with ones (the gradient of its sum), as in Burn. The
         graph and the tensors it saved are freed: a second ``backward()`` through it raises.
+
+        Args:
+            on_grad_ready: opt-in ``callback(leaf_id, grad)``, called during the sweep as soon as
+                a tracked leaf's gradient is final (every op consuming the leaf processed), with
+                the leaf's :class:`~ember.autodiff.Gradients` key and the gradient (a Float tensor
+                on the inner device, the one returned). Default: the hook of an enclosing
+                ``ember.autodiff.grad_ready_hook(...)`` block, if any (:mod:`ember.autodiff`).
 
         Returns:
             A :class:`~ember.autodiff.Gradients` (read with ``leaf.grad(grads)``).
@@ -86,7 +109,13 @@ class AutodiffTensorOps:
             tensor on an autodiff device.
         """
         ops = _autodiff_ops(self, "backward")
-        return ops.backward(self.primitive)  # type: ignore[attr-defined, no-any-return]
+        if on_grad_ready is None:
+            from ..autodiff._hooks import _HOOK
+
+            on_grad_ready = _HOOK.get()
+            if on_grad_ready is None:
+                return ops.backward(self.primitive)  # type: ignore[attr-defined, no-any-return]
+        return ops.backward(self.primitive, _tensor_hook(on_grad_ready, self.device.inner))  # type: ignore[attr-defined, no-any-return]
 
     def grad(self, grads: Gradients) -> Any:
         """The gradient of this tracked leaf in ``grads``: a Float tensor on the inner device

@@ -105,6 +105,26 @@ def _run(backend: str, rank: int, world: int, port: int) -> dict[str, Any]:
 
     check("all_reduce_many", many)
 
+    def many_async() -> dict[str, Any]:
+        # the overlapped form: a Bucketer given the tensors out of order (the last first, as a backward pass gives
+        # gradients) launches each bucket once it is full, in bucket order; the same buckets as all_reduce_many
+        ts = [Tensor.from_data(a, dev, ember.Float) for a in x["many"]]
+        ts.insert(2, Tensor.from_data(x["many_i"], dev, ember.Int))
+        ref = dist.all_reduce_many(ts, "sum", bucket_bytes=MANY_BUCKET_BYTES)
+        bk = dist.Bucketer(ts, "sum", bucket_bytes=MANY_BUCKET_BYTES)
+        launched = []
+        for k in reversed(range(len(ts))):
+            bk.ready(k, ts[k])
+            launched.append(bk.launched)
+        got = bk.wait()
+        floats = [t for t in ts if t.kind is ember.Float]
+        means = dist.all_reduce_many_async(floats, "mean", bucket_bytes=MANY_BUCKET_BYTES).wait()
+        return {"bitwise": [bool(np.array_equal(a.to_numpy(), b.to_numpy())) for a, b in zip(ref, got)],
+                "launched": launched, "buckets": len(bk.buckets), "async": bool(group._collectives.supports_async),
+                "mean": [res(t) for t in means]}
+
+    check("all_reduce_many_async", many_async)
+
     def autodiff() -> dict[str, Any]:
         ad = Autodiff(B).device()
         a = Tensor.from_data(x["ad"], ad, ember.Float).require_grad()

@@ -196,6 +196,22 @@ def test_all_reduce_many_buckets(pair: list[dict[str, Any]], B: Any) -> None:  #
         assert r["mean_calls"] == 1, "the default bucket (25 MiB) holds every small tensor"
 
 
+def test_all_reduce_many_async_equals_all_reduce_many(pair: list[dict[str, Any]], B: Any,  # noqa: N803
+                                                       engine: str) -> None:
+    fd = B.float_dtype.value
+    floats = [[_rounded(a, fd) for a in x["many"]] for x in X]
+    for r in _got(pair, "all_reduce_many_async"):
+        assert all(r["bitwise"]), "the same buckets give the same sums, bit for bit"
+        n = r["buckets"]
+        # given last-first: the last bucket fills first but waits for the ones before it (bucket order on
+        # every rank); the first tensor completes the first bucket, and then every bucket is launched
+        assert r["launched"][-1] == n and r["launched"][0] == 0, r["launched"]
+        if engine in ("torch", "numpy"):
+            assert r["async"], "torch.distributed (gloo) reduces asynchronously"
+        for g, a, b in zip(r["mean"], floats[0], floats[1]):
+            _close(g, (a + b) / 2, "Float", fd)
+
+
 def test_autodiff_tensors(pair: list[dict[str, Any]], B: Any) -> None:  # noqa: N803
     fd = B.float_dtype.value
     ad = [_rounded(x["ad"], fd) for x in X]
@@ -365,7 +381,7 @@ def test_jax_must_join_before_it_uses_a_device(engine: str, fresh: Any, B: Any) 
 def test_api_surface() -> None:
     expected = {"ProcessGroup", "CollectiveError", "CollectiveStats", "init_process_group", "destroy_process_group",
                 "is_initialized", "get_process_group", "get_rank", "get_world_size", "all_reduce", "all_reduce_many",
-                "broadcast", "all_gather", "barrier"}
+                "all_reduce_many_async", "Bucketer", "broadcast", "all_gather", "barrier"}
     assert expected <= set(dist.__all__)
     assert issubclass(CollectiveError, ember.EmberError)
     assert Path(dist.__file__).parent.name == "distributed"
