@@ -20,11 +20,12 @@ process stays the same, so 2 processes do twice the samples of 1). Reported per 
   ``stats``: one call per bucket) against the parameter bytes (target: one all-reduce of the gradients per step,
   at most 1.1x the parameter bytes per rank). ``jax``: 0, the all-reduce is part of the step's program.
 
-With 2 processes, numpy and torch get a second row, ``overlapped``: the step the Learner runs by default on eager
-backends (``Replicas.grads_overlapped``: ``ember.autodiff.grad_ready_hook`` feeds an ``ember.distributed.Bucketer``
-whose buckets, in reverse parameter order with a first bucket of 1 MiB as PyTorch DDP, are all-reduced with
+With 2 processes, numpy and torch get a second row, ``overlapped``: the step the Learner runs on eager backends
+with ``DistributedDataParallel(overlap=True)``, its default on nccl and across machines
+(``Replicas.grads_overlapped``: ``ember.autodiff.grad_ready_hook`` feeds an ``ember.distributed.Bucketer`` whose
+buckets, in reverse parameter order with a first bucket of 1 MiB as PyTorch DDP, are all-reduced with
 torch.distributed's ``async_op=True`` while the backward pass goes on; the stop flag rides in the last bucket).
-A third row, ``overlapped, 1 MiB buckets``, uses ``DistributedDataParallel(bucket_bytes=2**20,
+A third row, ``overlapped, 1 MiB buckets``, uses ``DistributedDataParallel(overlap=True, bucket_bytes=2**20,
 first_bucket_bytes=2**20)``: the guide's big linear layer (2 MB of gradients, final early in the backward pass)
 then gets a bucket of its own, reduced while the convolutions' gradients are computed. In the overlapped rows
 ``all-reduce ms`` is what is left to wait for after the backward pass returns. jax has no such rows: its step is one
@@ -118,8 +119,8 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: 
         from ember_train import DistributedDataParallel
         from ember_train._parallel import Replicas
 
-        replicas = Replicas(DistributedDataParallel() if overlap == 1 else
-                            DistributedDataParallel(bucket_bytes=overlap, first_bucket_bytes=overlap))
+        replicas = Replicas(DistributedDataParallel(overlap=True) if overlap == 1 else
+                            DistributedDataParallel(overlap=True, bucket_bytes=overlap, first_bucket_bytes=overlap))
         replicas.start(device)
         assert replicas.overlaps(grad_c is not grad), "this backend's step cannot overlap"
     step_s: list[float] = []

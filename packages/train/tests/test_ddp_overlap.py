@@ -26,7 +26,7 @@ def setup(monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.delenv(k, raising=False)
     device = Autodiff(ember.backend("numpy", float_dtype="float64")).device()
     device.backend.seed(0)
-    replicas = Replicas(DistributedDataParallel(bucket_bytes=256, first_bucket_bytes=256))
+    replicas = Replicas(DistributedDataParallel(overlap=True, bucket_bytes=256, first_bucket_bytes=256))
     replicas.start(device)
     model = h.Mlp.init(device, dropout=0.0)
     data = h.dataset(8, 3)
@@ -87,3 +87,23 @@ def test_two_backward_passes_in_a_step_fall_back(setup: Any) -> None:
         np.testing.assert_allclose(a.to_numpy(), 2 * b.to_numpy())
     assert dist.is_initialized()
     assert isinstance(model.train_step(batch), TrainOutput)
+
+
+def test_default_overlaps_on_nccl_and_across_machines_only(setup: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``overlap=None``: not between CPU ranks of one machine (gloo threads would take the backward pass's cores),
+    yes when the ranks span machines or the engine is nccl; ``True``/``False`` are taken as given."""
+    replicas, _, _ = setup
+    auto = Replicas(DistributedDataParallel())
+    auto.group, auto.world_size = replicas.group, replicas.world_size
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(replicas.world_size))       # every rank here (the launcher's case)
+    assert replicas.group.engine == "gloo" and not auto.overlaps(False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "0")                             # fewer local ranks: several machines
+    assert auto.overlaps(False) and not auto.overlaps(True)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")                                  # unknown: as several machines
+    assert auto.overlaps(False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(replicas.world_size))
+    monkeypatch.setattr(replicas.group, "engine", "nccl")
+    assert auto.overlaps(False)
+    off = Replicas(DistributedDataParallel(overlap=False))
+    off.group, off.world_size = replicas.group, replicas.world_size
+    assert not off.overlaps(False) and replicas.overlaps(False)

@@ -121,12 +121,12 @@ class Learner:
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
 
     Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
-    gradients, which are averaged over the ranks: on eager numpy and torch steps the buckets' all-reduces are
-    launched during the backward pass; on jax the whole step is one compiled program over the ranks, with the
-    all-reduce inside (:class:`~ember_train.DistributedDataParallel` says when, and what else
-    changes: parameters broadcast from rank 0, metrics summed over the ranks, files written by rank 0 only, a stop
-    agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are replicated on the devices and
-    each batch is split across them; the compiled step runs over all of them.
+    gradients, which are averaged over the ranks: on eager numpy and torch steps the buckets' all-reduces can be
+    launched during the backward pass (by default on nccl and across machines); on jax the whole step is one
+    compiled program over the ranks, with the all-reduce inside (:class:`~ember_train.DistributedDataParallel`
+    says when, and what else changes: parameters broadcast from rank 0, metrics summed over the ranks, files
+    written by rank 0 only, a stop agreed by all ranks). Under ``MultiDevice`` (jax) the model and optimizer are
+    replicated on the devices and each batch is split across them; the compiled step runs over all of them.
     """
 
     def __init__(self, model: Any, optim: Any, scheduler: Any, settings: _Settings) -> None:

@@ -59,13 +59,17 @@ class DistributedDataParallel(LearningStrategy):
       per-rank batch, the global batch is ``batch_size * world_size``);
     - averages the gradients over the ranks (bucketed: one collective per ``bucket_bytes`` of gradients) before
       the optimizer step, so every rank applies the same update and the optimizer states stay equal. With
-      ``overlap`` (the default) on an eager step whose engine runs collectives asynchronously (torch and numpy:
+      ``overlap`` on an eager step whose engine runs collectives asynchronously (torch and numpy:
       torch.distributed's gloo or nccl), each bucket's all-reduce is launched during the backward pass, as soon
       as its gradients are final (``ember.autodiff.grad_ready_hook`` feeding an ``ember.distributed.Bucketer``;
       buckets in reverse parameter order, as PyTorch DDP's reducer), and the step waits for them after the
-      backward pass. A compiled step (jax, ``LearnerBuilder.compile()``) is one traced program and jax's
-      multi-process collectives block, so there the gradients are reduced after the backward pass with
-      ``all_reduce_many(..., op="mean")``;
+      backward pass. By default (``overlap=None``) it overlaps where communication has hardware of its own to run
+      on: nccl (GPUs), or ranks on several machines (a network). With every rank on the CPUs of one machine
+      (gloo, ``LOCAL_WORLD_SIZE == WORLD_SIZE``), gloo's threads could only take cores from the backward passes:
+      measured with ``bench/distributed.py`` on 2 cores, the overlapped guide step was 11-15 % slower, so there
+      it reduces after the backward pass. A compiled step (jax, ``LearnerBuilder.compile()``) is one traced
+      program and jax's multi-process collectives block, so there the gradients are reduced after the backward
+      pass with ``all_reduce_many(..., op="mean")``;
     - sums the metrics' numerators and denominators over the ranks before logging, so the logged values are the
       single-process ones of the global batch;
     - writes checkpoints, metric logs, the summary, plots, trackers and the dashboard on rank 0 only.
@@ -83,8 +87,9 @@ class DistributedDataParallel(LearningStrategy):
             died or hangs makes the survivors fail with a ``CollectiveError`` within it, never a hang.
         bucket_bytes: the gradient bytes reduced by one collective (PyTorch DDP's 25 MiB).
         backend: the Ember backend of the process group; ``None`` takes the training device's.
-        overlap: launch the buckets' all-reduces during the backward pass where the step and the engine allow
-            (see above); ``False`` reduces every gradient after the backward pass.
+        overlap: ``True`` launches the buckets' all-reduces during the backward pass where the step and the engine
+            allow (see above); ``False`` reduces every gradient after the backward pass; ``None`` (the default)
+            overlaps on nccl and across machines, not between CPU ranks of one machine.
         first_bucket_bytes: the size of the first bucket of the overlapped reduction (the last parameters'
             gradients, final first), at most ``bucket_bytes``: PyTorch DDP's 1 MiB, so that the first collective
             starts early in the backward pass.
@@ -93,7 +98,7 @@ class DistributedDataParallel(LearningStrategy):
     timeout: float = 60.0
     bucket_bytes: int = 25 * 2**20
     backend: str | None = None
-    overlap: bool = True
+    overlap: bool | None = None
     first_bucket_bytes: int = 2**20
 
     def __post_init__(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,6 +35,15 @@ def _lift(t: Tensor, like: Tensor) -> Tensor:
     if like.device.inner is t.device:
         return Tensor.from_inner(t, like.device)
     return t.to_device(like.device)
+
+
+def _one_machine(world_size: int) -> bool:
+    """Whether every rank runs on this machine: the launcher's (and torchrun's) ``LOCAL_WORLD_SIZE`` equals the
+    world size; unknown (no launcher variable) counts as several machines."""
+    try:
+        return int(os.environ["LOCAL_WORLD_SIZE"]) >= world_size
+    except (KeyError, ValueError):
+        return False
 
 
 class Replicas:
@@ -163,11 +173,16 @@ class Replicas:
 
     def overlaps(self, compiled: bool) -> bool:
         """Whether a step reduces its gradients during the backward pass (:meth:`grads_overlapped`): the strategy's
-        ``overlap`` is on, the step runs eagerly (a compiled step is one traced program: no hook can fire in it)
-        and the group's engine launches collectives asynchronously (torch.distributed: torch and numpy; jax's
-        multi-process collectives block, so jax keeps the reduction after the backward pass)."""
+        ``overlap`` is on (``None``: on nccl or across machines, see ``DistributedDataParallel``), the step runs
+        eagerly (a compiled step is one traced program: no hook can fire in it) and the group's engine launches
+        collectives asynchronously (torch.distributed: torch and numpy; jax's multi-process collectives block, so
+        jax keeps the reduction after the backward pass)."""
         engine = getattr(self.group, "_collectives", None)
-        return bool(self.strategy.overlap and not compiled and getattr(engine, "supports_async", False))
+        if compiled or not getattr(engine, "supports_async", False):
+            return False
+        if self.strategy.overlap is None:  # overlap where communication has hardware of its own (see the strategy)
+            return bool(self.group.engine == "nccl" or not _one_machine(self.world_size))
+        return bool(self.strategy.overlap)
 
     def grads_overlapped(self, model: Any, grad_step: Callable[[], tuple[Any, Any]],
                          stop: Callable[[], bool]) -> tuple[Any, Any]:
