@@ -1,10 +1,15 @@
 """Normalization primitives on torch's native kernels (issue 22): ``torch.native_batch_norm`` /
-``native_layer_norm`` and their backwards, the kernels ``torch.nn.functional`` runs. float16 and bfloat16
-inputs go to the contract's composites (the native kernels keep float32 statistics for them, where the contract
-gives statistics of the input's dtype)."""
+``native_layer_norm`` / ``native_group_norm`` and their backwards, the kernels ``torch.nn.functional`` runs, and
+``torch.ops.aten._fused_rms_norm`` (``F.rms_norm``'s). float16 and bfloat16 inputs go to the contract's composites
+(the native kernels keep float32 statistics for them, where the contract gives statistics of the input's dtype).
+
+torch 2.13 has ``_fused_rms_norm_backward`` on CUDA only (no CPU kernel: ``F.rms_norm``'s autograd falls back to a
+composite there), so :meth:`TorchNormOps.rms_norm_backward` runs it on CUDA tensors and the contract's composite
+elsewhere."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -45,3 +50,30 @@ class TorchNormOps(NormOps):
         # the bias argument only gives grad_beta its shape and dtype: gamma's are the same
         return _aten.native_layer_norm_backward(  # type: ignore[no-any-return]
             grad.contiguous(), x, [x.shape[-1]], mean, rstd, gamma, gamma, _ALL)
+
+    def group_norm(self, x: Any, gamma: Any, beta: Any, num_groups: int,
+                   epsilon: float) -> tuple[Any, Any, Any]:
+        if x.dtype not in _NATIVE:
+            return super().group_norm(x, gamma, beta, num_groups, epsilon)
+        n, c = x.shape[:2]
+        return torch.native_group_norm(  # type: ignore[no-any-return]
+            x, gamma, beta, n, c, math.prod(x.shape[2:]), num_groups, epsilon)
+
+    def group_norm_backward(self, grad: Any, x: Any, gamma: Any, mean: Any, rstd: Any, num_groups: int,
+                            epsilon: float) -> tuple[Any, Any, Any]:
+        if x.dtype not in _NATIVE:
+            return super().group_norm_backward(grad, x, gamma, mean, rstd, num_groups, epsilon)
+        n, c = x.shape[:2]
+        return _aten.native_group_norm_backward(  # type: ignore[no-any-return]
+            grad.contiguous(), x.contiguous(), mean, rstd, gamma, n, c, math.prod(x.shape[2:]), num_groups, _ALL)
+
+    def rms_norm(self, x: Any, gamma: Any, epsilon: float) -> tuple[Any, Any]:
+        if x.dtype not in _NATIVE:
+            return super().rms_norm(x, gamma, epsilon)
+        return _aten._fused_rms_norm(x, [x.shape[-1]], gamma, epsilon)  # type: ignore[no-any-return]
+
+    def rms_norm_backward(self, grad: Any, x: Any, gamma: Any, rstd: Any, epsilon: float) -> tuple[Any, Any]:
+        if x.dtype not in _NATIVE or not x.is_cuda:
+            return super().rms_norm_backward(grad, x, gamma, rstd, epsilon)
+        return _aten._fused_rms_norm_backward(  # type: ignore[no-any-return]
+            grad.contiguous(), x, [x.shape[-1]], rstd, gamma, _ALL[:2])

@@ -6,6 +6,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
+from ..tensor import module as M
 from ._checks import check_dim, check_float, check_rank, config_error
 
 __all__ = ["GroupNormConfig", "GroupNorm", "group_norm"]
@@ -14,20 +15,18 @@ __all__ = ["GroupNormConfig", "GroupNorm", "group_norm"]
 def group_norm(layer: str, x: Tensor, num_groups: int, num_channels: int, gamma: Param | None,
                beta: Param | None, epsilon: float) -> Tensor:
     """Normalize ``x`` ``[batch, channels, ...]`` over each group of channels and the spatial dims
-    (biased variance), then apply the per-channel affine ``gamma``, ``beta`` when given."""
+    (biased variance), then apply the per-channel affine ``gamma``, ``beta`` when given: one
+    :func:`ember.tensor.module.group_norm` primitive (ones and zeros for no affine)."""
     check_float(layer, x)
     layout = "[batch, channels, ...]"
     if x.rank < 2:
         check_rank(layer, x, 2, layout)
     check_dim(layer, x, 1, num_channels, layout, "channels")
-    shape = x.shape
-    g = x.reshape([shape[0], num_groups, -1])
-    var, mean = g.var_mean_bias(2)
-    y = ((g - mean) / (var + epsilon).sqrt()).reshape(list(shape))
     if gamma is not None and beta is not None:
-        affine = [1, num_channels] + [1] * (x.rank - 2)
-        y = y * gamma.val().reshape(affine) + beta.val().reshape(affine)
-    return y
+        g, b = gamma.val(), beta.val()
+    else:
+        g, b = Tensor.ones([num_channels], x.device), Tensor.zeros([num_channels], x.device)
+    return M.group_norm(x, g, b, num_groups, epsilon)[0]
 
 
 @config

@@ -7,6 +7,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
+from ..tensor import module as M
 from ._checks import check_dim, check_float, config_error
 
 __all__ = ["RmsNormConfig", "RmsNorm"]
@@ -46,7 +47,6 @@ class RmsNorm(Module):
         if x.rank == 0:
             raise ShapeError("RmsNorm: expected input of shape [..., d_model] (rank >= 1), got a rank-0 tensor.")
         check_dim("RmsNorm", x, -1, self.gamma.shape[0], "[..., d_model]", "d_model")
-        rms = (x.square().mean_dim(-1) + self.epsilon).sqrt()
-        return x / rms * self.gamma.val()
+        return M.rms_norm(x, self.gamma.val(), self.epsilon)[0]
 
     __call__ = forward

@@ -1,5 +1,7 @@
-"""``batch_norm`` and ``layer_norm``: the normalization primitives as functions of tensors (re-exported by
-:mod:`ember.tensor.module`; used by :class:`~ember.nn.BatchNorm` in training and :class:`~ember.nn.LayerNorm`)."""
+"""``batch_norm``, ``layer_norm``, ``group_norm`` and ``rms_norm``: the normalization primitives as functions of
+tensors (re-exported by :mod:`ember.tensor.module`; used by :class:`~ember.nn.BatchNorm` in training,
+:class:`~ember.nn.LayerNorm`, :class:`~ember.nn.GroupNorm`, :class:`~ember.nn.InstanceNorm` and
+:class:`~ember.nn.RmsNorm`)."""
 
 from __future__ import annotations
 
@@ -12,22 +14,34 @@ from ._core import wrap
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["batch_norm", "layer_norm"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm"]
+
+_CHANNELS = "[batch, channels, ...]"
 
 
-def _check(op: str, x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float, dim: int, layout: str) -> None:
-    for name, t in (("x", x), ("gamma", gamma), ("beta", beta)):
+def _check(op: str, x: Tensor, params: dict[str, Tensor], epsilon: float, dim: int, layout: str) -> None:
+    for name, t in (("x", x), *params.items()):
         if t.kind is not Float:
             raise KindError(f"{op}: {name} must be a Float tensor, got {t.kind}; convert it with .float() first.")
         if t.device is not x.device:
             raise DeviceError(f"{op}: {name} lives on {t.device}, x on {x.device}; move it with .to_device().")
     n = x.shape[dim]
-    for name, t in (("gamma", gamma), ("beta", beta)):
+    for name, t in params.items():
         if t.shape != (n,):
             raise ShapeError(f"{op}: {name} must have shape [{n}] (dim {dim} of x {layout} = {list(x.shape)}), got "
                              f"{list(t.shape)}.")
     if not epsilon >= 0.0:
         raise ValueError(f"{op}: epsilon must be >= 0, got {epsilon}.")
+
+
+def _check_channels(op: str, x: Tensor) -> None:
+    if x.rank < 2:
+        raise ShapeError(f"{op}: expected x of shape {_CHANNELS} (rank >= 2), got {list(x.shape)}.")
+
+
+def _check_last(op: str, x: Tensor) -> None:
+    if x.rank < 1:
+        raise ShapeError(f"{op}: expected x of shape [..., d] (rank >= 1), got a rank-0 tensor.")
 
 
 def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float = 1e-5) -> tuple[Tensor, Tensor, Tensor]:
@@ -48,9 +62,8 @@ def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float = 1e-5) ->
         DeviceError: arguments on different devices. ValueError: a negative ``epsilon``.
     """
     op = "batch_norm"
-    if x.rank < 2:
-        raise ShapeError(f"{op}: expected x of shape [batch, channels, ...] (rank >= 2), got {list(x.shape)}.")
-    _check(op, x, gamma, beta, epsilon, 1, "[batch, channels, ...]")
+    _check_channels(op, x)
+    _check(op, x, {"gamma": gamma, "beta": beta}, epsilon, 1, _CHANNELS)
     y, mean, invstd = x.ops.batch_norm(x.primitive, gamma.primitive, beta.primitive, float(epsilon))
     return wrap(y, x, Float), wrap(mean, x, Float), wrap(invstd, x, Float)
 
@@ -69,8 +82,53 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float = 1e-5) ->
         KindError, ShapeError, DeviceError, ValueError: as :func:`batch_norm` (``x`` of rank 0).
     """
     op = "layer_norm"
-    if x.rank < 1:
-        raise ShapeError(f"{op}: expected x of shape [..., d] (rank >= 1), got a rank-0 tensor.")
-    _check(op, x, gamma, beta, epsilon, x.rank - 1, "[..., d]")
+    _check_last(op, x)
+    _check(op, x, {"gamma": gamma, "beta": beta}, epsilon, x.rank - 1, "[..., d]")
     y, mean, rstd = x.ops.layer_norm(x.primitive, gamma.primitive, beta.primitive, float(epsilon))
     return wrap(y, x, Float), wrap(mean, x, Float), wrap(rstd, x, Float)
+
+
+def group_norm(x: Tensor, gamma: Tensor, beta: Tensor, num_groups: int,
+               epsilon: float = 1e-5) -> tuple[Tensor, Tensor, Tensor]:
+    """Group normalization (Wu & He 2018, PyTorch's ``F.group_norm``): each sample's channels split into
+    ``num_groups`` groups of consecutive channels, ``y = (x - mean) * rstd * gamma + beta`` with the mean and the
+    biased variance of each group over its channels and the spatial dims, ``rstd = 1 / sqrt(var + epsilon)``.
+
+    Args:
+        x: Float ``[batch, channels, *spatial]`` (rank >= 2). gamma, beta: ``[channels]`` (ones and zeros for no
+        affine). num_groups: divides ``channels``. epsilon: added to the variance (1e-5).
+
+    Returns:
+        ``(y like x, mean [batch, num_groups], rstd [batch, num_groups])``; only ``y`` is differentiable.
+
+    Raises:
+        KindError, ShapeError, DeviceError, ValueError: as :func:`batch_norm`; ValueError also for a
+        ``num_groups`` below 1 or not dividing ``channels``.
+    """
+    op = "group_norm"
+    _check_channels(op, x)
+    _check(op, x, {"gamma": gamma, "beta": beta}, epsilon, 1, _CHANNELS)
+    if num_groups < 1 or x.shape[1] % num_groups:
+        raise ValueError(f"{op}: num_groups must be >= 1 and divide the {x.shape[1]} channels, got {num_groups}.")
+    y, mean, rstd = x.ops.group_norm(x.primitive, gamma.primitive, beta.primitive, int(num_groups), float(epsilon))
+    return wrap(y, x, Float), wrap(mean, x, Float), wrap(rstd, x, Float)
+
+
+def rms_norm(x: Tensor, gamma: Tensor, epsilon: float = 1e-5) -> tuple[Tensor, Tensor]:
+    """RMS normalization over the last dim (Zhang & Sennrich 2019, PyTorch's ``F.rms_norm(x, [d])``):
+    ``y = x * rstd * gamma``, ``rstd = 1 / sqrt(mean(x^2) + epsilon)``.
+
+    Args:
+        x: Float ``[..., d]`` (rank >= 1). gamma: ``[d]``. epsilon: added to the mean square (1e-5, Burn).
+
+    Returns:
+        ``(y like x, rstd [..., 1])``; only ``y`` is differentiable.
+
+    Raises:
+        KindError, ShapeError, DeviceError, ValueError: as :func:`layer_norm`.
+    """
+    op = "rms_norm"
+    _check_last(op, x)
+    _check(op, x, {"gamma": gamma}, epsilon, x.rank - 1, "[..., d]")
+    y, rstd = x.ops.rms_norm(x.primitive, gamma.primitive, float(epsilon))
+    return wrap(y, x, Float), wrap(rstd, x, Float)

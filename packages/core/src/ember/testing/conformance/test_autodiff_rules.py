@@ -238,6 +238,8 @@ CASES: dict[str, list[tuple[list[np.ndarray], Any]]] = {
     # ---- normalization (x, gamma and beta all differentiable; the statistics are untracked)
     "batch_norm": [([U(3, 2, 2, 3), U(2), U(2)], lambda x, g, b: P("batch_norm", x, g, b, 1e-3))],
     "layer_norm": [([U(2, 3, 4), U(4), U(4)], lambda x, g, b: P("layer_norm", x, g, b, 1e-3))],
+    "group_norm": [([U(2, 4, 3), U(4), U(4)], lambda x, g, b: P("group_norm", x, g, b, 2, 1e-3))],
+    "rms_norm": [([U(2, 3, 4), U(4)], lambda x, g: P("rms_norm", x, g, 1e-3))],
     # ---- casts and moves (float to float keeps the graph)
     "cast": [([U(2, 3)], lambda a: P("cast", a, a.dtype))],
     "to_device": [([U(2, 3)], lambda a: P("to_device", a, a.device.handle))],

@@ -1,4 +1,5 @@
-"""Normalization primitives (``ember.tensor.module.batch_norm`` / ``layer_norm`` and their backwards).
+"""Normalization primitives (``ember.tensor.module.batch_norm`` / ``layer_norm`` / ``group_norm`` / ``rms_norm``
+and their backwards).
 
 Forward against float64 numpy on every float dtype; gradients by finite differences under ``Autodiff`` in
 float64 (the backend's own backward kernels); the backward primitives against the contract's composites on every
@@ -23,6 +24,7 @@ from ._module_helpers import ftensor, held
 rng = np.random.default_rng(11)
 BN_SHAPES = [(4, 3), (2, 3, 5), (2, 3, 4, 5), (3, 2, 2, 3, 2)]
 LN_SHAPES = [(6,), (3, 5), (2, 3, 7)]
+GN_CASES = [((2, 8), 2), ((2, 4, 5), 2), ((3, 6, 2, 3), 3), ((2, 4, 3, 2), 4), ((1, 4, 2, 2, 2), 1)]
 EPS = 1e-3
 
 
@@ -46,6 +48,21 @@ def _ln_ref(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np
     return (x - mean) * rstd * g + b, mean, rstd
 
 
+def _gn_ref(x: np.ndarray, g: np.ndarray, b: np.ndarray,
+            groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    xg = x.reshape(x.shape[0], groups, -1)
+    mean = xg.mean(axis=2)
+    rstd = 1.0 / np.sqrt(xg.var(axis=2) + EPS)
+    bshape = (1, -1) + (1,) * (x.ndim - 2)
+    y = ((xg - mean[..., None]) * rstd[..., None]).reshape(x.shape) * g.reshape(bshape) + b.reshape(bshape)
+    return y, mean, rstd
+
+
+def _rms_ref(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rstd = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + EPS)
+    return x * rstd * g, rstd
+
+
 @pytest.mark.parametrize("shape", BN_SHAPES)
 def test_batch_norm_forward(float_device: Any, shape: tuple[int, ...]) -> None:
     x, g, b = _inputs(shape, shape[1], float_device)
@@ -66,6 +83,22 @@ def test_layer_norm_forward(float_device: Any, shape: tuple[int, ...]) -> None:
     assert_close(rstd, want_rstd)
 
 
+@pytest.mark.parametrize("shape,groups", GN_CASES)
+def test_group_norm_forward(float_device: Any, shape: tuple[int, ...], groups: int) -> None:
+    x, g, b = _inputs(shape, shape[1], float_device)
+    got = M.group_norm(x, g, b, groups, EPS)
+    for t, want in zip(got, _gn_ref(held(x), held(g), held(b), groups)):
+        assert_close(t, want)
+
+
+@pytest.mark.parametrize("shape", LN_SHAPES)
+def test_rms_norm_forward(float_device: Any, shape: tuple[int, ...]) -> None:
+    x, g, _ = _inputs(shape, shape[-1], float_device)
+    got = M.rms_norm(x, g, EPS)
+    for t, want in zip(got, _rms_ref(held(x), held(g))):
+        assert_close(t, want)
+
+
 @pytest.mark.parametrize("shape", BN_SHAPES[:3])
 def test_batch_norm_gradcheck(ad_device: Any, shape: tuple[int, ...]) -> None:
     c = shape[1]
@@ -80,18 +113,42 @@ def test_layer_norm_gradcheck(ad_device: Any, shape: tuple[int, ...]) -> None:
               [rng.normal(0.5, 2.0, shape), rng.uniform(0.5, 1.5, d), rng.normal(0.0, 1.0, d)], ad_device)
 
 
-@pytest.mark.parametrize("op,shape", [("batch_norm", (2, 3, 4, 5)), ("batch_norm", (5, 2)),
-                                      ("layer_norm", (3, 8)), ("layer_norm", (2, 2, 5))])
-def test_backward_primitives_equal_the_composites(float_device: Any, op: str, shape: tuple[int, ...]) -> None:
+@pytest.mark.parametrize("shape,groups", GN_CASES[1:4])
+def test_group_norm_gradcheck(ad_device: Any, shape: tuple[int, ...], groups: int) -> None:
+    c = shape[1]
+    gradcheck(lambda x, g, b: M.group_norm(x, g, b, groups, EPS)[0],
+              [rng.normal(0.5, 2.0, shape), rng.uniform(0.5, 1.5, c), rng.normal(0.0, 1.0, c)], ad_device)
+
+
+@pytest.mark.parametrize("shape", LN_SHAPES)
+def test_rms_norm_gradcheck(ad_device: Any, shape: tuple[int, ...]) -> None:
+    gradcheck(lambda x, g: M.rms_norm(x, g, EPS)[0],
+              [rng.normal(0.5, 2.0, shape), rng.uniform(0.5, 1.5, shape[-1])], ad_device)
+
+
+#: (op, x's shape, the size of gamma's dim, the plain values after the tensors)
+COMPOSITE_CASES = [("batch_norm", (2, 3, 4, 5), 1, ()), ("batch_norm", (5, 2), 1, ()),
+                   ("layer_norm", (3, 8), -1, ()), ("layer_norm", (2, 2, 5), -1, ()),
+                   ("group_norm", (2, 6, 4, 5), 1, (3,)), ("group_norm", (3, 4, 7), 1, (4,)),
+                   ("group_norm", (2, 4), 1, (2,)), ("rms_norm", (3, 8), -1, ()), ("rms_norm", (2, 2, 5), -1, ())]
+
+
+@pytest.mark.parametrize("op,shape,dim,values", COMPOSITE_CASES)
+def test_primitives_equal_the_composites(float_device: Any, op: str, shape: tuple[int, ...], dim: int,
+                                         values: tuple[int, ...]) -> None:
     B = float_device.backend
-    n = shape[1] if op == "batch_norm" else shape[-1]
-    x, g, b = _inputs(shape, n, float_device)
+    x, g, b = _inputs(shape, shape[dim], float_device)
+    params = (x, g) if op == "rms_norm" else (x, g, b)
+    raw = [t.primitive for t in params]
+    got_fwd = getattr(B, op)(*raw, *values, EPS)
+    for p, w in zip(got_fwd, getattr(NormOps, op)(B, *raw, *values, EPS)):
+        assert_close(Tensor(p, float_device), held(Tensor(w, float_device)))
     grad = ftensor(rng.normal(0.0, 1.0, shape), float_device)
-    _, s1, s2 = getattr(M, op)(x, g, b, EPS)
-    args = (grad.primitive, x.primitive, g.primitive, s1.primitive, s2.primitive, EPS)
+    args = (grad.primitive, *raw[:2], *got_fwd[1:], *values, EPS)
     got = getattr(B, op + "_backward")(*args)
     want = getattr(NormOps, op + "_backward")(B, *args)
-    for name, p, w, like in zip(("x", "gamma", "beta"), got, want, (x, g, b)):
+    assert len(got) == len(params)
+    for name, p, w, like in zip(("x", "gamma", "beta"), got, want, params):
         t = Tensor(p, float_device)
         assert t.shape == like.shape and t.dtype == like.dtype, name
         assert_close(t, held(Tensor(w, float_device)))
@@ -104,6 +161,11 @@ def test_untracked_statistics_and_tracked_output(ad_device: Any) -> None:
     x, g, b = _inputs((4, 2, 3), 3, ad_device)
     y, mean, rstd = M.layer_norm(x, g.require_grad(), b, EPS)
     assert y.is_require_grad() and not mean.is_require_grad() and not rstd.is_require_grad()
+    x, g, b = _inputs((2, 4, 3), 4, ad_device)
+    y, mean, rstd = M.group_norm(x, g, b.require_grad(), 2, EPS)
+    assert y.is_require_grad() and not mean.is_require_grad() and not rstd.is_require_grad()
+    y, rstd = M.rms_norm(x.require_grad(), ftensor(np.ones(3), ad_device), EPS)
+    assert y.is_require_grad() and not rstd.is_require_grad()
 
 
 def test_norm_errors(device: Any) -> None:
@@ -118,3 +180,11 @@ def test_norm_errors(device: Any) -> None:
         M.layer_norm(x.int(), g, b)
     with pytest.raises(ValueError, match="epsilon"):
         M.batch_norm(x, g, b, -1.0)
+    with pytest.raises(ValueError, match="num_groups must be >= 1 and divide the 3 channels"):
+        M.group_norm(x, g, b, 2)
+    with pytest.raises(ShapeError, match="rank >= 2"):
+        M.group_norm(ftensor(np.ones(3), device), g, b, 1)
+    with pytest.raises(ShapeError, match=r"gamma must have shape \[2\]"):
+        M.rms_norm(x, g)
+    with pytest.raises(ShapeError, match="rank >= 1"):
+        M.rms_norm(ftensor(np.ones(()), device), g)
