@@ -95,15 +95,20 @@ def group_norm(x: Tensor, gamma: Tensor, beta: Tensor, num_groups: int,
     biased variance of each group over its channels and the spatial dims, ``rstd = 1 / sqrt(var + epsilon)``.
 
     Args:
-        x: Float ``[batch, channels, *spatial]`` (rank >= 2). gamma, beta: ``[channels]`` (ones and zeros for no
-        affine). num_groups: divides ``channels``. epsilon: added to the variance (1e-5).
+        x: Float ``[batch, channels, *spatial]`` (rank >= 2).
+        gamma: ``[channels]`` scale (ones for no affine).
+        beta: ``[channels]`` shift (zeros for no affine).
+        num_groups: the number of groups; divides ``channels``.
+        epsilon: added to the variance (1e-5).
 
     Returns:
         ``(y like x, mean [batch, num_groups], rstd [batch, num_groups])``; only ``y`` is differentiable.
 
     Raises:
-        KindError, ShapeError, DeviceError, ValueError: as :func:`batch_norm`; ValueError also for a
-        ``num_groups`` below 1 or not dividing ``channels``.
+        KindError: as :func:`batch_norm`.
+        ShapeError: as :func:`batch_norm`.
+        DeviceError: as :func:`batch_norm`.
+        ValueError: as :func:`batch_norm`, and for a ``num_groups`` below 1 or not dividing ``channels``.
     """
     op = "group_norm"
     _check_channels(op, x)
