@@ -104,6 +104,12 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         return TorchDistributedCollectives()
 
     # ------------------------------------------------------------------ devices and seeding
+    def checks_index_values(self, handle: Any) -> bool:
+        """``False`` on CUDA: torch's CUDA kernels stop with a device-side assert on an index out of
+        range (not catchable; the process's CUDA context is lost), and checking every index tensor
+        first would cost a host synchronisation per op. The CPU kernels raise, and so does Ember."""
+        return getattr(handle, "type", "cpu") != "cuda"
+
     def _device_names(self) -> list[str]:
         names = ["cpu"]
         if torch.cuda.is_available():

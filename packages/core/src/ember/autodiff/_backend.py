@@ -239,6 +239,10 @@ class Autodiff(Backend):
         """Whether the inner primitive of ``p`` holds concrete values (``False`` for a jax tracer)."""
         return self.inner_backend.is_concrete(p.p if p.__class__ is AP else p)
 
+    def checks_index_values(self, handle: Any) -> bool:
+        """The inner backend's answer (:meth:`ember.backend.Backend.checks_index_values`)."""
+        return self.inner_backend.checks_index_values(handle)
+
     # ------------------------------------------------------------------ the autodiff API
     def inner(self, p: Any) -> Any:
         """The inner primitive of ``p`` (no graph)."""

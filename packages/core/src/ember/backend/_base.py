@@ -169,6 +169,17 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         """
         return True
 
+    def checks_index_values(self, handle: Any) -> bool:
+        """Whether an index value out of range on the device ``handle`` raises ``IndexError``.
+
+        The contract: gathers, selects, scatters and embeddings given an index outside ``[0, size)``
+        raise ``IndexError`` (``ember.IndexError`` at the Tensor API). A backend returns ``False`` for a
+        device where its kernels cannot report that to the host without a synchronisation per op:
+        PyTorch on CUDA stops with a device-side assert there, which also leaves the CUDA context
+        unusable, exactly as it does in raw PyTorch. Default: ``True``.
+        """
+        return True
+
     def dtype_for(self, kind_index: int) -> DType:
         """Element type of the kind with index ``kind_index`` (0 Float, 1 Int, 2 Bool)."""
         return (self.float_dtype, self.int_dtype, DType.BOOL)[kind_index]
