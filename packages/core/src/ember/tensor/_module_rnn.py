@@ -49,7 +49,7 @@ def lstm(x: Tensor, h0: Tensor, c0: Tensor, w_x: Tensor, w_h: Tensor,
         raise ShapeError(f"{op}: expected x of shape [batch, seq_length >= 1, d_input], got {list(x.shape)}.")
     n, _, d_in = x.shape
     d = w_h.shape[0] if w_h.rank == 2 else -1
-    want = {"h0": (n, d), "c0": (n, d), "w_x": (d_in, 4 * d), "w_h": (d, 4 * d)}
+    want: dict[str, tuple[int, ...]] = {"h0": (n, d), "c0": (n, d), "w_x": (d_in, 4 * d), "w_h": (d, 4 * d)}
     params = {"h0": h0, "c0": c0, "w_x": w_x, "w_h": w_h}
     if bias is not None:
         want["bias"] = (4 * d,)

@@ -81,15 +81,16 @@ def test_lstm_primitives_equal_the_composites(float_device: Any, case: tuple[Any
     n, seq, _, d, bias = case
     ts = [ftensor(a, float_device) for a in _arrays(*case)]
     raw = [t.primitive for t in ts] + ([] if bias else [None])
-    got = B.lstm(*raw, True)
-    want = RnnOps.lstm(B, *raw, True)
+    x, h0, c0, wx, wh, b = raw
+    got = B.lstm(x, h0, c0, wx, wh, b, True)
+    want = RnnOps.lstm(B, x, h0, c0, wx, wh, b, True)
     for p, w in zip(got[:3], want[:3]):
         assert_close(Tensor(p, float_device), held(Tensor(w, float_device)))
     gy = ftensor(rng.normal(0.0, 1.0, (n, seq, d)), float_device).primitive
     gh, gc = (ftensor(rng.normal(0.0, 1.0, (n, d)), float_device).primitive if grads == "all" else None
               for _ in range(2))
-    g_got = B.lstm_backward(gy, gh, gc, *raw, got[0], got[3])
-    g_want = RnnOps.lstm_backward(B, gy, gh, gc, *raw, want[0], want[3])
+    g_got = B.lstm_backward(gy, gh, gc, x, h0, c0, wx, wh, b, got[0], got[3])
+    g_want = RnnOps.lstm_backward(B, gy, gh, gc, x, h0, c0, wx, wh, b, want[0], want[3])
     assert len(g_got) == 6
     for name, p, w, like in zip(("x", "h0", "c0", "w_x", "w_h", "bias"), g_got, g_want, raw):
         if like is None:
@@ -101,10 +102,9 @@ def test_lstm_primitives_equal_the_composites(float_device: Any, case: tuple[Any
 
 
 def test_lstm_outputs_tracked(ad_device: Any) -> None:
-    ts = [ftensor(a, ad_device) for a in _arrays(2, 2, 3, 2, True)]
-    outs = M.lstm(ts[0], *ts[1:3], ts[3].require_grad(), *ts[4:])
-    assert all(t.is_require_grad() for t in outs)
-    assert not any(t.is_require_grad() for t in M.lstm(*ts))
+    x, h0, c0, wx, wh, b = (ftensor(a, ad_device) for a in _arrays(2, 2, 3, 2, True))
+    assert all(t.is_require_grad() for t in M.lstm(x, h0, c0, wx.require_grad(), wh, b))
+    assert not any(t.is_require_grad() for t in M.lstm(x, h0, c0, wx, wh, b))
 
 
 def test_lstm_errors(device: Any) -> None:
