@@ -57,5 +57,7 @@ class TorchRnnOps(RnnOps):
         out = []
         for a in leaves:
             g = None if a is None else next(grads)
-            out.append(torch.zeros_like(a) if g is None and a is not None else g)
+            # the weights' gradients arrive transposed (torch's [4 d, d_input] layout): made row-major here, else
+            # every later op on them (the optimizer's update above all) runs on strided memory
+            out.append(torch.zeros_like(a) if g is None and a is not None else None if g is None else g.contiguous())
         return tuple(out)
