@@ -14,9 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _record
-from ._graph import AutodiffPrimitive as AP
 from ._output_grads import pick_rule
-from ._record import _node, _wrap
+from ._record import _node, _unwrap_all, _wrap
 from ._slice_grads import dense
 from ._table import Spec, _register
 
@@ -40,17 +39,7 @@ def _lstm(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  #
     rule.__name__ = spec.name
 
     def op(x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any, residual: bool) -> Any:
-        raw, parents = [], []
-        tracked = wrapped = False
-        for v in (x, h0, c0, w_x, w_h, bias):
-            if v.__class__ is AP:
-                wrapped = True
-                parents.append(v.node)
-                tracked = tracked or v.node is not None
-                raw.append(v.p)
-            else:
-                parents.append(None)
-                raw.append(v)
+        raw, parents, wrapped, tracked = _unwrap_all((x, h0, c0, w_x, w_h, bias))
         if not wrapped:
             return fwd(*raw, residual)
         y, h, c, res = fwd(*raw, residual or tracked)
