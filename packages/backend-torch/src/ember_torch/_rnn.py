@@ -8,6 +8,7 @@ normalization kernels, ``_norm.py``)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -25,7 +26,13 @@ def _run(x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None) -> tupl
     params = [w_x.t(), w_h.t()]
     if bias is not None:
         params += [bias, torch.zeros_like(bias, requires_grad=False)]
-    y, h, c = _VF.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)), params, bias is not None, 1, 0.0, True, False, True)
+    hx = (h0.unsqueeze(0), c0.unsqueeze(0))
+    if not x.is_cuda:
+        y, h, c = _VF.lstm(x, hx, params, bias is not None, 1, 0.0, True, False, True)
+        return y, h[0], c[0]
+    with warnings.catch_warnings():  # cuDNN warns that the weights are not one flat buffer (nn.LSTM's): they never are
+        warnings.filterwarnings("ignore", "RNN module weights are not part of single contiguous chunk")
+        y, h, c = _VF.lstm(x, hx, params, bias is not None, 1, 0.0, True, False, True)
     return y, h[0], c[0]
 
 
