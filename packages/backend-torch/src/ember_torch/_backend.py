@@ -26,6 +26,7 @@ from ._module import TorchModuleOps
 from ._norm import TorchNormOps
 from ._numeric import TorchNumericOps
 from ._optim import TorchOptimOps
+from ._rnn import TorchRnnOps
 from ._shape import TorchShapeOps
 
 __all__ = ["TorchBackend"]
@@ -49,7 +50,7 @@ _HOST_NP = {d: d.to_numpy() for d in TORCH_DTYPES if d is not DType.BFLOAT16}
 
 
 class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOps, TorchActivationOps, TorchModuleOps,
-                   TorchOptimOps, TorchNormOps, TorchActivationGradOps, Backend):
+                   TorchOptimOps, TorchNormOps, TorchRnnOps, TorchActivationGradOps, Backend):
     """The PyTorch backend: devices ``cpu`` (default, as Burn's ``LibTorchDevice::Cpu``),
     ``cuda:N`` and ``mps`` when the installed torch offers them.
 
