@@ -43,6 +43,24 @@ def _node(parents: tuple[Any, ...], rule: Any, saved: Any) -> Node:
     return m
 
 
+def _unwrap_all(values: Any) -> tuple[list[Any], list[Any], bool, bool]:
+    """``(raw primitives, parent nodes, tracked, wrapped)`` of a sequence of tensor arguments: a non-autodiff
+    argument gives itself and a ``None`` parent; ``tracked`` when some node is not ``None``, ``wrapped`` when
+    some argument is an autodiff primitive (for the multi-tensor factories of the norm and attention ops)."""
+    raw, parents = [], []
+    tracked = wrapped = False
+    for v in values:
+        if v.__class__ is AP:
+            wrapped = True
+            parents.append(v.node)
+            tracked = tracked or v.node is not None
+            raw.append(v.p)
+        else:
+            parents.append(None)
+            raw.append(v)
+    return raw, parents, tracked, wrapped
+
+
 def _u(x: Any) -> Any:
     return x.p if x.__class__ is AP else x
 

@@ -46,6 +46,7 @@ from .._kind import Float, Int
 from ..backend import _module_geometry as geo
 from . import _core
 from ._core import wrap
+from ._module_attention import scaled_dot_product_attention
 from ._module_norm import batch_norm, group_norm, layer_norm, rms_norm
 from ._util import check_same
 
@@ -57,6 +58,7 @@ __all__ = [
     "layer_norm",
     "group_norm",
     "rms_norm",
+    "scaled_dot_product_attention",
     "ConvOptions",
     "ConvTransposeOptions",
     "UnfoldOptions",
