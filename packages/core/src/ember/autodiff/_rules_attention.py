@@ -1,10 +1,10 @@
 """Backward rule of the attention primitive (``attention``; issue 22).
 
-``attention(q, k, v, mask, scale, min_float, quiet) -> (out, residual)``: one node over ``q``, ``k`` and ``v`` whose
-gradient is one call of ``attention_backward`` on the inner backend (a fused kernel where the backend has one),
-with the inner forward's ``residual``. Under ``Autodiff`` the op returns ``(out, None)``: the residual lives in
-the node only. The mask is a Bool primitive (never tracked); ``attention_backward`` itself runs as the contract's
-composite under ``Autodiff`` (:data:`ATTENTION_COMPOSITE`).
+``attention(q, k, v, mask, dropout, scale, min_float, quiet) -> (out, residual)``: one node over ``q``, ``k`` and
+``v`` whose gradient is one call of ``attention_backward`` on the inner backend (a fused kernel where the backend
+has one), with the inner forward's ``residual``. Under ``Autodiff`` the op returns ``(out, None)``: the residual
+lives in the node only. The mask is a Bool primitive and the dropout multiplier a constant (neither is tracked);
+``attention_backward`` itself runs as the contract's composite under ``Autodiff`` (:data:`ATTENTION_COMPOSITE`).
 """
 
 from __future__ import annotations
@@ -34,16 +34,16 @@ _rule.__name__ = "attention"
 def _attention(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  # noqa: E741
     """Recording op of ``attention``; ``saved`` is the argument list of ``attention_backward`` after ``grad``."""
 
-    def op(q: Any, k: Any, v: Any, mask: Any, scale: float, min_float: float, quiet: bool) -> Any:
+    def op(q: Any, k: Any, v: Any, mask: Any, dropout: Any, scale: float, min_float: float, quiet: bool) -> Any:
         raw, parents, tracked, wrapped = _unwrap_all((q, k, v))
-        if mask.__class__ is AP:  # a Float mask is refused by the core; unwrap anyway
-            mask = mask.p
-        out, residual = fwd(*raw, mask, scale, min_float, quiet)
+        if dropout.__class__ is AP:  # a constant: no gradient flows to the dropout multiplier
+            dropout = dropout.p
+        out, residual = fwd(*raw, mask, dropout, scale, min_float, quiet)
         if not wrapped:
             return out, residual
         if not tracked:
             return _wrap(out, None), None
-        node = _node(tuple(parents), _rule, (*raw, mask, residual, scale, min_float, quiet))
+        node = _node(tuple(parents), _rule, (*raw, mask, dropout, residual, scale, min_float, quiet))
         return _wrap(out, node), None
 
     return op

@@ -5,9 +5,12 @@ as one fused kernel (torch: ``torch.nn.functional.scaled_dot_product_attention``
 The defaults are composites of the matmul, mask, softmax and reduction primitives, the computation of
 :class:`~ember.nn.MultiHeadAttention` (Vaswani et al. 2017, eq. 1), op for op::
 
-    forward:   S = (Q K^T) * scale,  S[mask] = min_float,  P = softmax(S) (or quiet_softmax),  O = P V
-    backward:  dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P)),  dS[mask] = 0,
+    forward:   S = (Q K^T) * scale,  S[mask] = min_float,  P = softmax(S) (or quiet_softmax),  O = (P * D) V
+    backward:  dV = (P * D)^T dO,  dP = (dO V^T) * D,  dS = P * (dP - rowsum(dP * P)),  dS[mask] = 0,
                dQ = (dS * scale) K,  dK = (dS * scale)^T Q
+
+with ``D`` the dropout multiplier of the weights (a keep mask over ``1 - p``, drawn by the caller, a constant), or
+no multiplication at all without dropout
 
 (the softmax backward is the same for ``quiet_softmax``, ``exp(x_i) / (1 + sum_j exp(x_j))``: its Jacobian is
 ``P_i (delta_ij - P_j)`` too; masked scores are replaced, not shifted, so their gradient is 0).
@@ -42,8 +45,8 @@ class AttentionOps:
     runs as part of a :class:`~ember.backend.Backend`).
     """
 
-    def attention(self, q: Any, k: Any, v: Any, mask: Any | None, scale: float, min_float: float,
-                  quiet: bool) -> tuple[Any, Any]:
+    def attention(self, q: Any, k: Any, v: Any, mask: Any | None, dropout: Any | None, scale: float,
+                  min_float: float, quiet: bool) -> tuple[Any, Any]:
         """Scaled dot-product attention of ``heads`` independent heads.
 
         Args:
@@ -51,6 +54,8 @@ class AttentionOps:
                 d_v]`` (one float dtype; strided views allowed).
             mask: Bool, broadcastable to ``[batch, heads, seq_q, seq_k]``, ``True`` where a score is replaced by
                 ``min_float``; or ``None``.
+            dropout: Float, broadcastable to ``[batch, heads, seq_q, seq_k]``, the factor of the weights after the
+                softmax (inverted dropout: ``keep / (1 - p)``); no gradient flows to it. ``None``: no dropout.
             scale: the factor of the scores (``1 / sqrt(d_k)`` in the paper).
             min_float: the score of masked positions (Burn's default ``-1e4``; ``-inf`` gives exact zeros).
             quiet: ``quiet_softmax`` instead of ``softmax`` (a row may attend to nothing).
@@ -64,14 +69,14 @@ class AttentionOps:
         if mask is not None:
             s = B.mask_fill(s, mask, min_float)
         p = _softmax_last(B, s, quiet)
-        return B.matmul(p, v), p
+        return B.matmul(p if dropout is None else B.mul(p, dropout), v), p
 
-    def attention_backward(self, grad: Any, q: Any, k: Any, v: Any, mask: Any | None, residual: Any, scale: float,
-                           min_float: float, quiet: bool) -> tuple[Any, Any, Any]:
+    def attention_backward(self, grad: Any, q: Any, k: Any, v: Any, mask: Any | None, dropout: Any | None,
+                           residual: Any, scale: float, min_float: float, quiet: bool) -> tuple[Any, Any, Any]:
         """Gradients of :meth:`attention`'s ``out`` with respect to ``(q, k, v)``.
 
         Args:
-            grad: the gradient of ``out``, ``[batch, heads, seq_q, d_v]``. q, k, v, mask: the forward's.
+            grad: the gradient of ``out``, ``[batch, heads, seq_q, d_v]``. q, k, v, mask, dropout: the forward's.
             residual: what :meth:`attention` returned with ``out``. scale, min_float, quiet: the forward's.
 
         Returns:
@@ -79,8 +84,13 @@ class AttentionOps:
         """
         B: Any = self
         p = residual
-        gv = B.matmul(B.permute(p, _T), grad)
-        gs = B.softmax_backward(B.matmul(grad, B.permute(v, _T)), p, 3)
+        gp = B.matmul(grad, B.permute(v, _T))
+        if dropout is None:
+            gv = B.matmul(B.permute(p, _T), grad)
+        else:
+            gv = B.matmul(B.permute(B.mul(p, dropout), _T), grad)
+            gp = B.mul(gp, dropout)
+        gs = B.softmax_backward(gp, p, 3)
         if mask is not None:
             gs = B.mask_fill(gs, mask, 0.0)
         gs = B.mul(gs, scale)

@@ -10,7 +10,7 @@ from .._errors import ShapeError
 from .._kind import Bool
 from ..backend._device import Device
 from ..config import config
-from ..module import Module, ad_enabled
+from ..module import Module
 from ..tensor import Tensor
 from ..tensor import activation as A
 from ..tensor import module as M
@@ -58,9 +58,9 @@ class MhaOutput:
     """``weights`` ``[batch, n_heads, seq_q, seq_k]`` (attention probabilities, after dropout) and
     ``context`` ``[batch, seq_q, d_model]`` (Burn's ``MhaOutput``).
 
-    When :class:`MultiHeadAttention` runs the fused attention primitive (no dropout on the weights) it never forms
-    the weights: ``weights`` computes them on first read (the same ops and values as the unfused path,
-    differentiable), so a caller that only reads ``context`` does not pay for them.
+    :class:`MultiHeadAttention` runs the fused attention primitive, which never forms the weights: ``weights``
+    computes them on first read (softmax of the masked scores times the same dropout multiplier, differentiable),
+    so a caller that only reads ``context`` does not pay for them.
     """
 
     __slots__ = ("context", "_weights", "_compute")
@@ -149,6 +149,10 @@ class MultiHeadAttention(Module):
     out_proj.weight.T``. Dropout is applied to the attention weights after the softmax (as PyTorch
     and the paper; Burn drops the scores before the softmax). Masked scores take ``min_float``.
 
+    The attention itself is one primitive (:func:`ember.tensor.module.scaled_dot_product_attention`: torch's flash
+    kernels, numpy's in-place kernel, one ``Autodiff`` node), the dropout applied inside it as the multiplier
+    :meth:`Dropout.multiplier` draws; the output's ``weights`` are computed only when read.
+
     Raises (forward):
         ShapeError: a wrong rank or ``d_model``, key/value of different lengths, masks of the wrong shape.
         KindError: non-Float inputs or non-Bool masks.
@@ -181,12 +185,16 @@ class MultiHeadAttention(Module):
         kh = self._heads(self.key.forward(k))
         vh = self._heads(self.value.forward(v))
         mask = _masks(layer, input, batch, seq_q, seq_k)
-        if self.dropout.prob == 0.0 or not ad_enabled(qh):  # no dropout on the weights: one fused primitive
-            ctx = M.scaled_dot_product_attention(qh, kh, vh, mask, 1.0 / math.sqrt(self.d_k), self.min_float,
-                                                 self.quiet_softmax)
-            return MhaOutput.lazy(lambda: self._weights(qh, kh, mask), self.output.forward(self._merge(ctx)))
-        weights = self.dropout.forward(self._weights(qh, kh, mask))
-        return MhaOutput(weights, self.output.forward(self._merge(weights @ vh)))
+        # the dropout of the weights as a multiplier: the same draw as Dropout.forward on the weights would make
+        drop = self.dropout.multiplier(qh, [batch, self.n_heads, seq_q, seq_k])
+        ctx = M.scaled_dot_product_attention(qh, kh, vh, mask, drop, 1.0 / math.sqrt(self.d_k), self.min_float,
+                                             self.quiet_softmax)
+
+        def weights() -> Tensor:
+            w = self._weights(qh, kh, mask)
+            return w if drop is None else w * drop
+
+        return MhaOutput.lazy(weights, self.output.forward(self._merge(ctx)))
 
     __call__ = forward
 

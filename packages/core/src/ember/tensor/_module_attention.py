@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from .._errors import DeviceError, KindError, ShapeError
-from .._kind import Bool, Float
+from .._kind import Bool, Float, Kind
 from ._core import wrap
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ _OP = "scaled_dot_product_attention"
 _LAYOUT = {"q": "[batch, heads, seq_q, d_k]", "k": "[batch, heads, seq_k, d_k]", "v": "[batch, heads, seq_k, d_v]"}
 
 
-def _check(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> None:
+def _check(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: Tensor | None) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.kind is not Float:
             raise KindError(f"{_OP}: {name} must be a Float tensor, got {t.kind}; convert it with .float() first.")
@@ -33,25 +33,33 @@ def _check(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> None:
     if ks[:2] != (b, h) or vs[:2] != (b, h) or ks[3] != dk or vs[2] != ks[2]:
         raise ShapeError(f"{_OP}: q {list(q.shape)}, k {list(ks)} and v {list(vs)} must share [batch, heads], q and "
                          f"k d_k, k and v seq_k (q {_LAYOUT['q']}, k {_LAYOUT['k']}, v {_LAYOUT['v']}).")
-    if mask is None:
-        return
     full = (b, h, sq, ks[2])
-    if mask.kind is not Bool:
-        raise KindError(f"{_OP}: mask must be a Bool tensor (True = masked), got {mask.kind}.")
-    if mask.device is not q.device:
-        raise DeviceError(f"{_OP}: mask lives on {mask.device}, q on {q.device}.")
-    ms = mask.shape
-    if len(ms) > 4 or any(m not in (1, n) for m, n in zip(ms[::-1], full[::-1])):
-        raise ShapeError(f"{_OP}: mask {list(ms)} does not broadcast to [batch, heads, seq_q, seq_k] = {list(full)}.")
+    extras: tuple[tuple[str, Tensor | None, Kind, str], ...] = (
+        ("mask", mask, Bool, "a Bool tensor (True = masked)"),
+        ("dropout", dropout, Float, "a Float tensor (the weights' multiplier)"))
+    for name, extra, kind, what in extras:
+        if extra is None:
+            continue
+        if extra.kind is not kind:
+            raise KindError(f"{_OP}: {name} must be {what}, got {extra.kind}.")
+        if extra.device is not q.device:
+            raise DeviceError(f"{_OP}: {name} lives on {extra.device}, q on {q.device}; move it with .to_device().")
+        if kind is Float and extra.dtype != q.dtype:
+            raise KindError(f"{_OP}: {name} is {extra.dtype}, q {q.dtype}; cast it to q's dtype.")
+        ts = extra.shape
+        if len(ts) > 4 or any(m not in (1, n) for m, n in zip(ts[::-1], full[::-1])):
+            raise ShapeError(f"{_OP}: {name} {list(ts)} does not broadcast to [batch, heads, seq_q, seq_k] = "
+                             f"{list(full)}.")
 
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
-                                 scale: float | None = None, min_float: float = -1.0e4,
-                                 quiet: bool = False) -> Tensor:
+                                 dropout: Tensor | None = None, scale: float | None = None,
+                                 min_float: float = -1.0e4, quiet: bool = False) -> Tensor:
     """Scaled dot-product attention (Vaswani et al. 2017, eq. 1; PyTorch's ``F.scaled_dot_product_attention``
-    without dropout, with :class:`~ember.nn.MultiHeadAttention`'s masking)::
+    with :class:`~ember.nn.MultiHeadAttention`'s masking and dropout)::
 
-        S = (q k^T) * scale,  S[mask] = min_float,  out = softmax(S, dim=-1) v     (quiet_softmax with ``quiet``)
+        S = (q k^T) * scale,  S[mask] = min_float,  out = (softmax(S, dim=-1) * dropout) v
+                                                               (quiet_softmax with ``quiet``; no dropout: no product)
 
     One backend primitive (a fused kernel where the backend has one: torch's flash attention) and one
     ``Autodiff`` node; the attention weights are not returned (recompute them with
@@ -62,6 +70,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor |
             one float dtype, one device.
         mask: Bool, broadcastable to ``[batch, heads, seq_q, seq_k]``; ``True`` replaces the score by
             ``min_float`` (note: the opposite of PyTorch's boolean ``attn_mask``). ``None``: no mask.
+        dropout: Float, broadcastable to ``[batch, heads, seq_q, seq_k]``: the multiplier of the attention weights
+            after the softmax, e.g. :meth:`~ember.nn.Dropout.multiplier` (``keep / (1 - p)``, Srivastava et al. 2014;
+            PyTorch draws it inside from ``dropout_p``). A constant: no gradient flows to it. ``None``: no dropout.
         scale: the factor of the scores; default ``1 / sqrt(d_k)`` (the paper).
         min_float: the score of masked positions (default ``-1e4``, Burn's; ``-inf`` gives exact zeros, and NaN for
             a row masked entirely unless ``quiet``).
@@ -71,12 +82,12 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor |
         ``[batch, heads, seq_q, d_v]``, differentiable in ``q``, ``k`` and ``v``.
 
     Raises:
-        KindError: a non-Float ``q``/``k``/``v``, different dtypes, a non-Bool mask.
-        ShapeError: ranks other than 4, mismatched sizes, a mask that does not broadcast.
+        KindError: a non-Float ``q``/``k``/``v``/``dropout``, different dtypes, a non-Bool mask.
+        ShapeError: ranks other than 4, mismatched sizes, a mask or dropout that does not broadcast.
         DeviceError: tensors on different devices.
     """
-    _check(q, k, v, mask)
+    _check(q, k, v, mask, dropout)
     s = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
-    out, _ = q.ops.attention(q.primitive, k.primitive, v.primitive, None if mask is None else mask.primitive, s,
-                             float(min_float), bool(quiet))
+    out, _ = q.ops.attention(q.primitive, k.primitive, v.primitive, None if mask is None else mask.primitive,
+                             None if dropout is None else dropout.primitive, s, float(min_float), bool(quiet))
     return wrap(out, q, Float)
