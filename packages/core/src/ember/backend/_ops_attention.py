@@ -50,8 +50,9 @@ class AttentionOps:
         """Scaled dot-product attention of ``heads`` independent heads.
 
         Args:
-            q: Float ``[batch, heads, seq_q, d_k]``. k: ``[batch, heads, seq_k, d_k]``. v: ``[batch, heads, seq_k,
-                d_v]`` (one float dtype; strided views allowed).
+            q: Float ``[batch, heads, seq_q, d_k]`` (strided views allowed, as for ``k`` and ``v``).
+            k: ``[batch, heads, seq_k, d_k]``, ``q``'s dtype.
+            v: ``[batch, heads, seq_k, d_v]``, ``q``'s dtype.
             mask: Bool, broadcastable to ``[batch, heads, seq_q, seq_k]``, ``True`` where a score is replaced by
                 ``min_float``; or ``None``.
             dropout: Float, broadcastable to ``[batch, heads, seq_q, seq_k]``, the factor of the weights after the
@@ -76,8 +77,16 @@ class AttentionOps:
         """Gradients of :meth:`attention`'s ``out`` with respect to ``(q, k, v)``.
 
         Args:
-            grad: the gradient of ``out``, ``[batch, heads, seq_q, d_v]``. q, k, v, mask, dropout: the forward's.
-            residual: what :meth:`attention` returned with ``out``. scale, min_float, quiet: the forward's.
+            grad: the gradient of ``out``, ``[batch, heads, seq_q, d_v]``.
+            q: the forward's.
+            k: the forward's.
+            v: the forward's.
+            mask: the forward's.
+            dropout: the forward's.
+            residual: what :meth:`attention` returned with ``out``.
+            scale: the forward's.
+            min_float: the forward's.
+            quiet: the forward's.
 
         Returns:
             ``(grad_q like q, grad_k like k, grad_v like v)``.

@@ -66,8 +66,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor |
     :func:`~ember.tensor.activation.softmax` when needed).
 
     Args:
-        q: Float ``[batch, heads, seq_q, d_k]``. k: ``[batch, heads, seq_k, d_k]``. v: ``[batch, heads, seq_k, d_v]``;
-            one float dtype, one device.
+        q: Float ``[batch, heads, seq_q, d_k]``.
+        k: Float ``[batch, heads, seq_k, d_k]``, of ``q``'s dtype and device.
+        v: Float ``[batch, heads, seq_k, d_v]``, of ``q``'s dtype and device.
         mask: Bool, broadcastable to ``[batch, heads, seq_q, seq_k]``; ``True`` replaces the score by
             ``min_float`` (note: the opposite of PyTorch's boolean ``attn_mask``). ``None``: no mask.
         dropout: Float, broadcastable to ``[batch, heads, seq_q, seq_k]``: the multiplier of the attention weights
