@@ -2,8 +2,8 @@
 
 ``optim.step`` never writes the parameters of the module it is given nor the gradients: a module the user keeps
 still holds its old values, and the same gradients can be applied again. The optimizer's own state buffers are
-updated in place (numpy, torch) or donated (jax): a snapshot must be taken with ``to_data`` / ``to_record``, which
-copy, and a loaded record is never written.
+updated in place (numpy, torch) or donated (jax): ``Optimizer.state`` and ``to_record`` hand out copies, and a loaded
+record is never written.
 """
 
 from __future__ import annotations
@@ -80,3 +80,20 @@ def test_records_are_snapshots_and_a_loaded_record_is_not_written(ad, name):
         np.testing.assert_array_equal(v, saved[k], err_msg=f"{name}: the loaded record's {k} was written")
     for got, want in zip(params_np(twin), params_np(model)):
         np.testing.assert_array_equal(got, want, err_msg=f"{name}: the resumed run differs")
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_a_state_handed_out_is_not_changed_by_later_steps(ad, name):
+    p = problem()
+    optim = RULES[name].init()
+    model = make_model(ad, p)
+    model = optim.step(0.05, model, loss_grads(model, ad, p))
+    state = optim.state(model.weight.id)
+    held = {k: np.array(v.to_numpy()) for k, v in state.items() if hasattr(v, "to_numpy")}
+    assert held, "the rule keeps state tensors: the check would be vacuous"
+    for _ in range(2):
+        model = optim.step(0.05, model, loss_grads(model, ad, p))
+    later = optim.state(model.weight.id)
+    assert any(not np.array_equal(np.array(later[k].to_numpy()), v) for k, v in held.items()), "the state moved"
+    for k, v in held.items():
+        np.testing.assert_array_equal(state[k].to_numpy(), v, err_msg=f"{name}: the handed-out {k} was written")

@@ -363,8 +363,8 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
     Args:
         fn: the step function.
         donate_state: give the optimizers' per-parameter state buffers to the compiled program, which updates
-            them in place (default ``True``): the state tensors read from the optimizer before a call are
-            invalid after it (``optim.state(id)`` after the call, or ``optim.to_record()``, gives the new ones).
+            them in place (default ``True``); ``optim.state(id)`` and ``optim.to_record()`` hand out copies, so
+            what was read before a call stays valid (read again after the call for the new values).
         donate_argnums: positional arguments whose buffers are given to the program as well, e.g. ``(0,)`` for
             the model of ``step(model, optim, batch, lr)``: faster (no new allocation per step) but the model
             passed in can no longer be read after the call (jax raises ``RuntimeError: Array has been

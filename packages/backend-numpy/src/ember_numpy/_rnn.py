@@ -119,7 +119,8 @@ class NumpyRnnOps(RnnOps):
         res = _forward(x, h0, c0, w_x, w_h, bias)
         hs = res[4]
         y = np.ascontiguousarray(hs[1:].transpose(1, 0, 2))
-        return y, hs[-1], res[2][-1], (res if residual else None)
+        # h_n and c_n copied out: views would keep the whole-sequence buffers alive as long as the final states
+        return y, hs[-1].copy(), res[2][-1].copy(), (res if residual else None)
 
     def lstm_backward(self, grad_y: Any | None, grad_h: Any | None, grad_c: Any | None, x: Any, h0: Any, c0: Any,
                       w_x: Any, w_h: Any, bias: Any | None, y: Any, residual: Any) -> tuple[Any, ...]:

@@ -24,7 +24,7 @@ _aten: Any = torch.ops.aten  # the backward kernels are not in torch's namespace
 
 
 class TorchNormOps(NormOps):
-    """Native batch and layer normalization, forward and backward."""
+    """Native batch, layer, group and RMS normalization, forward and backward (RMS backward on CUDA only)."""
 
     def batch_norm(self, x: Any, gamma: Any, beta: Any, epsilon: float) -> tuple[Any, Any, Any]:
         if x.dtype not in _NATIVE:

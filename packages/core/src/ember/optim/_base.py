@@ -302,8 +302,8 @@ class Optimizer:
     The parameters of one device and dtype are updated together, by one call of the rule's
     :meth:`SimpleOptimizer.step_many` (one fused backend update for Adam, AdamW, SGD, RMSProp and Lion). Buffer rule:
     the module passed to :meth:`step` and the gradients are never written (a module you keep keeps its values); the
-    optimizer's own state tensors are updated in place (numpy, torch) or donated (jax), so a tensor read with
-    :meth:`state` is valid until the next step: copy it (``to_data()``) or save :meth:`to_record` to keep it.
+    optimizer's own state tensors are updated in place (numpy, torch) or donated (jax), and it never hands them out:
+    :meth:`state` returns copies and :meth:`to_record` copies.
 
     The state (moments, step counts ...) is kept per ``ParamId`` and saved by :meth:`to_record` /
     :meth:`load_record`; a run saved mid-training and resumed gives bitwise the same parameters as an
@@ -409,9 +409,17 @@ class Optimizer:
 
     # ------------------------------------------------------------------ state and records
     def state(self, id: ParamId) -> State | None:
-        """The state of parameter ``id`` (``None`` before its first update or for a stateless rule). Right after
-        :meth:`load_record` its tensors are still :class:`~ember.TensorData`; they become tensors at the next step."""
-        return self._states.get(id)  # type: ignore[no-any-return]
+        """A snapshot of the state of parameter ``id`` (``None`` before its first update or for a stateless rule).
+
+        The tensors returned are copies: the fused updates of the next :meth:`step` write the optimizer's own state
+        buffers in place (the buffer rule in the class docstring), and a tensor handed out must not change behind
+        its holder's back. Right after :meth:`load_record` its tensors are still :class:`~ember.TensorData`; they
+        become tensors at the next step."""
+        st = self._states.get(id)
+        if st is None:
+            return None
+        # ``v * 1`` is a new buffer holding v's exact values (-0.0, inf and nan included) and dtype
+        return {k: v * 1 if isinstance(v, Tensor) else v for k, v in st.items()}
 
     def __len__(self) -> int:
         """The number of parameters with a state (stateless rules such as plain SGD keep none)."""
