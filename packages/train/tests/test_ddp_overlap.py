@@ -4,6 +4,10 @@ back to reducing the returned gradients."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,6 +19,8 @@ from ember import distributed as dist
 from ember.autodiff import Autodiff
 from ember_train import DistributedDataParallel, TrainOutput
 from ember_train._parallel import Replicas
+
+HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.skipif(not ember.backend("numpy").supports_collectives,
                                 reason="collectives need ember-backend-torch (torch.distributed's gloo)")
@@ -107,3 +113,71 @@ def test_default_overlaps_on_nccl_and_across_machines_only(setup: Any, monkeypat
     off = Replicas(DistributedDataParallel(overlap=False))
     off.group, off.world_size = replicas.group, replicas.world_size
     assert not off.overlaps(False) and replicas.overlaps(False)
+
+
+_ONE_RANK_FALLS_BACK = """
+import sys
+import numpy as np
+import ember
+import helpers as h
+from ember.autodiff import Autodiff
+from ember.optim import SgdConfig
+from ember_train import DistributedDataParallel
+from ember_train._parallel import Replicas
+
+device = Autodiff(ember.backend("numpy", float_dtype="float64")).device()
+device.backend.seed(0)
+replicas = Replicas(DistributedDataParallel(overlap=True, bucket_bytes=256, first_bucket_bytes=256, timeout=20))
+replicas.start(device)
+r = replicas.rank
+model = replicas.sync_model(h.Mlp.init(device, dropout=0.0))
+optim = SgdConfig().init()
+data = h.dataset(48, 3)
+for step in range(3):
+    half = h.batcher([data.get(i) for i in range(16 * step + 8 * r, 16 * step + 8 * r + 8)], device)
+
+    def grad_step():
+        if r == 1:  # a second backward() on rank 1 only: this rank falls back, rank 0 does not see it itself
+            model.train_step(half)
+        out = model.train_step(half)
+        return out.grads, out.item
+
+    grads, _ = replicas.grads_overlapped(model, grad_step, lambda: False)
+    model = optim.step(0.5, model, grads)
+total = replicas.sum([1.0])  # the collectives still match after the steps
+np.savez(sys.argv[1] + f"/params-rank{r}.npz", *[p.val().to_numpy() for p in model.params()])
+print(f"rank {r} done, sum {total[0]}", flush=True)
+replicas.close()
+"""
+
+
+def test_a_fallback_on_one_rank_only_falls_back_on_every_rank(tmp_path: Path) -> None:
+    """Rank 1 runs two backward passes in its step (its overlapped reduction did not see the returned gradients),
+    rank 0 one: the ranks agree through the flag in the last bucket, both fall back (same collectives, no gloo
+    mismatch), and 3 SGD steps give the parameters of one process on the global batches of 16."""
+    script = tmp_path / "fallback.py"
+    script.write_text(_ONE_RANK_FALLS_BACK)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "ember_train.launch", "--nproc", "2", "--backend", "numpy", str(script),
+                        str(tmp_path)], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for rank in (0, 1):
+        assert f"rank {rank} done, sum 2.0" in p.stdout, p.stdout + p.stderr
+    # the reference: one process, the same model and optimizer, each step on the global batch of 16
+    from ember.optim import SgdConfig
+
+    device = Autodiff(ember.backend("numpy", float_dtype="float64")).device()
+    device.backend.seed(0)
+    model = h.Mlp.init(device, dropout=0.0)
+    optim = SgdConfig().init()
+    data = h.dataset(48, 3)
+    for step in range(3):
+        batch = h.batcher([data.get(i) for i in range(16 * step, 16 * step + 16)], device)
+        model = optim.step(0.5, model, model.train_step(batch).grads)
+    ref = [p.val().to_numpy() for p in model.params()]
+    for rank in (0, 1):
+        with np.load(tmp_path / f"params-rank{rank}.npz") as f:
+            got = [f[f"arr_{i}"] for i in range(len(f.files))]
+        assert len(got) == len(ref)
+        for a, b in zip(got, ref):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=f"rank {rank}")

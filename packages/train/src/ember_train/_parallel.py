@@ -196,7 +196,10 @@ class Replicas:
         interrupter) is read and rides in the last bucket as in :meth:`reduce_grads`, then every bucket is
         waited for. A step whose gradients are not the ones the hook saw (a second ``backward()``, gradients
         changed inside ``train_step``, a parameter without a gradient) drains the launched buckets and falls back
-        to :meth:`reduce_grads` on the returned gradients, on every rank alike.
+        to :meth:`reduce_grads` on the returned gradients. Whether a step falls back is agreed by the ranks: each
+        rank's "not the gradients the hook saw" flag rides in the last bucket with ``stop``, and when any rank's
+        flag is set every rank falls back (so every rank runs the same collectives, and the averaged gradients
+        are those of the returned gradients on every rank).
         """
         from ember import distributed as dist
         from ember.autodiff import grad_id, grad_ready_hook
@@ -213,7 +216,7 @@ class Replicas:
         order = params[::-1]
         inner = params[0].device.inner
         likes: list[Any] = [p.val().inner() for p in order]  # the gradients' device, shapes and dtypes
-        likes.append(Tensor.from_data(np.zeros(1), inner, Float))  # the stop flag, last
+        likes.append(Tensor.from_data(np.zeros(2), inner, Float))  # [stop, not fine], last
         s = self.strategy
         with self._peers("averaging the gradients"):
             bucketer = dist.Bucketer(likes, "mean", self.group, bucket_bytes=s.bucket_bytes,
@@ -237,22 +240,26 @@ class Replicas:
 
         with grad_ready_hook(on_ready):
             grads, item = grad_step()
-        flag = Tensor.from_data(np.asarray([1.0 if stop() else 0.0]), inner, Float)
         items = dict(grads.items())
         fine = (not failed and len(given) == len(order) and len(items) == len(order)
                 and all(p.id in items and items[p.id].primitive is given[k] for k, p in enumerate(order)))
+        # this rank's stop and "not fine" flags ride in the last bucket: the ranks agree on both, so a fallback
+        # (one more collective) runs on every rank or on none
+        flags = Tensor.from_data(np.asarray([1.0 if stop() else 0.0, 0.0 if fine else 1.0]), inner, Float)
         with self._peers("averaging the gradients"):
             if failed and not isinstance(failed[0], LearnerError):
                 raise failed[0]
             for k in range(len(order)):  # complete the plan (the values of a fallback are discarded)
                 if k not in given:
                     bucketer.ready(k, likes[k])
-            bucketer.ready(len(order), flag)
+            bucketer.ready(len(order), flags)
             reduced = bucketer.wait()
-        self.stop_seen = float(reduced[-1].to_numpy().reshape(-1)[0]) > 0
-        if not fine:
-            LOGGER.debug("DistributedDataParallel: the overlapped reduction did not see the step's gradients; "
-                         "reducing them again after the backward pass")
+        agreed = reduced[-1].to_numpy().reshape(-1)
+        self.stop_seen = float(agreed[0]) > 0
+        if float(agreed[1]) > 0:
+            LOGGER.debug("DistributedDataParallel: the overlapped reduction did not see the step's gradients on %s; "
+                         "reducing them again after the backward pass, on every rank",
+                         "this rank" if not fine else "another rank")
             return self.reduce_grads(grads), item
         by_id = {p.id: reduced[k] for k, p in enumerate(order)}
         return GradientsParams({p.id: by_id[p.id] for p in params}), item
