@@ -321,6 +321,10 @@ class Learner:
                 device.backend.seed(s.seed * 1_000_003 + epoch + 7_919 * rank)
             model, done = self._train_epoch(steps, model, optim, scheduler, loader_train, train, epoch,
                                              skip if epoch == start else 0, first=epoch == start)
+            if replicas is not None and not one_program:
+                # each rank's running states (batch norm) saw its shard only: their mean on every rank, before the
+                # validation and the checkpoints (also of an interrupted epoch)
+                model = replicas.sync_running_states(model)
             if done and loader_valid is not None:
                 # stopped right at the end of training: leave validation to the resumed run
                 done = (not self._agree(s.interrupter.should_stop())

@@ -147,6 +147,36 @@ class Replicas:
         with self._peers("broadcasting the parameters from rank 0"):
             return model.map(fn)
 
+    def sync_running_states(self, model: Any) -> Any:
+        """The model's running states (``RunningState``: BatchNorm's running mean and variance) made equal on every
+        rank: the Float ones averaged over the ranks (``all_reduce_many``, ``op="mean"``: one collective per
+        bucket), the others (Int, Bool) rank 0's (a broadcast each). Each rank's batch norm sees only its shard,
+        so its statistics drift from the other ranks'; the average is the closest to one process's (PyTorch DDP
+        instead broadcasts rank 0's buffers at each forward). The Learner calls it at the end of each epoch's
+        training, before validation and checkpoints. The states are updated in place (``RunningState.update``,
+        the cell a forward pass updates) and the same ``model`` is returned; a model without running states costs
+        no collective."""
+        from ember import distributed as dist
+
+        states: list[Any] = []
+        for _, st in model.running_states() if hasattr(model, "running_states") else []:
+            if not any(st is o for o in states):  # a state shared by several modules is reduced once
+                states.append(st)
+        if not states or self.world_size == 1:
+            return model
+        floats = [st for st in states if st.value().kind is Float]
+        with self._peers("averaging the running states (batch norm statistics)"):
+            if floats:
+                means = dist.all_reduce_many([st.value() for st in floats], op="mean", group=self.group,
+                                             bucket_bytes=self.strategy.bucket_bytes)
+                for st, m in zip(floats, means):
+                    st.update(_lift(m, st.value()))
+            for st in states:
+                if st.value().kind is not Float:
+                    t = st.value()
+                    st.update(_lift(dist.broadcast(t, 0, self.group), t))
+        return model
+
     def reduce_grads(self, grads: Any, stop: bool | None = None) -> Any:
         """The gradients averaged over the ranks (``all_reduce_many``: one collective per bucket).
 
