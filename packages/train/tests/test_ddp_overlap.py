@@ -181,3 +181,48 @@ def test_a_fallback_on_one_rank_only_falls_back_on_every_rank(tmp_path: Path) ->
         assert len(got) == len(ref)
         for a, b in zip(got, ref):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=f"rank {rank}")
+
+
+def test_a_group_of_another_backend_is_refused_by_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process group initialized on torch while the model trains on numpy: ``start`` says so (found, expected,
+    what to do) instead of every collective failing later as "rank ... died"; the user's group is left alone."""
+    pytest.importorskip("ember_torch")
+    from ember_train import LearnerError
+
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(k, raising=False)
+    group = dist.init_process_group("torch")
+    try:
+        replicas = Replicas(DistributedDataParallel())
+        with pytest.raises(LearnerError) as err:
+            replicas.start(Autodiff(ember.backend("numpy")).device())
+        msg = str(err.value)
+        assert "runs on the 'torch' backend" in msg and "inner backend 'numpy'" in msg, msg
+        assert "init_process_group('numpy')" in msg and "died" not in msg, msg
+        assert dist.is_initialized() and dist.get_process_group() is group
+    finally:
+        dist.destroy_process_group()
+
+
+def test_only_engine_failures_blame_the_peers(setup: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collective refused before it reaches the engine (a tensor of another backend) is this rank's error; a
+    failure inside the engine (here a transport error, simulated) names the peers that may have died."""
+    from ember_train import LearnerError
+
+    replicas, _, _ = setup
+    other = ember.Tensor.from_data(np.ones(2), ember.backend("numpy", float_dtype="float32").device())
+    monkeypatch.setattr(replicas.group, "backend", "torch")  # the tensor's backend is not the group's
+    with pytest.raises(LearnerError) as err, replicas._peers("averaging the gradients"):
+        dist.all_reduce(other, group=replicas.group)
+    msg = str(err.value)
+    assert "no other rank is to blame" in msg and "died" not in msg and "backend 'torch'" in msg, msg
+    monkeypatch.setattr(replicas.group, "backend", "numpy")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Connection reset by peer")
+
+    monkeypatch.setattr(replicas.group._collectives, "all_reduce", broken)
+    with pytest.raises(LearnerError) as err, replicas._peers("averaging the gradients"):
+        dist.all_reduce(other, group=replicas.group)
+    msg = str(err.value)
+    assert "died, stopped or did not answer" in msg and "Connection reset by peer" in msg, msg

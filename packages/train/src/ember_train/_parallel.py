@@ -50,7 +50,9 @@ class Replicas:
     """The process group of a ``DistributedDataParallel`` fit and the collectives the Learner needs.
 
     Raises (from :meth:`start`):
-        LearnerError: the training backend has no collective ops, or the group cannot be joined.
+        LearnerError: the training backend has no collective ops, the group cannot be joined, or the group
+            (an initialized one, or ``DistributedDataParallel(backend=...)``'s) runs on another backend than the
+            training device's inner backend.
     """
 
     def __init__(self, strategy: DistributedDataParallel) -> None:
@@ -92,6 +94,18 @@ class Replicas:
                     "train.py` (they set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)."
                 ) from exc
             self._owned = True
+        found = getattr(self.group, "backend", None)
+        if found != backend.name:
+            how = ("initialized before fit, by ember.distributed.init_process_group or EMBER_BACKEND"
+                   if not self._owned else "named by DistributedDataParallel(backend=...)")
+            self.close()
+            raise LearnerError(
+                f"DistributedDataParallel: the process group runs on the {found!r} backend ({how}), but the model "
+                f"trains on {device} (inner backend {backend.name!r}); its collectives only take tensors of the "
+                f"group's backend. Initialize the group on the training device's backend "
+                f"(ember.distributed.init_process_group({backend.name!r}) or leave DistributedDataParallel(backend="
+                f"None)), or train on a device of the {found!r} backend."
+            )
         self._device = self.group.device
         self.rank = int(self.group.rank)
         self.world_size = int(self.group.world_size)
@@ -296,13 +310,23 @@ class Replicas:
 
     @contextmanager
     def _peers(self, what: str) -> Iterator[None]:
-        """Turn a failed collective into a ``LearnerError`` that says which rank this is and which ranks may have
-        stopped (with two ranks: the other one)."""
+        """Turn a failed collective into a ``LearnerError``. A failure of the engine (``ember.distributed`` raises it
+        ``from`` the engine's own exception: a peer gone, the timeout, a transport error) says which rank this is
+        and which ranks may have stopped (with two ranks: the other one); a call refused before it reached the
+        engine (a tensor of another backend, a bad argument: no engine exception behind it) is this rank's error
+        and is reported as such."""
         from ember import CollectiveError
 
         try:
             yield
         except CollectiveError as exc:
+            cause = exc.__cause__
+            if cause is None or isinstance(cause, CollectiveError):
+                raise LearnerError(
+                    f"DistributedDataParallel: rank {self.rank} of {self.world_size} could not start a collective "
+                    f"while {what} (the call was refused before it reached the engine; no other rank is to blame): "
+                    f"{exc}"
+                ) from exc
             others = [r for r in range(self.world_size) if r != self.rank]
             who = f"rank {others[0]}" if len(others) == 1 else f"one of ranks {others}"
             raise LearnerError(

@@ -56,7 +56,11 @@ def _nbytes(ib: Any, p: Any) -> int:
 
 
 def _run(g: ProcessGroup, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call the engine, turning its failures (a peer gone, a timeout, mismatched shapes) into CollectiveError."""
+    """Call the engine, turning its failures (a peer gone, a timeout, mismatched shapes) into CollectiveError.
+
+    An engine failure is raised ``from`` the engine's exception (``__cause__`` set), which tells it apart from
+    an argument refused before the call (raised without a cause): ember-train blames the peers for the first
+    kind only."""
     try:
         return fn(*args, **kwargs)
     except CollectiveError:
