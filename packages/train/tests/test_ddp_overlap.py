@@ -226,3 +226,18 @@ def test_only_engine_failures_blame_the_peers(setup: Any, monkeypatch: pytest.Mo
         dist.all_reduce(other, group=replicas.group)
     msg = str(err.value)
     assert "died, stopped or did not answer" in msg and "Connection reset by peer" in msg, msg
+
+
+def test_the_default_timeout_covers_rank_0_alone_writing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The group the Learner joins waits PyTorch's 30 minutes by default, not 60 s: the other ranks wait in their
+    next collective while rank 0 alone writes checkpoints, the summary and plots. An explicit timeout is kept."""
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(k, raising=False)
+    device = Autodiff(ember.backend("numpy")).device()
+    for strategy, expected in ((DistributedDataParallel(), 1800.0), (DistributedDataParallel(timeout=5), 5.0)):
+        replicas = Replicas(strategy)
+        replicas.start(device)
+        try:
+            assert replicas.group.timeout == expected
+        finally:
+            replicas.close()

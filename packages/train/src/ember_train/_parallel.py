@@ -329,9 +329,10 @@ class Replicas:
                 ) from exc
             others = [r for r in range(self.world_size) if r != self.rank]
             who = f"rank {others[0]}" if len(others) == 1 else f"one of ranks {others}"
+            timeout = getattr(self.group, "timeout", self.strategy.timeout)
             raise LearnerError(
                 f"DistributedDataParallel: rank {self.rank} of {self.world_size} stopped while {what}: {who} died, "
-                f"stopped or did not answer within {self.strategy.timeout} s (its own log says why; the launcher "
+                f"stopped or did not answer within {timeout} s (its own log says why; the launcher "
                 f"names the rank that failed). Resume from the last checkpoint (LearnerBuilder.checkpoint). "
                 f"Cause: {exc}"
             ) from exc

@@ -140,8 +140,8 @@ def all_reduce_many(tensors: Sequence[Tensor], op: str = "sum", group: ProcessGr
     engine call, and the results are split back into the tensors' shapes. The bytes sent equal the
     sum of the tensors' sizes; ``group.stats.calls`` grows by the number of buckets. Bool tensors
     (logical or) are reduced one by one. Every rank passes the same list of shapes and dtypes.
-It is :func:`all_reduce_many_async` waited on at once (one :class:`Bucketer`), so the
-overlapped form gives the same sums bit for bit.
+    It is :func:`all_reduce_many_async` waited on at once (one :class:`Bucketer`), so the
+    overlapped form gives the same sums bit for bit.
 
     Args:
         tensors: this rank's tensors (Float, Int or Bool; Autodiff tensors by value).
