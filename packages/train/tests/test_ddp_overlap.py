@@ -1,6 +1,8 @@
-"""``Replicas.grads_overlapped`` in one process (a group of one over gloo): the hook feeds the buckets during
-``backward()``, the result equals ``reduce_grads``, and a step whose gradients are not the ones the hook saw falls
-back to reducing the returned gradients."""
+"""``Replicas`` (the Learner's side of ``DistributedDataParallel``), mostly in one process (a group of one over
+gloo): ``grads_overlapped``'s hook feeds the buckets during ``backward()``, the result equals ``reduce_grads``, a
+step whose gradients are not the ones the hook saw falls back (on every rank, when only one rank's did: 2 ranks);
+``start`` refuses a group of another backend and uses the strategy's timeout; only engine failures blame the peers;
+a failure after the join leaves the group."""
 
 from __future__ import annotations
 
@@ -241,3 +243,49 @@ def test_the_default_timeout_covers_rank_0_alone_writing(monkeypatch: pytest.Mon
             assert replicas.group.timeout == expected
         finally:
             replicas.close()
+
+
+def test_a_failure_right_after_the_join_leaves_the_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fit`` joins the group inside its ``try``: an error raised once the group is joined (here the experiment log
+    failing as the join is logged) still leaves it, so the process can join again."""
+    from ember.optim import SgdConfig
+    from ember_train import LearnerBuilder, _parallel
+
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(k, raising=False)
+
+    class Broken:
+        def info(self, *args: Any) -> None:
+            raise OSError("No space left on device")
+
+    monkeypatch.setattr(_parallel, "LOGGER", Broken())
+    device = h.devices()
+    learner = LearnerBuilder(tmp_path).devices([device]).learning_strategy(DistributedDataParallel()).build(
+        h.Classifier.init(device), SgdConfig().init(), 0.1)
+    train, _ = h.loaders()
+    with pytest.raises(OSError, match="No space left"):
+        learner.fit(train)
+    assert not dist.is_initialized()
+
+
+def test_jax_leaves_jax_distributed_when_the_join_fails_after_initialize(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``jax.distributed.initialize`` succeeded, then the mesh check failed: the engine shuts ``jax.distributed``
+    down again (a corrected ``init_process_group`` can join) and reports the check's error."""
+    pytest.importorskip("ember_jax")
+    import jax
+
+    from ember import CollectiveError
+    from ember_jax import _collectives as jc
+
+    calls: list[str] = []
+    monkeypatch.setattr(jax.distributed, "initialize", lambda **kw: calls.append("initialize"))
+    monkeypatch.setattr(jax.distributed, "shutdown", lambda: calls.append("shutdown"))
+    engine = jc.JaxCollectives()
+    backend = ember.backend("jax")
+    with pytest.raises(CollectiveError, match="jax sees 1 process"):
+        engine.init(rank=0, world_size=2, local_rank=0, master_addr="127.0.0.1", master_port=1, timeout=5.0,
+                    backend=backend, device=backend.device())
+    assert calls == ["initialize", "shutdown"]
+    assert not engine._joined
+    engine.destroy()  # nothing left to leave
+    assert calls == ["initialize", "shutdown"]

@@ -164,11 +164,12 @@ class Learner:
             self._multi = DeviceReplicas(list(s.learning_strategy.devices))
         if isinstance(s.learning_strategy, DistributedDataParallel):
             replicas = self._replicas = Replicas(s.learning_strategy)
-            replicas.start(s.device)
-            if not replicas.is_main:
-                s = self.s = _follower_settings(s)
-        app_logger = s.app_logger
         try:
+            if replicas is not None:
+                replicas.start(s.device)  # inside the try: whatever fails after the join leaves the group
+                if not replicas.is_main:
+                    s = self.s = _follower_settings(s)
+            app_logger = s.app_logger
             if replicas is None or replicas.is_main:
                 s.artifact_dir.mkdir(parents=True, exist_ok=True)
             if app_logger is not None:
