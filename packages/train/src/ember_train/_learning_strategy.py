@@ -71,7 +71,8 @@ class DistributedDataParallel(LearningStrategy):
       program and jax's multi-process collectives block, so there the gradients are reduced after the backward
       pass with ``all_reduce_many(..., op="mean")``;
     - sums the metrics' numerators and denominators over the ranks before logging, so the logged values are the
-      single-process ones of the global batch;
+      single-process ones of the global batch (except when the last global batch holds fewer items than there are
+      ranks: a rank left without items repeats the last one, which is counted again);
     - writes checkpoints, metric logs, the summary, plots, trackers and the dashboard on rank 0 only.
 
     On jax, with compiled steps (the default), each step is instead ONE compiled program over all ranks: the model
