@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--test-items", type=int, default=None, help="use only the first N test images (smoke runs)")
     t.add_argument("--nproc", type=int, default=1,
                    help="train data-parallel in N processes (DistributedDataParallel, started with "
-                        "ember_train.launch); the global batch stays 64, each rank takes 64 / N")
+                        "ember_train.launch); each rank takes 64 // N images, so the global batch stays 64 when N "
+                        "divides 64 (else N x (64 // N), e.g. 63 for N = 3)")
     t.add_argument("--devices", type=int, default=1,
                    help="train data-parallel on N devices of this process (MultiDevice; jax or several CUDA devices)")
     t.add_argument("--tensorboard", metavar="DIR", default=None,

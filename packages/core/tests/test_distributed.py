@@ -166,3 +166,38 @@ def test_engine_failures_become_collective_errors(group: Any) -> None:
     eng.all_reduce = boom
     with pytest.raises(CollectiveError, match="all_reduce failed in the fake engine.*Connection closed by peer"):
         dist.all_reduce(Tensor.from_data([1.0], dev))
+
+
+def test_bucketer_ready_refuses_a_wrong_value_without_changing_anything(group: Any) -> None:
+    """A value of another shape or dtype than planned is refused before the bucketer changes: the error names the
+    expected and found shape (or dtype), and the right value given afterwards reduces as if nothing happened."""
+    from ember import ShapeError
+
+    g, eng, dev = group
+    likes = [Tensor.from_data(np.zeros((2, 3), np.float32), dev), Tensor.from_data(np.zeros(4, np.float32), dev)]
+    b = dist.Bucketer(likes, "sum", g)
+    with pytest.raises(ShapeError, match=r"tensor 0 was planned with shape \[2, 3\], got \[3, 2\]"):
+        b.ready(0, Tensor.from_data(np.ones((3, 2), np.float32), dev))
+    with pytest.raises(CollectiveError, match="tensor 1 was planned as .*float32.*got .*int"):
+        b.ready(1, Tensor.from_data(np.ones(4, np.int64), dev))
+    with pytest.raises(CollectiveError, match=r"index 2 is out of range \[0, 2\)"):
+        b.ready(2, likes[0])
+    assert b.launched == 0 and eng.calls == []
+    b.ready(0, Tensor.from_data(np.full((2, 3), 2.0, np.float32), dev))
+    b.ready(1, Tensor.from_data(np.full(4, 3.0, np.float32), dev))
+    out = b.wait()
+    np.testing.assert_array_equal(out[0].to_numpy(), np.full((2, 3), 5.0))  # 2 + (2 + 1) from the fake peer
+    np.testing.assert_array_equal(out[1].to_numpy(), np.full(4, 7.0))
+    assert len([c for c in eng.calls if c[0] == "all_reduce"]) == 1  # one bucket, launched once
+
+
+def test_bucketer_is_waited_on_once(group: Any) -> None:
+    """A second ``wait()`` (or a ``ready()`` after it) is a CollectiveError that says so, not an AttributeError."""
+    g, _, dev = group
+    b = dist.Bucketer([Tensor.from_data([1.0], dev)], "sum", g)
+    b.ready(0, Tensor.from_data([1.0], dev))
+    assert b.wait()[0].to_numpy().tolist() == [3.0]
+    with pytest.raises(CollectiveError, match="already waited"):
+        b.wait()
+    with pytest.raises(CollectiveError, match="wait\\(\\) was already called"):
+        b.ready(0, Tensor.from_data([1.0], dev))

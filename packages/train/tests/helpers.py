@@ -99,6 +99,34 @@ class Mlp(Module):
         return self.forward_classification(batch)
 
 
+class BnMlp(Module):
+    """Linear(4, 6) -> BatchNorm(6) -> ReLU -> Linear(6, 3) with CrossEntropyLoss: a model with running states."""
+
+    l1: Any  # ember.nn.Linear
+    bn: Any  # ember.nn.BatchNorm
+    l2: Any
+    loss: Any  # ember.nn.loss.CrossEntropyLoss
+
+    @staticmethod
+    def init(device: Any) -> BnMlp:
+        from ember.nn import BatchNormConfig, LinearConfig
+        from ember.nn.loss import CrossEntropyLossConfig
+
+        return BnMlp(l1=LinearConfig(NUM_FEATURES, 6).init(device), bn=BatchNormConfig(6).init(device),
+                     l2=LinearConfig(6, NUM_CLASSES).init(device), loss=CrossEntropyLossConfig().init(device))
+
+    def forward_classification(self, batch: Batch) -> ClassificationOutput:
+        x = self.l2.forward(activation.relu(self.bn.forward(self.l1.forward(batch.inputs))))
+        return ClassificationOutput(self.loss.forward(x, batch.targets), x, batch.targets)
+
+    def train_step(self, batch: Batch) -> TrainOutput:
+        out = self.forward_classification(batch)
+        return TrainOutput(self, out.loss.backward(), out)
+
+    def valid_step(self, batch: Batch) -> ClassificationOutput:
+        return self.forward_classification(batch)
+
+
 def dataset(n: int, seed: int) -> InMemDataset:
     rng = np.random.default_rng(seed)
     centers = np.array([[2.0, 0, 0, 0], [0, 2.0, 0, 0], [0, 0, 2.0, 0]])

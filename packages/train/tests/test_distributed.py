@@ -296,3 +296,62 @@ def test_one_program_needs_equal_blocks_at_every_step() -> None:
     assert not splits_evenly(loader(201, 32, 2), 2)   # 9: 5 and 4
     assert splits_evenly(loader(1, 32, 2), 2)         # 1: 1 and the last item again
     assert not splits_evenly(object(), 2)             # cannot tell
+
+
+_BATCH_NORM_RUN = """
+import sys
+from pathlib import Path
+import numpy as np
+import ember
+import helpers as h
+from ember.autodiff import Autodiff
+from ember.data import DataLoaderBuilder
+from ember.optim import SgdConfig
+from ember_train import DistributedDataParallel, LearnerBuilder
+from ember_train.renderer import MetricsRenderer
+
+device = Autodiff(ember.backend("numpy", float_dtype="float64")).device()
+device.backend.seed(0)
+model = h.BnMlp.init(device)
+train = DataLoaderBuilder(h.batcher).batch_size(8).build(h.dataset(32, 1))
+learner = (LearnerBuilder(Path(sys.argv[1]) / "run").renderer(MetricsRenderer()).plots(False).num_epochs(1)
+           .learning_strategy(DistributedDataParallel(timeout=30)).build(model, SgdConfig().init(), 0.0))
+result = learner.fit(train)
+bn = result.model.bn
+import os
+np.savez(Path(sys.argv[1]) / f"bn-rank{os.environ['RANK']}.npz", mean=bn.running_mean.value().to_numpy(),
+         var=bn.running_var.value().to_numpy())
+"""
+
+
+def test_batch_norm_running_states_are_averaged_over_the_ranks(tmp_path: Path) -> None:
+    """A BatchNorm model on 2 ranks (lr 0, so that the parameters stay the initial ones): after the epoch each rank
+    holds the same running mean and variance, the mean of what each rank's shard gives alone (computed here, in
+    one process, from the same batches)."""
+    import ember
+    import helpers as h
+    from ember.autodiff import Autodiff
+    from ember.data import DataLoaderBuilder
+
+    script = tmp_path / "bn.py"
+    script.write_text(_BATCH_NORM_RUN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "ember_train.launch", "--nproc", "2", "--backend", "numpy", str(script),
+                        str(tmp_path)], capture_output=True, text=True, timeout=120, env=env)
+    _ok(p)
+    per_rank = []
+    for rank in (0, 1):
+        device = Autodiff(ember.backend("numpy", float_dtype="float64")).device()
+        device.backend.seed(0)
+        model = h.BnMlp.init(device)
+        loader = DataLoaderBuilder(h.batcher).batch_size(8).build(h.dataset(32, 1)).shard(rank, 2)
+        for batch in loader.to_device(device):
+            model.forward_classification(batch)  # a training forward updates the running states
+        per_rank.append((model.bn.running_mean.value().to_numpy(), model.bn.running_var.value().to_numpy()))
+    assert not np.allclose(per_rank[0][0], per_rank[1][0])  # the shards' statistics differ
+    for rank in (0, 1):
+        with np.load(tmp_path / f"bn-rank{rank}.npz") as got:
+            np.testing.assert_allclose(got["mean"], (per_rank[0][0] + per_rank[1][0]) / 2, rtol=1e-12,
+                                       err_msg=f"rank {rank}")
+            np.testing.assert_allclose(got["var"], (per_rank[0][1] + per_rank[1][1]) / 2, rtol=1e-12,
+                                       err_msg=f"rank {rank}")

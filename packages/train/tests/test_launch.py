@@ -56,3 +56,53 @@ def test_launch_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match="no script"):
         launch([], 2)
     assert rank_environment(1, 4, "h", 5)["RANK"] == "1"
+
+
+SLEEPER = """
+import os, sys, time
+from pathlib import Path
+Path(sys.argv[1], f"rank{os.environ['RANK']}.pid").write_text(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not reaped by its new parent, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGHUP"])
+def test_the_ranks_do_not_outlive_the_launcher(tmp_path: Path, how: str) -> None:
+    """The launcher killed with SIGKILL (it cannot forward anything) or hung up (SIGHUP, forwarded): both ranks are
+    gone within a few seconds instead of running on as orphans."""
+    import os
+    import signal
+
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEPER)
+    launcher = subprocess.Popen([sys.executable, "-m", "ember_train.launch", "--nproc", "2", str(script),
+                                 str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(pids) < 2:
+            pids = [int(f.read_text()) for f in sorted(tmp_path.glob("rank*.pid")) if f.read_text()]
+            time.sleep(0.05)
+        assert len(pids) == 2 and all(_alive(p) for p in pids)
+        os.kill(launcher.pid, getattr(signal, how))
+        launcher.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in pids), f"ranks {pids} outlived the launcher ({how})"
+    finally:
+        for p in pids:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        if launcher.poll() is None:
+            launcher.kill()

@@ -117,17 +117,28 @@ class JaxCollectives(Collectives):
                     "or tensors; and check that every rank runs with the same address and port."
                 ) from exc
             self._joined = True
-        dev = device if device is not None else backend.device()
-        mine = dev.handle
         try:
-            self._mesh = process_mesh(mine)
-        except BackendError as exc:
-            raise CollectiveError(str(exc)) from None
-        if self._mesh.size != world_size:
-            raise CollectiveError(
-                f"jax sees {self._mesh.size} process(es) with {mine.platform} devices, expected {world_size}; every "
-                "rank must call init_process_group('jax') with the same world size."
-            )
+            dev = device if device is not None else backend.device()
+            mine = dev.handle
+            try:
+                self._mesh = process_mesh(mine)
+            except BackendError as exc:
+                raise CollectiveError(str(exc)) from None
+            if self._mesh.size != world_size:
+                raise CollectiveError(
+                    f"jax sees {self._mesh.size} process(es) with {mine.platform} devices, expected {world_size}; "
+                    "every rank must call init_process_group('jax') with the same world size."
+                )
+        except BaseException:
+            # no group is formed: leave jax.distributed too, so that a corrected init_process_group can join again
+            self._mesh = None
+            if self._joined:
+                self._joined = False
+                try:
+                    jax.distributed.shutdown()
+                except Exception:  # noqa: BLE001, S110 - the join's own error is the one to report
+                    pass
+            raise
         self._mine = mine
         self._world = world_size
         return dev

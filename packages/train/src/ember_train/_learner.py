@@ -164,11 +164,12 @@ class Learner:
             self._multi = DeviceReplicas(list(s.learning_strategy.devices))
         if isinstance(s.learning_strategy, DistributedDataParallel):
             replicas = self._replicas = Replicas(s.learning_strategy)
-            replicas.start(s.device)
-            if not replicas.is_main:
-                s = self.s = _follower_settings(s)
-        app_logger = s.app_logger
         try:
+            if replicas is not None:
+                replicas.start(s.device)  # inside the try: whatever fails after the join leaves the group
+                if not replicas.is_main:
+                    s = self.s = _follower_settings(s)
+            app_logger = s.app_logger
             if replicas is None or replicas.is_main:
                 s.artifact_dir.mkdir(parents=True, exist_ok=True)
             if app_logger is not None:
@@ -321,6 +322,10 @@ class Learner:
                 device.backend.seed(s.seed * 1_000_003 + epoch + 7_919 * rank)
             model, done = self._train_epoch(steps, model, optim, scheduler, loader_train, train, epoch,
                                              skip if epoch == start else 0, first=epoch == start)
+            if replicas is not None and not one_program:
+                # each rank's running states (batch norm) saw its shard only: their mean on every rank, before the
+                # validation and the checkpoints (also of an interrupted epoch)
+                model = replicas.sync_running_states(model)
             if done and loader_valid is not None:
                 # stopped right at the end of training: leave validation to the resumed run
                 done = (not self._agree(s.interrupter.should_stop())

@@ -71,7 +71,8 @@ class DistributedDataParallel(LearningStrategy):
       program and jax's multi-process collectives block, so there the gradients are reduced after the backward
       pass with ``all_reduce_many(..., op="mean")``;
     - sums the metrics' numerators and denominators over the ranks before logging, so the logged values are the
-      single-process ones of the global batch;
+      single-process ones of the global batch (except when the last global batch holds fewer items than there are
+      ranks: a rank left without items repeats the last one, which is counted again);
     - writes checkpoints, metric logs, the summary, plots, trackers and the dashboard on rank 0 only.
 
     On jax, with compiled steps (the default), each step is instead ONE compiled program over all ranks: the model
@@ -83,8 +84,15 @@ class DistributedDataParallel(LearningStrategy):
     script needs no ``init_process_group("jax")`` call (one before any jax device still works).
 
     Args:
-        timeout: seconds a collective may wait for the other ranks (the process group's timeout): a rank that
-            died or hangs makes the survivors fail with a ``CollectiveError`` within it, never a hang.
+        timeout: seconds a collective may wait for the other ranks (the timeout of the process group the Learner
+            initializes; a group initialized before ``fit`` keeps its own). Default 1800 s, PyTorch's default
+            process-group timeout: a rank also waits in its next collective while rank 0 alone writes checkpoints,
+            the summary and plots, so the timeout must cover the slowest of those, not just a step. A dead rank is
+            still found within seconds under a launcher (``ember_train.launch`` and torchrun watch the ranks and
+            stop the others). Without one, on torch and numpy a survivor fails within ``timeout`` with a
+            ``LearnerError`` naming the peers (gloo bounds each collective by it; nccl's watchdog aborts the
+            process): pass a smaller value when the ranks run unwatched and rank 0's writes are quick. On jax the
+            timeout bounds the rendezvous only: a collective has none (see ``ember.distributed.init_process_group``).
         bucket_bytes: the gradient bytes reduced by one collective (PyTorch DDP's 25 MiB).
         backend: the Ember backend of the process group; ``None`` takes the training device's.
         overlap: ``True`` launches the buckets' all-reduces during the backward pass where the step and the engine
@@ -95,7 +103,7 @@ class DistributedDataParallel(LearningStrategy):
             starts early in the backward pass.
     """
 
-    timeout: float = 60.0
+    timeout: float = 1800.0
     bucket_bytes: int = 25 * 2**20
     backend: str | None = None
     overlap: bool | None = None

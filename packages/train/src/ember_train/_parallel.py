@@ -50,7 +50,9 @@ class Replicas:
     """The process group of a ``DistributedDataParallel`` fit and the collectives the Learner needs.
 
     Raises (from :meth:`start`):
-        LearnerError: the training backend has no collective ops, or the group cannot be joined.
+        LearnerError: the training backend has no collective ops, the group cannot be joined, or the group
+            (an initialized one, or ``DistributedDataParallel(backend=...)``'s) runs on another backend than the
+            training device's inner backend.
     """
 
     def __init__(self, strategy: DistributedDataParallel) -> None:
@@ -92,6 +94,18 @@ class Replicas:
                     "train.py` (they set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)."
                 ) from exc
             self._owned = True
+        found = getattr(self.group, "backend", None)
+        if found != backend.name:
+            how = ("initialized before fit, by ember.distributed.init_process_group or EMBER_BACKEND"
+                   if not self._owned else "named by DistributedDataParallel(backend=...)")
+            self.close()
+            raise LearnerError(
+                f"DistributedDataParallel: the process group runs on the {found!r} backend ({how}), but the model "
+                f"trains on {device} (inner backend {backend.name!r}); its collectives only take tensors of the "
+                f"group's backend. Initialize the group on the training device's backend "
+                f"(ember.distributed.init_process_group({backend.name!r}) or leave DistributedDataParallel(backend="
+                f"None)), or train on a device of the {found!r} backend."
+            )
         self._device = self.group.device
         self.rank = int(self.group.rank)
         self.world_size = int(self.group.world_size)
@@ -147,6 +161,36 @@ class Replicas:
         with self._peers("broadcasting the parameters from rank 0"):
             return model.map(fn)
 
+    def sync_running_states(self, model: Any) -> Any:
+        """The model's running states (``RunningState``: BatchNorm's running mean and variance) made equal on every
+        rank: the Float ones averaged over the ranks (``all_reduce_many``, ``op="mean"``: one collective per
+        bucket), the others (Int, Bool) rank 0's (a broadcast each). Each rank's batch norm sees only its shard,
+        so its statistics drift from the other ranks'; the average is the closest to one process's (PyTorch DDP
+        instead broadcasts rank 0's buffers at each forward). The Learner calls it at the end of each epoch's
+        training, before validation and checkpoints. The states are updated in place (``RunningState.update``,
+        the cell a forward pass updates) and the same ``model`` is returned; a model without running states costs
+        no collective."""
+        from ember import distributed as dist
+
+        states: list[Any] = []
+        for _, st in model.running_states() if hasattr(model, "running_states") else []:
+            if not any(st is o for o in states):  # a state shared by several modules is reduced once
+                states.append(st)
+        if not states or self.world_size == 1:
+            return model
+        floats = [st for st in states if st.value().kind is Float]
+        with self._peers("averaging the running states (batch norm statistics)"):
+            if floats:
+                means = dist.all_reduce_many([st.value() for st in floats], op="mean", group=self.group,
+                                             bucket_bytes=self.strategy.bucket_bytes)
+                for st, m in zip(floats, means):
+                    st.update(_lift(m, st.value()))
+            for st in states:
+                if st.value().kind is not Float:
+                    t = st.value()
+                    st.update(_lift(dist.broadcast(t, 0, self.group), t))
+        return model
+
     def reduce_grads(self, grads: Any, stop: bool | None = None) -> Any:
         """The gradients averaged over the ranks (``all_reduce_many``: one collective per bucket).
 
@@ -196,7 +240,10 @@ class Replicas:
         interrupter) is read and rides in the last bucket as in :meth:`reduce_grads`, then every bucket is
         waited for. A step whose gradients are not the ones the hook saw (a second ``backward()``, gradients
         changed inside ``train_step``, a parameter without a gradient) drains the launched buckets and falls back
-        to :meth:`reduce_grads` on the returned gradients, on every rank alike.
+        to :meth:`reduce_grads` on the returned gradients. Whether a step falls back is agreed by the ranks: each
+        rank's "not the gradients the hook saw" flag rides in the last bucket with ``stop``, and when any rank's
+        flag is set every rank falls back (so every rank runs the same collectives, and the averaged gradients
+        are those of the returned gradients on every rank).
         """
         from ember import distributed as dist
         from ember.autodiff import grad_id, grad_ready_hook
@@ -213,7 +260,7 @@ class Replicas:
         order = params[::-1]
         inner = params[0].device.inner
         likes: list[Any] = [p.val().inner() for p in order]  # the gradients' device, shapes and dtypes
-        likes.append(Tensor.from_data(np.zeros(1), inner, Float))  # the stop flag, last
+        likes.append(Tensor.from_data(np.zeros(2), inner, Float))  # [stop, not fine], last
         s = self.strategy
         with self._peers("averaging the gradients"):
             bucketer = dist.Bucketer(likes, "mean", self.group, bucket_bytes=s.bucket_bytes,
@@ -237,40 +284,55 @@ class Replicas:
 
         with grad_ready_hook(on_ready):
             grads, item = grad_step()
-        flag = Tensor.from_data(np.asarray([1.0 if stop() else 0.0]), inner, Float)
         items = dict(grads.items())
         fine = (not failed and len(given) == len(order) and len(items) == len(order)
                 and all(p.id in items and items[p.id].primitive is given[k] for k, p in enumerate(order)))
+        # this rank's stop and "not fine" flags ride in the last bucket: the ranks agree on both, so a fallback
+        # (one more collective) runs on every rank or on none
+        flags = Tensor.from_data(np.asarray([1.0 if stop() else 0.0, 0.0 if fine else 1.0]), inner, Float)
         with self._peers("averaging the gradients"):
             if failed and not isinstance(failed[0], LearnerError):
                 raise failed[0]
             for k in range(len(order)):  # complete the plan (the values of a fallback are discarded)
                 if k not in given:
                     bucketer.ready(k, likes[k])
-            bucketer.ready(len(order), flag)
+            bucketer.ready(len(order), flags)
             reduced = bucketer.wait()
-        self.stop_seen = float(reduced[-1].to_numpy().reshape(-1)[0]) > 0
-        if not fine:
-            LOGGER.debug("DistributedDataParallel: the overlapped reduction did not see the step's gradients; "
-                         "reducing them again after the backward pass")
+        agreed = reduced[-1].to_numpy().reshape(-1)
+        self.stop_seen = float(agreed[0]) > 0
+        if float(agreed[1]) > 0:
+            LOGGER.debug("DistributedDataParallel: the overlapped reduction did not see the step's gradients on %s; "
+                         "reducing them again after the backward pass, on every rank",
+                         "this rank" if not fine else "another rank")
             return self.reduce_grads(grads), item
         by_id = {p.id: reduced[k] for k, p in enumerate(order)}
         return GradientsParams({p.id: by_id[p.id] for p in params}), item
 
     @contextmanager
     def _peers(self, what: str) -> Iterator[None]:
-        """Turn a failed collective into a ``LearnerError`` that says which rank this is and which ranks may have
-        stopped (with two ranks: the other one)."""
+        """Turn a failed collective into a ``LearnerError``. A failure of the engine (``ember.distributed`` raises it
+        ``from`` the engine's own exception: a peer gone, the timeout, a transport error) says which rank this is
+        and which ranks may have stopped (with two ranks: the other one); a call refused before it reached the
+        engine (a tensor of another backend, a bad argument: no engine exception behind it) is this rank's error
+        and is reported as such."""
         from ember import CollectiveError
 
         try:
             yield
         except CollectiveError as exc:
+            cause = exc.__cause__
+            if cause is None or isinstance(cause, CollectiveError):
+                raise LearnerError(
+                    f"DistributedDataParallel: rank {self.rank} of {self.world_size} could not start a collective "
+                    f"while {what} (the call was refused before it reached the engine; no other rank is to blame): "
+                    f"{exc}"
+                ) from exc
             others = [r for r in range(self.world_size) if r != self.rank]
             who = f"rank {others[0]}" if len(others) == 1 else f"one of ranks {others}"
+            timeout = getattr(self.group, "timeout", self.strategy.timeout)
             raise LearnerError(
                 f"DistributedDataParallel: rank {self.rank} of {self.world_size} stopped while {what}: {who} died, "
-                f"stopped or did not answer within {self.strategy.timeout} s (its own log says why; the launcher "
+                f"stopped or did not answer within {timeout} s (its own log says why; the launcher "
                 f"names the rank that failed). Resume from the last checkpoint (LearnerBuilder.checkpoint). "
                 f"Cause: {exc}"
             ) from exc

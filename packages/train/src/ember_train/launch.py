@@ -17,7 +17,14 @@ Faults: when a rank exits with a non-zero code or is killed by a signal, the lau
 exit code or signal), terminates the other ranks (SIGTERM, then SIGKILL after ``--grace`` seconds) and exits
 non-zero: with the rank's exit code, or ``128 + signal``. Ctrl-C (SIGINT) is forwarded once to every rank: the
 Learner finishes the step the ranks agree on, rank 0 saves a resumable checkpoint, and the launcher waits for all
-ranks, then exits with 130. A second Ctrl-C is forwarded too (the ranks then stop at once). SIGTERM is forwarded.
+ranks, then exits with 130. A second Ctrl-C is forwarded too (the ranks then stop at once). SIGTERM and SIGHUP (the
+terminal closed) are forwarded.
+
+The ranks never outlive the launcher: each rank is the leader of its own process group (``start_new_session``, so a
+Ctrl-C on the terminal reaches the launcher alone, which forwards it once), and on Linux each asks the kernel for
+SIGTERM when the launcher dies (``prctl(PR_SET_PDEATHSIG)``), so a launcher killed with SIGKILL takes its ranks
+along within moments. Stopping a rank signals its whole process group (``os.killpg``: the rank and the processes
+it started, e.g. data-loader workers).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import IO
 
@@ -38,6 +45,10 @@ __all__ = ["free_port", "launch", "main", "rank_environment"]
 
 #: seconds between the checks of the children's state
 _POLL_S = 0.05
+#: the signals the launcher forwards to every rank (SIGHUP: the terminal closed; not on Windows)
+_FORWARDED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+#: linux/prctl.h: the signal a process gets when its parent dies
+_PR_SET_PDEATHSIG = 1
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -81,6 +92,35 @@ def _describe(code: int) -> str:
     return f"exited with code {code}"
 
 
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """The ``preexec_fn`` of a rank on Linux: SIGTERM to the rank when the launcher (``parent``) dies, even by
+    SIGKILL (``prctl(PR_SET_PDEATHSIG, SIGTERM)``); ``None`` elsewhere, or when libc cannot be loaded."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:  # runs in the child between fork and exec: no allocation-heavy work
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the launcher died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
+def _signal_group(p: subprocess.Popen[bytes], sig: int) -> None:
+    """``sig`` to the process group of rank ``p`` (it leads its own group: the rank and what it started)."""
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        if p.poll() is None:
+            p.send_signal(sig)
+
+
 def _say(text: str) -> None:
     print(f"ember_train.launch: {text}", file=sys.stderr, flush=True)
 
@@ -118,7 +158,7 @@ def launch(command: Sequence[str], nproc: int, *, backend: str | None = None, ma
 
     # installed before the children start: a signal handled in Python reverts to the default in the child (an
     # ignored one, e.g. SIGINT in a background job, would stay ignored and the ranks could not be interrupted)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in _FORWARDED:
         previous[int(sig)] = signal.signal(sig, forward_signal)
     try:
         omp: dict[str, str] = {}
@@ -126,25 +166,27 @@ def launch(command: Sequence[str], nproc: int, *, backend: str | None = None, ma
             # as torchrun: N processes of the default thread count oversubscribe the cores
             omp = {"OMP_NUM_THREADS": "1"}
             _say("OMP_NUM_THREADS=1 for every rank (as torchrun; set it to override).")
+        preexec = _die_with_parent(os.getpid())
         for rank in range(nproc):
             env = dict(os.environ)
             env.update(omp)
             env.update(rank_environment(rank, nproc, master_addr, port, backend))
             piped = rank != 0
-            p = subprocess.Popen([sys.executable, *command], env=env, start_new_session=True,
+            p = subprocess.Popen([sys.executable, *command], env=env, start_new_session=True, preexec_fn=preexec,
                                  stdout=subprocess.PIPE if piped else None, stderr=subprocess.PIPE if piped else None)
             procs.append(p)
-            if piped:
+        # the output threads start after the last fork (a preexec_fn is only safe while no other thread runs)
+        for rank, p in enumerate(procs):
+            if rank != 0:
                 for src, dst in ((p.stdout, sys.stdout), (p.stderr, sys.stderr)):
                     t = threading.Thread(target=_forward, args=(rank, src, dst), daemon=True)
                     t.start()
                     threads.append(t)
         return _monitor(procs, grace, lambda: interrupts)
     finally:
-        for p in procs:  # never leave a rank behind (an exception in the launcher itself)
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        for p in procs:  # never leave a rank behind (an exception in the launcher itself), nor what it started
+            _signal_group(p, signal.SIGKILL)
+            p.wait()
         for t in threads:
             t.join(timeout=2.0)
         for signum, handler in previous.items():
@@ -171,13 +213,13 @@ def _monitor(procs: list[subprocess.Popen[bytes]], grace: float, interrupts: obj
 def _stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
     for p in procs:
         if p.poll() is None:
-            p.terminate()
+            _signal_group(p, signal.SIGTERM)
     deadline = time.monotonic() + grace
     for p in procs:
         try:
             p.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            p.kill()
+            _signal_group(p, signal.SIGKILL)
             p.wait()
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import CollectiveError
+from .._errors import CollectiveError, ShapeError
 from .._kind import Bool
 from ..tensor import Tensor
 from ._group import ProcessGroup, current_group
@@ -69,6 +69,7 @@ class Bucketer:
         self._likes = list(tensors)
         #: per tensor: (kind, inner backend, shape)
         self._meta: list[tuple[Any, Any, tuple[int, ...]]] = []
+        self._dtypes: list[Any] = []  # per tensor: the inner dtype
         self._bucket_of: list[int] = []
         self.buckets: list[list[int]] = []
         """The plan: the tensors' indices in each bucket, in launch order."""
@@ -79,6 +80,7 @@ class Bucketer:
             _check_mean(t, op, where)
             p, ib = _unwrap(t, g, where)
             self._meta.append((t.kind, ib, tuple(ib.shape(p))))
+            self._dtypes.append(ib.dtype(p))
             if t.kind is Bool:
                 self._bucket_of.append(len(self.buckets))
                 self.buckets.append([i])
@@ -100,6 +102,7 @@ class Bucketer:
         self._missing = [len(b) for b in self.buckets]
         self._works: list[Any] = []
         self._next = 0  # the next bucket to launch
+        self._waited = False
 
     @property
     def launched(self) -> int:
@@ -107,17 +110,38 @@ class Bucketer:
         return self._next
 
     def ready(self, index: int, tensor: Tensor) -> None:
-        """Give the value of tensor ``index`` (same shape and dtype as planned); launch every bucket
-        that is now full and whose predecessors are launched.
+        """Give the value of tensor ``index`` (same shape, dtype and kind as planned); launch every
+        bucket that is now full and whose predecessors are launched.
+
+        The value is checked against the plan before anything changes: a refused value leaves the
+        bucketer as it was (the right value can still be given).
 
         Raises:
-            CollectiveError: ``index`` out of range or given twice, or the engine failed to launch.
+            ShapeError: ``tensor``'s shape is not the planned one (both are named).
+            CollectiveError: ``index`` out of range or given twice, ``wait()`` already called,
+                ``tensor`` of another kind or dtype than planned or of another backend than the
+                group's, or the engine failed to launch.
         """
-        if not 0 <= index < len(self._likes):
-            raise CollectiveError(f"Bucketer.ready: index {index} is out of range [0, {len(self._likes)}).")
+        if self._waited:
+            raise CollectiveError(f"Bucketer.ready: wait() was already called; a Bucketer reduces its tensors "
+                                  f"once, make a new one for tensor {index}'s next value.")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._likes):
+            raise CollectiveError(f"Bucketer.ready: index {index!r} is out of range [0, {len(self._likes)}).")
         if self._values[index] is not None:
             raise CollectiveError(f"Bucketer.ready: tensor {index} was given twice.")
-        p, _ = _unwrap(tensor, self.group, "Bucketer.ready")
+        p, ib = _unwrap(tensor, self.group, "Bucketer.ready")
+        kind, _, shape = self._meta[index]
+        found = tuple(ib.shape(p))
+        if found != shape:
+            raise ShapeError(
+                f"Bucketer.ready: tensor {index} was planned with shape {list(shape)}, got {list(found)}; give "
+                "the value whose shape the Bucketer was built with (every rank must reduce the same shapes)."
+            )
+        if tensor.kind is not kind or ib.dtype(p) != self._dtypes[index]:
+            raise CollectiveError(
+                f"Bucketer.ready: tensor {index} was planned as {kind} {self._dtypes[index]}, got {tensor.kind} "
+                f"{ib.dtype(p)}; convert it (e.g. .float() or the backend's float dtype) before giving it."
+            )
         self._values[index] = p
         self._missing[self._bucket_of[index]] -= 1
         while self._next < len(self.buckets) and self._missing[self._next] == 0:
@@ -146,11 +170,16 @@ class Bucketer:
         """The reduced tensors, in order, each of its planned shape, dtype, kind and device.
 
         Launches the buckets not launched yet (all tensors must have been given), then waits for
-        every bucket in launch order.
+        every bucket in launch order. A Bucketer is waited on once: its buffers are the engine's
+        until then, and its results are handed over.
 
         Raises:
-            CollectiveError: a tensor was never given, or the engine failed (a peer gone, the timeout).
+            CollectiveError: a tensor was never given, ``wait()`` was already called, or the engine
+                failed (a peer gone, the timeout).
         """
+        if self._waited:
+            raise CollectiveError("Bucketer.wait: already waited; the reduced tensors were returned by the first "
+                                  "wait() (a Bucketer reduces once: make a new one for new values).")
         missing = [i for i, v in enumerate(self._values) if v is None]
         if missing:
             raise CollectiveError(
@@ -158,6 +187,7 @@ class Bucketer:
                 "ready(index, tensor); every planned tensor must be given before wait()."
             )
         g, ws = self.group, self.group.world_size
+        self._waited = True
         out: list[Any] = [None] * len(self._likes)
         for b, work in enumerate(self._works):
             idx = self.buckets[b]

@@ -159,7 +159,12 @@ def init_process_group(backend: str | Backend | Device | None = None, *, rank: i
         master_port: a free TCP port on that host (default ``MASTER_PORT``; required when
             ``world_size > 1``).
         timeout: seconds the rendezvous and each collective wait for the other ranks before
-            failing (default 60).
+            failing (default 60), per engine: torch.distributed's gloo bounds the rendezvous and
+            each collective (a ``CollectiveError`` after it, never a hang), nccl's watchdog aborts
+            the process; jax bounds only the rendezvous (``jax.distributed.initialize``'s
+            ``initialization_timeout``, whose expiry aborts the process rather than raise) and its
+            collectives have no timeout: a rank whose peer died waits until it is stopped (run the
+            ranks under a launcher that watches them, ``python -m ember_train.launch``).
 
     Returns:
         The :class:`ProcessGroup`, also the default group of every other function here.

@@ -56,7 +56,11 @@ def _nbytes(ib: Any, p: Any) -> int:
 
 
 def _run(g: ProcessGroup, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call the engine, turning its failures (a peer gone, a timeout, mismatched shapes) into CollectiveError."""
+    """Call the engine, turning its failures (a peer gone, a timeout, mismatched shapes) into CollectiveError.
+
+    An engine failure is raised ``from`` the engine's exception (``__cause__`` set), which tells it apart from
+    an argument refused before the call (raised without a cause): ember-train blames the peers for the first
+    kind only."""
     try:
         return fn(*args, **kwargs)
     except CollectiveError:
@@ -136,8 +140,8 @@ def all_reduce_many(tensors: Sequence[Tensor], op: str = "sum", group: ProcessGr
     engine call, and the results are split back into the tensors' shapes. The bytes sent equal the
     sum of the tensors' sizes; ``group.stats.calls`` grows by the number of buckets. Bool tensors
     (logical or) are reduced one by one. Every rank passes the same list of shapes and dtypes.
-It is :func:`all_reduce_many_async` waited on at once (one :class:`Bucketer`), so the
-overlapped form gives the same sums bit for bit.
+    It is :func:`all_reduce_many_async` waited on at once (one :class:`Bucketer`), so the
+    overlapped form gives the same sums bit for bit.
 
     Args:
         tensors: this rank's tensors (Float, Int or Bool; Autodiff tensors by value).
