@@ -36,6 +36,20 @@ def _base(params: Prims, decay: Any) -> Prims:
     return params if decay is None else _fe._foreach_mul(params, decay)
 
 
+def _step_into(params: Prims, decay: Any, num: Prims, denom: Prims, value: float) -> Prims:
+    """``base + value * num / denom`` with ``base`` the parameters (times ``decay``), written into fresh buffers this
+    step owns: ``denom``'s own, else the decayed copies. An out-of-place ``_foreach_addcdiv`` would allocate one
+    more parameter-sized tensor per parameter, fresh memory the kernel page-faults into: ResNet-18's step (11.7M
+    parameters) spent 2x the in-place time in it."""
+    if decay is not None:
+        base = _fe._foreach_mul(params, decay)
+        _fe._foreach_addcdiv_(base, num, denom, value=value)
+        return list(base)
+    for p, n, d in zip(params, num, denom):
+        torch.addcdiv(p, n, d, value=value, out=d)  # elementwise: d may be both an input and the output
+    return list(denom)
+
+
 class TorchOptimOps(OptimOps):
     """``torch._foreach_*`` kernels of the fused optimizer updates."""
 
@@ -57,8 +71,7 @@ class TorchOptimOps(OptimOps):
             src = max_moment_2
         denom = _fe._foreach_sqrt(src)
         _fe._foreach_add_(denom, eps_term)
-        new = _fe._foreach_addcdiv(_base(params, decay), moment_1, denom, value=-(lr * factor))
-        return list(new), moment_1, moment_2, max_moment_2
+        return _step_into(params, decay, moment_1, denom, -(lr * factor)), moment_1, moment_2, max_moment_2
 
     def fused_sgd(self, params: Prims, grads: Prims, velocity: Prims | None, lr: Any, penalty: float,
                   momentum: float, dampening: float, nesterov: bool, first: bool) -> tuple[Prims, Prims | None]:
@@ -97,7 +110,7 @@ class TorchOptimOps(OptimOps):
             _fe._foreach_addcdiv_(momentum_buf, g, denom)
             new = _fe._foreach_add(params, momentum_buf, alpha=-lr)
         else:
-            new = _fe._foreach_addcdiv(params, g, denom, value=-lr)
+            new = _step_into(params, None, g, denom, -lr)
         return list(new), square_avg, grad_avg, momentum_buf
 
     def fused_lion(self, params: Prims, grads: Prims, momentum: Prims, lr: Any, beta_1: float, beta_2: float,

@@ -46,7 +46,7 @@ from .._kind import Float, Int
 from ..backend import _module_geometry as geo
 from . import _core
 from ._core import wrap
-from ._module_norm import batch_norm, group_norm, layer_norm, rms_norm
+from ._module_norm import batch_norm, batch_norm_running, group_norm, layer_norm, rms_norm
 from ._util import check_same
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "batch_norm",
+    "batch_norm_running",
     "layer_norm",
     "group_norm",
     "rms_norm",

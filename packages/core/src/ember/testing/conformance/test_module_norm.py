@@ -1,5 +1,5 @@
 """Normalization primitives (``ember.tensor.module.batch_norm`` / ``layer_norm`` / ``group_norm`` / ``rms_norm``
-and their backwards).
+and their backwards, ``batch_norm_running``).
 
 Forward against float64 numpy on every float dtype; gradients by finite differences under ``Autodiff`` in
 float64 (the backend's own backward kernels); the backward primitives against the contract's composites on every
@@ -154,6 +154,33 @@ def test_primitives_equal_the_composites(float_device: Any, op: str, shape: tupl
         assert_close(t, held(Tensor(w, float_device)))
 
 
+@pytest.mark.parametrize("momentum", [0.1, 0.0, 1.0])
+def test_batch_norm_running(float_device: Any, momentum: float) -> None:
+    """``batch_norm_running`` against float64 numpy and equal to the contract's composite."""
+    B = float_device.backend
+    rm, rv = ftensor(rng.normal(0.0, 1.0, 5), float_device), ftensor(rng.uniform(0.5, 2.0, 5), float_device)
+    mean, invstd = ftensor(rng.normal(0.0, 1.0, 5), float_device), ftensor(rng.uniform(0.5, 2.0, 5), float_device)
+    got = M.batch_norm_running(rm, rv, mean, invstd, momentum, EPS)
+    r = [held(t) for t in (rm, rv, mean, invstd)]
+    want = ((1 - momentum) * r[0] + momentum * r[2], (1 - momentum) * r[1] + momentum * (r[3] ** -2.0 - EPS))
+    composite = NormOps.batch_norm_running(B, rm.primitive, rv.primitive, mean.primitive, invstd.primitive, momentum,
+                                           EPS)
+    for t, w, c in zip(got, want, composite):
+        assert t.shape == (5,) and t.dtype == rm.dtype
+        assert_close(t, w)
+        assert_close(t, held(Tensor(c, float_device)))
+    assert_close(rm, r[0])  # the inputs are not written
+    assert_close(rv, r[1])
+
+
+def test_batch_norm_running_untracked(ad_device: Any) -> None:
+    x, g, b = _inputs((4, 3, 2), 3, ad_device)
+    _, mean, invstd = M.batch_norm(x.require_grad(), g.require_grad(), b, EPS)
+    ones = ftensor(np.ones(3), ad_device)
+    rm, rv = M.batch_norm_running(ones.require_grad(), ones, mean, invstd, 0.1, EPS)
+    assert not rm.is_require_grad() and not rv.is_require_grad()
+
+
 def test_untracked_statistics_and_tracked_output(ad_device: Any) -> None:
     x, g, b = _inputs((4, 3, 2), 3, ad_device)
     y, mean, invstd = M.batch_norm(x.require_grad(), g, b, EPS)
@@ -188,3 +215,11 @@ def test_norm_errors(device: Any) -> None:
         M.rms_norm(x, g)
     with pytest.raises(ShapeError, match="rank >= 1"):
         M.rms_norm(ftensor(np.ones(()), device), g)
+    with pytest.raises(ShapeError, match=r"invstd must have shape \[3\]"):
+        M.batch_norm_running(g, g, g, ftensor(np.ones(2), device), 0.1)
+    with pytest.raises(ShapeError, match=r"running_mean of shape \[channels\]"):
+        M.batch_norm_running(x, g, g, g, 0.1)
+    with pytest.raises(ValueError, match="momentum"):
+        M.batch_norm_running(g, g, g, g, 1.5)
+    with pytest.raises(KindError, match="running_var must be a Float"):
+        M.batch_norm_running(g, g.int(), g, g, 0.1)
