@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import ember
+from ember import BackendError
 from ember.autodiff import Autodiff
 from ember.data import Dataset, PartialDataset
 from ember.data.vision import MnistDataset, MnistItem
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--backend", choices=BACKENDS, default="numpy", help="inner backend (default numpy)")
+    common.add_argument("--device", default=None,
+                        help="device of the backend, e.g. cuda:0 (torch) or gpu:0 (jax); default: the backend's "
+                             "default device (the CPU for numpy and torch)")
     common.add_argument("--artifact-dir", default="/tmp/guide", help="artifact directory (default /tmp/guide)")
     common.add_argument("--data-dir", default=None,
                         help="directory holding the MNIST files (default: $EMBER_DATA_DIR/mnist, else "
@@ -82,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     distributed = args.command == "train" and int(os.environ.get("WORLD_SIZE", "1")) > 1
     # on jax, the backend joins the launcher's run (jax.distributed) itself before it makes its first device
     backend = make_backend(args.backend)
+    try:
+        backend.device(args.device)
+    except BackendError as e:
+        print(f"--device: {e}", file=sys.stderr)
+        return 2
     if args.command == "train":
         config = TrainingConfig(ModelConfig(num_classes=10, hidden_size=512), AdamConfig(),
                                 num_epochs=args.epochs, seed=args.seed, num_workers=args.num_workers)
@@ -93,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             test_set = PartialDataset(test_set, 0, min(args.test_items, len(test_set)))
         start = time.perf_counter()
         autodiff = Autodiff(backend)
-        devices = autodiff.devices()[:args.devices] if args.devices > 1 else [autodiff.device()]
+        devices = autodiff.devices()[:args.devices] if args.devices > 1 else [autodiff.device(args.device)]
         if len(devices) < args.devices:
             print(f"--devices {args.devices}: the {args.backend} backend has {len(devices)} device(s) here (jax on "
                   "CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N).", file=sys.stderr)
@@ -110,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if item is None:
         print(f"--index must be in 0..9999 (the MNIST test set), got {args.index}.", file=sys.stderr)
         return 2
-    infer(args.artifact_dir, backend.device(), item)
+    infer(args.artifact_dir, backend.device(args.device), item)
     return 0
 
 

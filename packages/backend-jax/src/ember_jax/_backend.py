@@ -28,6 +28,7 @@ from ._kernel import FROM_JNP, JNP, is_tracer, kernel, require, x64
 from ._module import JaxModuleOps
 from ._numeric import JaxNumericOps
 from ._optim import JaxOptimOps
+from ._rnn import JaxRnnOps
 from ._shape import JaxShapeOps
 
 __all__ = ["JaxBackend"]
@@ -47,7 +48,8 @@ def _device_name(d: Any) -> str:
 
 
 class JaxBackend(
-    JaxNumericOps, JaxShapeOps, JaxFloatOps, JaxIntBoolOps, JaxActivationOps, JaxModuleOps, JaxOptimOps, Backend
+    JaxNumericOps, JaxShapeOps, JaxFloatOps, JaxIntBoolOps, JaxActivationOps, JaxModuleOps, JaxOptimOps, JaxRnnOps,
+    Backend
 ):
     """The JAX backend: the devices of ``jax.local_devices()`` (this process's; the default one first, named
     ``"<platform>:<id>"`` as jax prints them: ``"cpu:0"``, ``"gpu:0"``, ``"tpu:0"``), then the CPU

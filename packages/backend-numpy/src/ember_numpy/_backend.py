@@ -22,6 +22,7 @@ from ._intbool import NumpyIntBoolOps
 from ._module import NumpyModuleOps
 from ._numeric import NumpyNumericOps
 from ._optim import NumpyOptimOps
+from ._rnn import NumpyRnnOps
 from ._shape import NumpyShapeOps
 
 _NP: dict[DType, np.dtype[Any]] = {d: d.to_numpy() for d in DType if d is not DType.BFLOAT16}
@@ -37,7 +38,7 @@ def _installed(module: str) -> bool:
 
 
 class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
-                   NumpyOptimOps, Backend):
+                   NumpyOptimOps, NumpyRnnOps, Backend):
     """The numpy backend: one device, ``cpu``; float32 (default), float64, float16; int64
     (default), int32.
 

@@ -26,6 +26,7 @@ from ._module import TorchModuleOps
 from ._norm import TorchNormOps
 from ._numeric import TorchNumericOps
 from ._optim import TorchOptimOps
+from ._rnn import TorchRnnOps
 from ._shape import TorchShapeOps
 
 __all__ = ["TorchBackend"]
@@ -49,7 +50,7 @@ _HOST_NP = {d: d.to_numpy() for d in TORCH_DTYPES if d is not DType.BFLOAT16}
 
 
 class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOps, TorchActivationOps, TorchModuleOps,
-                   TorchOptimOps, TorchNormOps, TorchActivationGradOps, Backend):
+                   TorchOptimOps, TorchNormOps, TorchRnnOps, TorchActivationGradOps, Backend):
     """The PyTorch backend: devices ``cpu`` (default, as Burn's ``LibTorchDevice::Cpu``),
     ``cuda:N`` and ``mps`` when the installed torch offers them.
 
@@ -104,6 +105,12 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         return TorchDistributedCollectives()
 
     # ------------------------------------------------------------------ devices and seeding
+    def checks_index_values(self, handle: Any) -> bool:
+        """``False`` on CUDA: torch's CUDA kernels stop with a device-side assert on an index out of
+        range (not catchable; the process's CUDA context is lost), and checking every index tensor
+        first would cost a host synchronisation per op. The CPU kernels raise, and so does Ember."""
+        return getattr(handle, "type", "cpu") != "cuda"
+
     def _device_names(self) -> list[str]:
         names = ["cpu"]
         if torch.cuda.is_available():

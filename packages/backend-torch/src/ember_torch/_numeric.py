@@ -72,7 +72,11 @@ class TorchNumericOps:
     @staticmethod
     def matmul(a: Any, b: Any) -> Any:
         # torch refuses mixed dtypes; the contract keeps the first operand's
-        return torch.matmul(a, b if b.dtype is a.dtype else b.to(a.dtype))
+        b = b if b.dtype is a.dtype else b.to(a.dtype)
+        if a.is_cuda and not (a.is_floating_point() or a.is_complex()):
+            # torch's CUDA matmul kernels take no integer types (cuBLAS has none): exact on the CPU
+            return torch.matmul(a.cpu(), b.cpu()).to(a.device)
+        return torch.matmul(a, b)
 
     @staticmethod
     def powi(a: Any, b: Any) -> Any:

@@ -37,6 +37,7 @@ from ._graph import backward as _sweep
 from ._record import make_creation, make_delegate, make_op
 from ._rules_module import MODULE_COMPOSITE  # fills RULES with the module ops' rules
 from ._rules_norm import NORM_COMPOSITE  # fills RULES with the normalization ops' rules
+from ._rules_rnn import RNN_COMPOSITE  # fills RULES with the lstm rule
 from ._table import RULES
 
 __all__ = ["Autodiff", "AutodiffDevice", "DELEGATED", "CREATION", "COMPOSITE", "HANDLED"]
@@ -69,7 +70,7 @@ COMPOSITE: frozenset[str] = frozenset({
     # the activations' backward primitives, which the rules call on the inner backend
     "relu_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "softmax_backward",
     "log_softmax_backward",
-}) | MODULE_COMPOSITE | NORM_COMPOSITE
+}) | MODULE_COMPOSITE | NORM_COMPOSITE | RNN_COMPOSITE
 """Contract defaults kept as they are: compositions of primitives that have rules."""
 
 
@@ -246,6 +247,10 @@ class Autodiff(Backend):
     def is_concrete(self, p: Any) -> bool:
         """Whether the inner primitive of ``p`` holds concrete values (``False`` for a jax tracer)."""
         return self.inner_backend.is_concrete(p.p if p.__class__ is AP else p)
+
+    def checks_index_values(self, handle: Any) -> bool:
+        """The inner backend's answer (:meth:`ember.backend.Backend.checks_index_values`)."""
+        return self.inner_backend.checks_index_values(handle)
 
     # ------------------------------------------------------------------ the autodiff API
     def inner(self, p: Any) -> Any:

@@ -43,6 +43,24 @@ def _node(parents: tuple[Any, ...], rule: Any, saved: Any) -> Node:
     return m
 
 
+def _unwrap_all(args: Any) -> tuple[list[Any], list[Any], bool, bool]:
+    """``(raw, parents, wrapped, tracked)`` of ops taking several tensors: the inner primitives (anything else as
+    given: ``None``, a raw primitive), their nodes (``None`` for untracked or raw arguments), whether any argument
+    is an autodiff primitive and whether any is tracked."""
+    raw, parents = [], []
+    tracked = wrapped = False
+    for v in args:
+        if v.__class__ is AP:
+            wrapped = True
+            parents.append(v.node)
+            tracked = tracked or v.node is not None
+            raw.append(v.p)
+        else:
+            parents.append(None)
+            raw.append(v)
+    return raw, parents, wrapped, tracked
+
+
 def _u(x: Any) -> Any:
     return x.p if x.__class__ is AP else x
 

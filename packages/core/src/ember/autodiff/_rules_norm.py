@@ -14,8 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _record
-from ._graph import AutodiffPrimitive as AP
-from ._record import _node, _wrap
+from ._record import _node, _unwrap_all, _wrap
 from ._table import Spec, _register
 
 __all__ = ["NORM_COMPOSITE"]
@@ -41,17 +40,7 @@ def _norm(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  #
     rule.__name__ = spec.name
 
     def op(*args: Any) -> Any:
-        raw, parents = [], []
-        tracked = wrapped = False
-        for v in args[:k]:
-            if v.__class__ is AP:
-                wrapped = True
-                parents.append(v.node)
-                tracked = tracked or v.node is not None
-                raw.append(v.p)
-            else:
-                parents.append(None)
-                raw.append(v)
+        raw, parents, wrapped, tracked = _unwrap_all(args[:k])
         values = args[k:]
         y, *stats = fwd(*raw, *values)
         if not wrapped:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._output_grads import OutputGrads
 from ._rules_util import zeros
 
 __all__ = ["SliceGrad", "accumulate", "dense"]
@@ -28,7 +29,14 @@ class SliceGrad:
 
 
 def accumulate(B: Any, prev: Any, new: Any) -> Any:
-    """``prev + new`` where either may be a :class:`SliceGrad` (pieces are gathered, not added)."""
+    """``prev + new`` where either may be a :class:`SliceGrad` (pieces are gathered, not added), or both are
+    :class:`~._output_grads.OutputGrads` (gathered slot by slot)."""
+    if prev.__class__ is OutputGrads:
+        slots = prev.grads
+        for k, g in enumerate(new.grads):
+            if g is not None:
+                slots[k] = g if slots[k] is None else accumulate(B, slots[k], g)
+        return prev
     ps, ns = prev.__class__ is SliceGrad, new.__class__ is SliceGrad
     if ps and ns:
         prev.parts.extend(new.parts)

@@ -22,8 +22,9 @@ required ones, which a backend overrides where the library has a faster kernel. 
 follow Burn: core (this file: data, creation, casts), :mod:`._ops_numeric`,
 :mod:`._ops_shape`, :mod:`._ops_float`, :mod:`._ops_intbool`, :mod:`._ops_activation`,
 :mod:`._ops_module`, :mod:`._ops_activation_grad` (activation gradients), :mod:`._ops_norm`
-(normalization), :mod:`._ops_optim` (fused optimizer updates, which may update the optimizer's state buffers
-in place), :mod:`._collectives` (the collective engine behind :mod:`ember.distributed`).
+(normalization), :mod:`._ops_rnn` (a whole LSTM layer), :mod:`._ops_optim` (fused optimizer updates, which
+may update the optimizer's state buffers in place), :mod:`._collectives` (the collective engine behind
+:mod:`ember.distributed`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ._ops_module import ModuleOps
 from ._ops_norm import NormOps
 from ._ops_numeric import NumericOps
 from ._ops_optim import OptimOps
+from ._ops_rnn import RnnOps
 from ._ops_shape import ShapeOps
 
 __all__ = ["Backend", "required"]
@@ -59,7 +61,7 @@ def required(name: str) -> Any:
 
 
 class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps, OptimOps,
-              NormOps, ActivationGradOps, CollectiveOps):
+              NormOps, RnnOps, ActivationGradOps, CollectiveOps):
     """Base class of every backend.
 
     Subclasses set ``name`` and the capability flags, implement the required primitives and
@@ -166,6 +168,17 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         ``False`` only inside a compiled step (a jax tracer): data-dependent checks (``to_data``,
         value validation, Python branches on values) must then be skipped or written with tensor
         ops. Default: ``True`` (eager backends always hold values).
+        """
+        return True
+
+    def checks_index_values(self, handle: Any) -> bool:
+        """Whether an index value out of range on the device ``handle`` raises ``IndexError``.
+
+        The contract: gathers, selects, scatters and embeddings given an index outside ``[0, size)``
+        raise ``IndexError`` (``ember.IndexError`` at the Tensor API). A backend returns ``False`` for a
+        device where its kernels cannot report that to the host without a synchronisation per op:
+        PyTorch on CUDA stops with a device-side assert there, which also leaves the CUDA context
+        unusable, exactly as it does in raw PyTorch. Default: ``True``.
         """
         return True
 

@@ -9,7 +9,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module
 from ..tensor import Tensor
-from ..tensor import activation as A
+from ..tensor import module as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._initializer import AnyInitializer, XavierNormal
 from ._rnn_gate import GateController, fused_gates
@@ -74,9 +74,9 @@ class Lstm(Module):
     ``forget_gate ... = W_ih[d:2d].T``, ``cell_gate ... = W_ih[2d:3d].T``, ``output_gate ... =
     W_ih[3d:4d].T`` (same for ``W_hh`` and the biases).
 
-    The gates are fused (their weights concatenated, so gradients reach every gate's parameters): the input
-    projection of the whole sequence is one ``[batch * seq_length, d_input] @ [d_input, 4 d_hidden]`` product,
-    then each step one ``[batch, d_hidden] @ [d_hidden, 4 d_hidden]`` product.
+    The gates are fused (their weights concatenated in PyTorch's order, so gradients reach every gate's
+    parameters) and the whole sequence is one :func:`ember.tensor.module.lstm` call: one backend kernel (the
+    backend's own where it has one: ``torch._VF.lstm``, numpy's, jax's ``lax.scan``) and one autodiff node.
     """
 
     input_gate: GateController
@@ -106,11 +106,9 @@ class Lstm(Module):
 def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bool) -> tuple[Tensor, LstmState]:
     check_float(layer, x)
     check_rank(layer, x, 3, _LAYOUT)
-    gates = (lstm.input_gate, lstm.forget_gate, lstm.output_gate, lstm.cell_gate)
-    wx, bx, wh, bh = fused_gates(gates)
-    d_in, d = wx.shape[0], lstm.d_hidden
+    d_in, d = lstm.input_gate.input_transform.weight.val().shape[0], lstm.d_hidden
     check_dim(layer, x, 2, d_in, _LAYOUT, "d_input")
-    batch, seq = x.shape[0], x.shape[1]
+    batch = x.shape[0]
     if state is None:
         h = Tensor.zeros([batch, d], x.device)
         c = h
@@ -120,23 +118,16 @@ def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bo
             if st.shape != (batch, d):
                 raise ShapeError(f"{layer}: {name} must have shape [batch, d_hidden] = {[batch, d]}, "
                                  f"got {list(st.shape)}.")
-    # the input projection of the whole sequence in one product, then one [batch, d_hidden] @ [d_hidden, 4 d_hidden]
-    # product per step: the gradient of W_x is one product too (autodiff keeps the per-step slices' gradients
-    # sparse and joins them with one cat)
+    # one lstm primitive call (one Autodiff node) for the whole sequence; its weights take the gates in PyTorch's
+    # order i, f, g, o; the reverse direction runs on the time-flipped sequence
+    wx, bx, wh, bh = fused_gates((lstm.input_gate, lstm.forget_gate, lstm.cell_gate, lstm.output_gate))
     bias = bx if bh is None else (bh if bx is None else bx + bh)
-    xw = x.reshape([batch * seq, d_in]) @ wx
-    if bias is not None:
-        xw = xw + bias
-    steps = xw.reshape([batch, seq, 4 * d]).swap_dims(0, 1).split(1, 0)  # time-major: contiguous steps
-    order = range(seq - 1, -1, -1) if reverse else range(seq)
-    outputs: list[Tensor] = [None] * seq  # type: ignore[list-item]
-    for t in order:
-        z = steps[t].reshape([batch, 4 * d]) + h @ wh
-        i, f, o, g = z.split(d, 1)
-        c = A.sigmoid(f) * c + A.sigmoid(i) * A.tanh(g)
-        h = A.sigmoid(o) * A.tanh(c)
-        outputs[t] = h
-    return Tensor.stack(outputs, 1), LstmState(cell=c, hidden=h)
+    if reverse:
+        x = x.flip([1])
+    y, h, c = M.lstm(x, h, c, wx, wh, bias)
+    if reverse:
+        y = y.flip([1])
+    return y, LstmState(cell=c, hidden=h)
 
 
 @config

@@ -47,6 +47,7 @@ from ..backend import _module_geometry as geo
 from . import _core
 from ._core import wrap
 from ._module_norm import batch_norm, batch_norm_running, group_norm, layer_norm, rms_norm
+from ._module_rnn import lstm
 from ._util import check_same
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ __all__ = [
     "layer_norm",
     "group_norm",
     "rms_norm",
+    "lstm",
     "ConvOptions",
     "ConvTransposeOptions",
     "UnfoldOptions",

@@ -1,20 +1,32 @@
-"""``python -m ember.testing --backend NAME [pytest args...]``: run the conformance suite."""
+"""``python -m ember.testing --backend NAME [--device DEVICE] [pytest args...]``: run the conformance suite.
+
+``--device`` picks the device the fixtures make (``cuda:0`` for torch on a GPU, ``gpu:0`` for jax); the
+default is the backend's default device.
+"""
 
 from __future__ import annotations
 
 import sys
 
 
+def _pop(args: list[str], flag: str) -> str | None:
+    if flag not in args:
+        return None
+    i = args.index(flag)
+    value = args[i + 1]
+    del args[i : i + 2]
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     import pytest
 
     args = list(sys.argv[1:] if argv is None else argv)
-    backend = None
-    if "--backend" in args:
-        i = args.index("--backend")
-        backend = args[i + 1]
-        del args[i : i + 2]
-    extra = ["--ember-backend", backend] if backend else []
+    extra: list[str] = []
+    for flag, option in (("--backend", "--ember-backend"), ("--device", "--ember-device")):
+        value = _pop(args, flag)
+        if value is not None:
+            extra += [option, value]
     return int(pytest.main(["-p", "ember.testing.plugin", "--pyargs", "ember.testing.conformance", *extra, *args]))
 
 

@@ -3,7 +3,9 @@
 Loaded by ``python -m ember.testing`` (``-p ember.testing.plugin``). Fixtures:
 
 - ``backend_name``: the backend under test (``--ember-backend``, else ``EMBER_BACKEND``, else numpy);
-- ``B`` / ``device``: that backend with its default dtypes and its default device;
+- ``device_name``: the device to test on (``--ember-device``, else ``EMBER_DEVICE``, else the backend's
+  default device), e.g. ``cuda:0`` for the torch backend on a GPU, ``gpu:0`` for jax;
+- ``B`` / ``device``: that backend with its default dtypes, on that device;
 - ``float_device``: parametrized over every float dtype the backend supports (float32, float64,
   float16, bfloat16), a device of ``ember.backend(name, float_dtype=...)``;
 - ``int_device``: parametrized over int64 and int32;
@@ -29,20 +31,32 @@ INT_DTYPES = [DType.INT64, DType.INT32]
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("ember")
     group.addoption("--ember-backend", default=None, help="backend to run the conformance suite on")
+    group.addoption("--ember-device", default=None,
+                    help="device to run the conformance suite on (default: the backend's default device)")
 
 
 def _name(config: Any) -> str:
     return config.getoption("--ember-backend") or os.environ.get("EMBER_BACKEND") or "numpy"
 
 
+def _device_name(config: Any) -> str | None:
+    return config.getoption("--ember-device") or os.environ.get("EMBER_DEVICE") or None
+
+
+#: the ``--ember-device`` of this run (set by :func:`pytest_configure`, in each xdist worker too)
+_SELECTED: dict[str, str | None] = {"device": None}
+
+
 def pytest_configure(config: Any) -> None:
+    _SELECTED["device"] = _device_name(config)
     config.addinivalue_line("markers", "ember_dtypes: restrict a test to some float dtypes")
 
 
 def pytest_report_header(config: Any) -> str:
     name = _name(config)
     b = ember.backend(name)
-    return f"ember conformance: backend {name!r} ({type(b).__module__}.{type(b).__name__})"
+    dev = b.device(_device_name(config))
+    return f"ember conformance: backend {name!r} ({type(b).__module__}.{type(b).__name__}), device {dev.name!r}"
 
 
 @pytest.fixture(scope="session")
@@ -51,20 +65,26 @@ def backend_name(request: Any) -> str:
 
 
 @pytest.fixture(scope="session")
+def device_name(request: Any) -> str | None:
+    return _device_name(request.config)
+
+
+@pytest.fixture(scope="session")
 def B(backend_name: str) -> Any:  # noqa: N802 - Burn's name for a backend
     return ember.backend(backend_name)
 
 
 @pytest.fixture(scope="session")
-def device(B: Any) -> Any:  # noqa: N803
-    return B.device()
+def device(B: Any, device_name: str | None) -> Any:  # noqa: N803
+    return B.device(device_name)
 
 
 def _dtype_device(name: str, kind: str, dtype: DType) -> Any:
+    """The selected device (``--ember-device``) of backend ``name`` with element type ``dtype`` for ``kind``."""
     cls = type(ember.backend(name))
     if dtype not in cls.supported_dtypes:
         pytest.skip(f"{name} does not support {dtype}")
-    return ember.backend(name, **{kind: dtype.value}).device()
+    return ember.backend(name, **{kind: dtype.value}).device(_SELECTED["device"])
 
 
 @pytest.fixture(params=FLOAT_DTYPES, ids=lambda d: d.value)

@@ -73,6 +73,17 @@ def check(t: Any, expected: Any, kind: Any = None) -> None:
     assert_close(t, exp, atol=0.0, rtol=0.0)
 
 
+def raises_out_of_range(device: Any, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Assert ``fn(*args)`` raises ``ember.IndexError`` naming ``op`` for an index value out of range,
+    where ``device`` reports those (``Backend.checks_index_values``); elsewhere (torch on CUDA: a
+    device-side assert that would end the process's CUDA context) the call is not made."""
+    if not device.backend.checks_index_values(device.handle):
+        return None
+    from ember import IndexError as IndexError_
+
+    return raises(IndexError_, op, fn, *args, **kwargs)
+
+
 def raises(exc: type, op: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Assert ``fn(*args)`` raises ``exc`` with a message naming ``op``."""
     with pytest.raises(exc) as info:

@@ -240,6 +240,9 @@ CASES: dict[str, list[tuple[list[np.ndarray], Any]]] = {
     "layer_norm": [([U(2, 3, 4), U(4), U(4)], lambda x, g, b: P("layer_norm", x, g, b, 1e-3))],
     "group_norm": [([U(2, 4, 3), U(4), U(4)], lambda x, g, b: P("group_norm", x, g, b, 2, 1e-3))],
     "rms_norm": [([U(2, 3, 4), U(4)], lambda x, g: P("rms_norm", x, g, 1e-3))],
+    # ---- recurrent (the output sequence here; test_module_rnn checks h_n and c_n too)
+    "lstm": [([U(2, 3, 2), U(2, 3), U(2, 3), U(2, 12), U(3, 12), U(12)],
+              lambda x, h, c, wx, wh, b: P("lstm", x, h, c, wx, wh, b, False))],
     # ---- casts and moves (float to float keeps the graph)
     "cast": [([U(2, 3)], lambda a: P("cast", a, a.dtype))],
     "to_device": [([U(2, 3)], lambda a: P("to_device", a, a.device.handle))],

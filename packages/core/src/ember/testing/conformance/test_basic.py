@@ -436,7 +436,7 @@ def test_int_kinds_kept(int_device):
 def _ad(f64_device):
     from ember.autodiff import Autodiff
 
-    return Autodiff(f64_device.backend).device()
+    return Autodiff(f64_device.backend).device(f64_device.name)
 
 
 BASIC_GRADS = [

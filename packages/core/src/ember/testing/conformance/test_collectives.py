@@ -255,7 +255,7 @@ def fresh() -> Any:
 def test_world_size_one(engine: str, fresh: Any, device: Any) -> None:
     assert (dist.is_initialized(), dist.get_rank(), dist.get_world_size()) == (False, 0, 1)
     assert dist.get_process_group() is None
-    g = dist.init_process_group(device.backend, rank=0, world_size=1)
+    g = dist.init_process_group(device, rank=0, world_size=1)
     assert (g.rank, g.world_size, g.backend, dist.get_process_group()) == (0, 1, device.backend.name, g)
     assert dist.is_initialized() and g.timeout == 60.0 and g.device is device
     x = Tensor.from_data([[1.0, 2.0], [3.0, -4.0]], device)

@@ -10,7 +10,7 @@ import pytest
 import ember
 from ember import Bool, DeviceError, Float, IndexError, Int, KindError, ShapeError, Tensor
 from ember.testing.conformance import _shape_helpers
-from ember.testing.conformance._shape_helpers import LAYOUTS, check, make, raises
+from ember.testing.conformance._shape_helpers import LAYOUTS, check, make, raises, raises_out_of_range
 
 kd = _shape_helpers.kd  # fixture: (kind, device) for every kind and element type
 
@@ -173,14 +173,14 @@ def test_select_take_errors(device):
     raises(KindError, "select", x.select, 0, Tensor.from_data([True], device))
     raises(KindError, "select", x.select, 0, [0.5])
     raises(IndexError, "select", x.select, 3, [0])
-    raises(IndexError, "select", x.select, 0, [3])
+    raises_out_of_range(device, "select", x.select, 0, [3])
     other = Tensor.from_data(np.array([0]), _other_device(device))
     raises(DeviceError, "select", x.select, 0, other)
-    raises(IndexError, "take", x.take, 1, _ints(device, [[0, 4]]))
+    raises_out_of_range(device, "take", x.take, 1, _ints(device, [[0, 4]]))
     raises(IndexError, "take", x.take, -4, [0])
     v, _ = make(device, (3, 4, 2))
     raises(ShapeError, "select_assign", x.select_assign, 2, [0, 1, 2], v)
-    raises(IndexError, "select_assign", x.select_assign, 2, [0, 5], v)
+    raises_out_of_range(device, "select_assign", x.select_assign, 2, [0, 5], v)
     raises(KindError, "select_assign", x.select_assign, 2, [0, 1], v.int())
 
 
@@ -239,12 +239,12 @@ def test_gather_scatter_errors(device):
     x, _ = make(device, (3, 4))
     raises(ShapeError, "gather", x.gather, 0, _ints(device, [0, 1]))
     raises(ShapeError, "gather", x.gather, 0, _ints(device, [[0, 1]]))
-    raises(IndexError, "gather", x.gather, 0, _ints(device, [[0, 1, 3, 0]]))
+    raises_out_of_range(device, "gather", x.gather, 0, _ints(device, [[0, 1, 3, 0]]))
     raises(IndexError, "gather", x.gather, 2, _ints(device, [[0]]))
     raises(KindError, "gather", x.gather, 0, Tensor.from_data([[0.0] * 4], device))
     v, _ = make(device, (1, 4))
     raises(ShapeError, "scatter", x.scatter, 0, _ints(device, [[0, 1, 2, 0]]), make(device, (2, 4))[0])
-    raises(IndexError, "scatter", x.scatter, 0, _ints(device, [[0, 1, 3, 0]]), v)
+    raises_out_of_range(device, "scatter", x.scatter, 0, _ints(device, [[0, 1, 3, 0]]), v)
     raises(KindError, "scatter", x.scatter, 0, _ints(device, [[0, 1, 2, 0]]), v.int())
 
 
@@ -282,11 +282,11 @@ def test_nd_errors(device):
     raises(ShapeError, "gather_nd", x.gather_nd, _ints(device, [[0, 1, 2]]))
     raises(ShapeError, "gather_nd", x.gather_nd, _ints(device, np.zeros((2, 0), dtype=np.int64)))
     # (0, 5) would alias the in-range flat position 5 = (1, 2) if components were not checked
-    raises(IndexError, "gather_nd", x.gather_nd, _ints(device, [[0, 5]]))
-    raises(IndexError, "gather_nd", x.gather_nd, _ints(device, [[1, -1]]))
+    raises_out_of_range(device, "gather_nd", x.gather_nd, _ints(device, [[0, 5]]))
+    raises_out_of_range(device, "gather_nd", x.gather_nd, _ints(device, [[1, -1]]))
     raises(KindError, "gather_nd", x.gather_nd, Tensor.from_data([[0.0, 1.0]], device))
     v, _ = make(device, (1,))
-    raises(IndexError, "scatter_nd", x.scatter_nd, _ints(device, [[0, 3]]), v)
+    raises_out_of_range(device, "scatter_nd", x.scatter_nd, _ints(device, [[0, 3]]), v)
     raises(ShapeError, "scatter_nd", x.scatter_nd, _ints(device, [[0, 1]]), make(device, (2,))[0])
     raises(KindError, "scatter_nd", x.scatter_nd, _ints(device, [[0, 1]]), v.int())
 
@@ -399,7 +399,7 @@ def test_getitem_errors(device):
     raises(IndexError, "indexing", x.__getitem__, (Ellipsis, Ellipsis))
     raises(IndexError, "indexing", x.__getitem__, (slice(None, None, 0),))
     raises(IndexError, "indexing", x.__getitem__, (slice(None), [0, 4]))
-    raises(IndexError, "indexing", x.__getitem__, (slice(None), _ints(device, [0, 4])))
+    raises_out_of_range(device, "indexing", x.__getitem__, (slice(None), _ints(device, [0, 4])))
     raises(TypeError, "indexing", x.__getitem__, True)
     raises(TypeError, "indexing", x.__getitem__, ([0], [1]))
     raises(TypeError, "indexing", x.__getitem__, make(device, SHAPE3, Bool)[0])
@@ -443,13 +443,13 @@ def test_indexing_gradients(f64_device, name, n, fn):
 
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(SHAPE3) for _ in range(n)]
-    gradcheck(fn, xs, Autodiff(f64_device.backend).device())
+    gradcheck(fn, xs, Autodiff(f64_device.backend).device(f64_device.name))
 
 
 def test_autodiff_accepts_indices_of_its_inner_device(f64_device):
     from ember.autodiff import Autodiff
 
-    ad = Autodiff(f64_device.backend).device()
+    ad = Autodiff(f64_device.backend).device(f64_device.name)
     r = np.arange(12.0).reshape(3, 4)
     x = Tensor.from_data(r, ad)
     inner_idx = _ints(f64_device, [2, 0])  # Int tensor on the plain inner device

@@ -61,6 +61,8 @@ def test_module_embedding_errors(device: Any) -> None:
         M.embedding(w, Tensor.zeros([2], device))
     with pytest.raises(ShapeError, match=r"embedding.*\[num_embeddings, dim\].*\[5\]"):
         M.embedding(Tensor.zeros([5], device), Tensor.from_ints([1], device))
+    if not device.backend.checks_index_values(device.handle):
+        pytest.skip(f"{device.name} does not report out-of-range index values (Backend.checks_index_values)")
     try:  # out-of-range values are checked where the library detects them (ember.backend.ShapeOps)
         M.embedding(w, Tensor.from_ints([7], device)).to_numpy()
     except EmberIndexError as exc:

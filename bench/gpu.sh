@@ -1,0 +1,53 @@
+#!/bin/bash
+# The GPU checks in one run (issue 22's "if your session has an accelerator"): Ember's conformance suite on
+# CUDA (torch) and on the GPU (jax), the MNIST guide on both, bench/models.py against raw PyTorch and raw jax.jit
+# on the same GPU, and bench/jit_dispatch.py. Run from the repository root on a machine with one NVIDIA GPU:
+#
+#   OUT=/tmp/ember-gpu MNIST_DIR=~/.cache/ember/mnist bash bench/gpu.sh [conf] [guide] [bench] [dispatch]
+#
+# Logs go to $OUT. EMBER_WHEELS=DIR first installs the wheels in DIR (Ember's, built with `pip wheel --no-deps
+# packages/*`, and any missing dependency) into /tmp/site, for a machine whose Python already has torch and jax.
+# The conformance runs switch TF32 off (bench/gpu_site/sitecustomize.py for torch, JAX_DEFAULT_MATMUL_PRECISION
+# for jax), as PyTorch's own test suite does: they check the kernels in full float32 precision.
+set -u
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+STEPS="${*:-conf guide bench dispatch}"
+L=${OUT:-/tmp/ember-gpu}; mkdir -p "$L"
+MNIST_DIR=${MNIST_DIR:-$HOME/.cache/ember/mnist}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$L/env.txt"
+if [ -n "${EMBER_WHEELS:-}" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$EMBER_WHEELS"/*.whl \
+    >>"$L/env.txt" 2>&1 || { cat "$L/env.txt"; exit 1; }
+  export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+python3 -c "import torch, jax, numpy, ember; print('torch', torch.__version__, torch.cuda.is_available(), 'jax', jax.__version__, jax.devices(), 'numpy', numpy.__version__)" 2>&1 | tee -a "$L/env.txt"
+t0=$(date +%s)
+if [[ " $STEPS " == *" conf "* ]]; then
+  XD="-p no:cacheprovider -p no:benchmark"
+  (PYTHONPATH=${PYTHONPATH:-}:$PWD/bench/gpu_site timeout "${CONF_S:-300}" python3 -m ember.testing --backend torch \
+     --device cuda:0 -q -n 4 $XD > "$L/conf_torch.txt" 2>&1; echo "rc=$? $(( $(date +%s) - t0 )) s" >> "$L/conf_torch.txt") &
+  (JAX_DEFAULT_MATMUL_PRECISION=highest timeout "${CONF_S:-300}" python3 -m ember.testing --backend jax \
+     --device gpu:0 -q -n 11 $XD > "$L/conf_jax.txt" 2>&1; echo "rc=$? $(( $(date +%s) - t0 )) s" >> "$L/conf_jax.txt") &
+  wait
+  for f in "$L/conf_torch.txt" "$L/conf_jax.txt"; do grep -E "^(FAILED|ERROR)" "$f" | head -30; tail -n 3 "$f"; done
+fi
+if [[ " $STEPS " == *" guide "* ]]; then
+  for b in "torch cuda:0" "jax gpu:0"; do set -- $b
+    t1=$(date +%s)
+    (cd examples && timeout 150 python3 -m guide train --backend "$1" --device "$2" --epochs 1 --data-dir "$MNIST_DIR" \
+       --artifact-dir "/tmp/guide_$1" > "$L/guide_$1.txt" 2>&1; echo "train rc=$? $(( $(date +%s) - t1 )) s" >> "$L/guide_$1.txt"
+     python3 -m guide infer --backend "$1" --device "$2" --data-dir "$MNIST_DIR" --artifact-dir "/tmp/guide_$1" \
+       >> "$L/guide_$1.txt" 2>&1)
+    grep -i "accuracy\|Predicted\|rc=\|Error" "$L/guide_$1.txt" | tail -6
+  done
+fi
+if [[ " $STEPS " == *" bench "* ]]; then
+  timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --only "raw torch,ember torch,jax" --rounds 3 \
+    --round-s 1 --no-rss --json "$L/models_cuda.json" > "$L/bench.txt" 2>&1
+  echo "bench rc=$?" >> "$L/bench.txt"; grep -v "round .* done" "$L/bench.txt" | tail -40
+fi
+if [[ " $STEPS " == *" dispatch "* ]]; then
+  timeout 120 python3 bench/jit_dispatch.py guide transformer resnet18 > "$L/dispatch.txt" 2>&1
+  echo "rc=$?" >> "$L/dispatch.txt"; tail -5 "$L/dispatch.txt"
+fi
+echo "total $(( $(date +%s) - t0 )) s"
