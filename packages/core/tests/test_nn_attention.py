@@ -147,3 +147,64 @@ def test_attention_config_and_input_errors() -> None:
     with pytest.raises(ember.ShapeError, match=r"mask_pad must have shape \[1, 3\]"):
         m(nn.MhaInput.self_attn(tensor(np.zeros((1, 3, 8)), dev)).with_mask_pad(
             ember.Tensor.from_data(np.zeros((1, 4), bool), dev)))
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_fused_attention_equals_the_unfused_path(backend_name: str, quiet: bool) -> None:
+    """MultiHeadAttention runs the attention primitive; its context and gradients equal the unfused
+    computation (the weights it computes on first read), masks and quiet_softmax included."""
+    dev = ad_device(backend_name)
+    m = nn.MultiHeadAttentionConfig(D, H, dropout=0.0, quiet_softmax=quiet).init(dev)
+    qn = rng.standard_normal((2, 4, D))
+    pad = ember.Tensor.from_data(_pad_mask(2, 4, [4, 2]), dev)
+    causal = nn.generate_autoregressive_mask(2, 4, dev)
+    inputs = nn.MhaInput.self_attn(tensor(qn, dev).require_grad()).with_mask_pad(pad).with_mask_attn(causal)
+    x = inputs.query
+    fused = m.forward(inputs)
+    g_fused = x.grad(fused.context.sum().backward())
+    weights = m.forward(inputs).weights  # a new graph: the first was consumed
+    unfused_ctx = m.output.forward(m._merge(weights @ m._heads(m.value.forward(inputs.value))))
+    assert_close(fused.context, unfused_ctx.to_numpy())
+    g_unfused = x.grad(unfused_ctx.sum().backward())
+    assert g_fused is not None and g_unfused is not None
+    assert_close(g_fused, g_unfused.to_numpy())
+
+
+@pytest.mark.parametrize("p", [0.5, 1.0])
+def test_dropout_on_the_weights_draws_as_dropout_forward(backend_name: str, p: float) -> None:
+    """With dropout the fused path draws the same mask as ``Dropout.forward`` on the weights did (same seed, same
+    values), and its context equals the weights' product with the values."""
+    dev = ad_device(backend_name)
+    m = nn.MultiHeadAttentionConfig(D, H, dropout=p).init(dev)
+    x = tensor(rng.standard_normal((2, 4, D)), dev)
+    dev.backend.inner_backend.seed(3)
+    out = m.forward(nn.MhaInput.self_attn(x))
+    qh, kh, vh = (m._heads(lin.forward(x)) for lin in (m.query, m.key, m.value))
+    dev.backend.inner_backend.seed(3)
+    want = m.dropout.forward(m._weights(qh, kh, None))
+    assert_close(out.weights, want.to_numpy())
+    assert_close(out.context, m.output.forward(m._merge(want @ vh)).to_numpy())
+    if p < 1.0:
+        w = out.weights.to_numpy()
+        assert (w == 0.0).mean() > 0.2  # dropped, the others scaled by 1 / (1 - p)
+    assert repr(out).startswith("MhaOutput(weights=")
+
+
+def test_numpy_attention_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numpy kernel over blocks of one batch row equals the contract's composite (mask, quiet softmax)."""
+    import ember_numpy._attention as K
+    from ember.backend._ops_attention import AttentionOps
+
+    B = ember.backend("numpy", float_dtype="float64")
+    monkeypatch.setattr(K, "BLOCK_BYTES", 1)
+    q, k, v = (rng.standard_normal((3, 2, 4, 5)) for _ in range(3))
+    mask = rng.random((3, 1, 4, 4)) < 0.4
+    g = rng.standard_normal((3, 2, 4, 5))
+    for quiet, drop in ((False, None), (True, None), (False, (rng.random((3, 2, 4, 4)) >= 0.5) * 2.0)):
+        out, res = B.attention(q, k, v, mask, drop, 0.4, -1e4, quiet)
+        want, want_res = AttentionOps.attention(B, q, k, v, mask, drop, 0.4, -1e4, quiet)
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+        got = B.attention_backward(g, q, k, v, mask, drop, res, 0.4, -1e4, quiet)
+        wants = AttentionOps.attention_backward(B, g, q, k, v, mask, drop, want_res, 0.4, -1e4, quiet)
+        for a, b in zip(got, wants):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

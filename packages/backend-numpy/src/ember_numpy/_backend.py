@@ -17,6 +17,7 @@ from ember._errors import BackendError, CollectiveError, ConfigError
 from ember.backend import Backend, Device
 
 from ._activation import NumpyActivationOps
+from ._attention import NumpyAttentionOps
 from ._float import NumpyFloatOps
 from ._intbool import NumpyIntBoolOps
 from ._module import NumpyModuleOps
@@ -38,7 +39,7 @@ def _installed(module: str) -> bool:
 
 
 class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
-                   NumpyOptimOps, NumpyRnnOps, Backend):
+                   NumpyOptimOps, NumpyRnnOps, NumpyAttentionOps, Backend):
     """The numpy backend: one device, ``cpu``; float32 (default), float64, float16; int64
     (default), int32.
 

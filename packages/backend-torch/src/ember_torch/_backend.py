@@ -20,6 +20,7 @@ from ember.backend import Backend, Device
 
 from ._activation import TorchActivationOps
 from ._activation_grad import TorchActivationGradOps
+from ._attention import TorchAttentionOps
 from ._float import TorchFloatOps
 from ._intbool import TorchIntBoolOps
 from ._module import TorchModuleOps
@@ -50,7 +51,7 @@ _HOST_NP = {d: d.to_numpy() for d in TORCH_DTYPES if d is not DType.BFLOAT16}
 
 
 class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOps, TorchActivationOps, TorchModuleOps,
-                   TorchOptimOps, TorchNormOps, TorchRnnOps, TorchActivationGradOps, Backend):
+                   TorchOptimOps, TorchNormOps, TorchRnnOps, TorchAttentionOps, TorchActivationGradOps, Backend):
     """The PyTorch backend: devices ``cpu`` (default, as Burn's ``LibTorchDevice::Cpu``),
     ``cuda:N`` and ``mps`` when the installed torch offers them.
 

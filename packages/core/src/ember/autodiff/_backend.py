@@ -35,6 +35,7 @@ from ._graph import AutodiffPrimitive as AP
 from ._graph import Leaf, Node, new_leaf
 from ._graph import backward as _sweep
 from ._record import make_creation, make_delegate, make_op
+from ._rules_attention import ATTENTION_COMPOSITE  # fills RULES with the attention op's rule
 from ._rules_module import MODULE_COMPOSITE  # fills RULES with the module ops' rules
 from ._rules_norm import NORM_COMPOSITE  # fills RULES with the normalization ops' rules
 from ._rules_rnn import RNN_COMPOSITE  # fills RULES with the lstm rule
@@ -70,7 +71,7 @@ COMPOSITE: frozenset[str] = frozenset({
     # the activations' backward primitives, which the rules call on the inner backend
     "relu_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "softmax_backward",
     "log_softmax_backward",
-}) | MODULE_COMPOSITE | NORM_COMPOSITE | RNN_COMPOSITE
+}) | MODULE_COMPOSITE | NORM_COMPOSITE | RNN_COMPOSITE | ATTENTION_COMPOSITE
 """Contract defaults kept as they are: compositions of primitives that have rules."""
 
 

@@ -41,6 +41,7 @@ from ._collectives import CollectiveOps
 from ._device import Device
 from ._ops_activation import ActivationOps
 from ._ops_activation_grad import ActivationGradOps
+from ._ops_attention import AttentionOps
 from ._ops_float import FloatOps
 from ._ops_intbool import IntBoolOps
 from ._ops_module import ModuleOps
@@ -61,7 +62,7 @@ def required(name: str) -> Any:
 
 
 class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps, OptimOps,
-              NormOps, RnnOps, ActivationGradOps, CollectiveOps):
+              NormOps, RnnOps, AttentionOps, ActivationGradOps, CollectiveOps):
     """Base class of every backend.
 
     Subclasses set ``name`` and the capability flags, implement the required primitives and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .._errors import ShapeError
@@ -12,6 +13,7 @@ from ..config import config
 from ..module import Module
 from ..tensor import Tensor
 from ..tensor import activation as A
+from ..tensor import module as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._dropout import Dropout
 from ._initializer import AnyInitializer, KaimingUniform
@@ -52,13 +54,39 @@ class MhaInput:
         return replace(self, mask_attn=mask_attn)
 
 
-@dataclass(frozen=True)
 class MhaOutput:
     """``weights`` ``[batch, n_heads, seq_q, seq_k]`` (attention probabilities, after dropout) and
-    ``context`` ``[batch, seq_q, d_model]`` (Burn's ``MhaOutput``)."""
+    ``context`` ``[batch, seq_q, d_model]`` (Burn's ``MhaOutput``).
 
-    weights: Tensor
-    context: Tensor
+    :class:`MultiHeadAttention` runs the fused attention primitive, which never forms the weights: ``weights``
+    computes them on first read (softmax of the masked scores times the same dropout multiplier, differentiable),
+    so a caller that only reads ``context`` does not pay for them.
+    """
+
+    __slots__ = ("context", "_weights", "_compute")
+
+    def __init__(self, weights: Tensor, context: Tensor) -> None:
+        self.context = context
+        self._weights: Tensor | None = weights
+        self._compute: Callable[[], Tensor] | None = None
+
+    @classmethod
+    def lazy(cls, weights: Callable[[], Tensor], context: Tensor) -> MhaOutput:
+        """An output whose ``weights`` are ``weights()``, called once on the first read."""
+        out = cls.__new__(cls)
+        out.context, out._weights, out._compute = context, None, weights
+        return out
+
+    @property
+    def weights(self) -> Tensor:
+        if self._weights is None:
+            assert self._compute is not None
+            self._weights, self._compute = self._compute(), None
+        return self._weights
+
+    def __repr__(self) -> str:
+        w = "<not computed>" if self._weights is None else repr(self._weights)
+        return f"MhaOutput(weights={w}, context={self.context!r})"
 
 
 @config
@@ -121,6 +149,10 @@ class MultiHeadAttention(Module):
     out_proj.weight.T``. Dropout is applied to the attention weights after the softmax (as PyTorch
     and the paper; Burn drops the scores before the softmax). Masked scores take ``min_float``.
 
+    The attention itself is one primitive (:func:`ember.tensor.module.scaled_dot_product_attention`: torch's flash
+    kernels, numpy's in-place kernel, one ``Autodiff`` node), the dropout applied inside it as the multiplier
+    :meth:`Dropout.multiplier` draws; the output's ``weights`` are computed only when read.
+
     Raises (forward):
         ShapeError: a wrong rank or ``d_model``, key/value of different lengths, masks of the wrong shape.
         KindError: non-Float inputs or non-Bool masks.
@@ -152,23 +184,46 @@ class MultiHeadAttention(Module):
         qh = self._heads(self.query.forward(q))
         kh = self._heads(self.key.forward(k))
         vh = self._heads(self.value.forward(v))
-        scores = (qh @ kh.swap_dims(2, 3)) * (1.0 / math.sqrt(self.d_k))
-        if input.mask_pad is not None:
-            m = _mask(layer, "mask_pad", input.mask_pad, [batch, seq_k])
-            scores = scores.mask_fill(m.reshape([batch, 1, 1, seq_k]), self.min_float)
-        if input.mask_attn is not None:
-            m = _mask(layer, "mask_attn", input.mask_attn, [batch, seq_q, seq_k])
-            scores = scores.mask_fill(m.reshape([batch, 1, seq_q, seq_k]), self.min_float)
-        weights = A.quiet_softmax(scores, 3) if self.quiet_softmax else A.softmax(scores, 3)
-        weights = self.dropout.forward(weights)
-        context = (weights @ vh).swap_dims(1, 2).reshape([batch, seq_q, d_model])
-        return MhaOutput(weights=weights, context=self.output.forward(context))
+        mask = _masks(layer, input, batch, seq_q, seq_k)
+        # the dropout of the weights as a multiplier: the same draw as Dropout.forward on the weights would make
+        drop = self.dropout.multiplier(qh, [batch, self.n_heads, seq_q, seq_k])
+        ctx = M.scaled_dot_product_attention(qh, kh, vh, mask, drop, 1.0 / math.sqrt(self.d_k), self.min_float,
+                                             self.quiet_softmax)
+
+        def weights() -> Tensor:
+            w = self._weights(qh, kh, mask)
+            return w if drop is None else w * drop
+
+        return MhaOutput.lazy(weights, self.output.forward(self._merge(ctx)))
 
     __call__ = forward
 
     def _heads(self, x: Tensor) -> Tensor:
         b, s, _ = x.shape
         return x.reshape([b, s, self.n_heads, self.d_k]).swap_dims(1, 2)
+
+    def _merge(self, ctx: Tensor) -> Tensor:
+        b, _, s, _ = ctx.shape
+        return ctx.swap_dims(1, 2).reshape([b, s, self.n_heads * self.d_k])
+
+    def _weights(self, qh: Tensor, kh: Tensor, mask: Tensor | None) -> Tensor:
+        """``softmax(Q K^T / sqrt(d_k), masked -> min_float)``, before dropout."""
+        scores = (qh @ kh.swap_dims(2, 3)) * (1.0 / math.sqrt(self.d_k))
+        if mask is not None:
+            scores = scores.mask_fill(mask, self.min_float)
+        return A.quiet_softmax(scores, 3) if self.quiet_softmax else A.softmax(scores, 3)
+
+
+def _masks(layer: str, input: MhaInput, batch: int, seq_q: int, seq_k: int) -> Tensor | None:  # noqa: A002
+    """``mask_pad`` and ``mask_attn`` as one Bool mask ``[batch, 1, 1 or seq_q, seq_k]`` (both give ``min_float``,
+    so filling with their union equals filling with each in turn), or ``None``."""
+    mask = None
+    if input.mask_pad is not None:
+        mask = _mask(layer, "mask_pad", input.mask_pad, [batch, seq_k]).reshape([batch, 1, 1, seq_k])
+    if input.mask_attn is not None:
+        attn = _mask(layer, "mask_attn", input.mask_attn, [batch, seq_q, seq_k]).reshape([batch, 1, seq_q, seq_k])
+        mask = attn if mask is None else mask | attn
+    return mask
 
 
 def _mask(layer: str, name: str, m: Tensor, shape: list[int]) -> Tensor:

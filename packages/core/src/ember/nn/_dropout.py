@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._distribution import Distribution
 from ..backend._device import Device
 from ..config import config
@@ -48,12 +50,21 @@ class Dropout(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_float("Dropout", x)
+        m = self.multiplier(x)
+        return x if m is None else x * m
+
+    def multiplier(self, like: Tensor, shape: Sequence[int] | None = None) -> Tensor | None:
+        """The factor :meth:`forward` multiplies by: ``keep / (1 - prob)``, ``keep`` a Bernoulli draw of shape
+        ``shape`` (default ``like``'s) on ``like``'s device; zeros when ``prob >= 1``; ``None`` when dropout is
+        inactive (``prob = 0``, or ``like`` not on an autodiff backend). For layers that apply dropout inside a
+        fused primitive (:class:`~ember.nn.MultiHeadAttention`): the same draw as :meth:`forward`'s."""
         p = self.prob
-        if p == 0.0 or not ad_enabled(x):
-            return x
+        if p == 0.0 or not ad_enabled(like):
+            return None
+        dims = list(like.shape if shape is None else shape)
         if p >= 1.0:
-            return x * 0.0
-        keep = Tensor.random(x.shape, Distribution.bernoulli(1.0 - p), x.device)
-        return x * (keep * (1.0 / (1.0 - p)))
+            return Tensor.zeros(dims, like.device)
+        keep = Tensor.random(dims, Distribution.bernoulli(1.0 - p), like.device)
+        return keep * (1.0 / (1.0 - p))
 
     __call__ = forward

@@ -46,6 +46,7 @@ from .._kind import Float, Int
 from ..backend import _module_geometry as geo
 from . import _core
 from ._core import wrap
+from ._module_attention import scaled_dot_product_attention
 from ._module_norm import batch_norm, batch_norm_running, group_norm, layer_norm, rms_norm
 from ._module_rnn import lstm
 from ._util import check_same
@@ -60,6 +61,7 @@ __all__ = [
     "group_norm",
     "rms_norm",
     "lstm",
+    "scaled_dot_product_attention",
     "ConvOptions",
     "ConvTransposeOptions",
     "UnfoldOptions",

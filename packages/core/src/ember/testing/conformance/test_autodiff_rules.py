@@ -243,6 +243,11 @@ CASES: dict[str, list[tuple[list[np.ndarray], Any]]] = {
     # ---- recurrent (the output sequence here; test_module_rnn checks h_n and c_n too)
     "lstm": [([U(2, 3, 2), U(2, 3), U(2, 3), U(2, 12), U(3, 12), U(12)],
               lambda x, h, c, wx, wh, b: P("lstm", x, h, c, wx, wh, b, False))],
+    # ---- attention (q, k and v differentiable; the residual stays in the node)
+    "attention": [([U(2, 2, 3, 4), U(2, 2, 5, 4), U(2, 2, 5, 3)],
+                   lambda q, k, v: P("attention", q, k, v, None, None, 0.5, -1e4, False)),
+                  ([U(1, 2, 3, 2), U(1, 2, 4, 2), U(1, 2, 4, 2)],
+                   lambda q, k, v: P("attention", q, k, v, None, None, 0.7, -1e4, True))],
     # ---- casts and moves (float to float keeps the graph)
     "cast": [([U(2, 3)], lambda a: P("cast", a, a.dtype))],
     "to_device": [([U(2, 3)], lambda a: P("to_device", a, a.device.handle))],
