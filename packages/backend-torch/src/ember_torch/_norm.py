@@ -38,6 +38,14 @@ class TorchNormOps(NormOps):
         return _aten.native_batch_norm_backward(  # type: ignore[no-any-return]
             grad.contiguous(), x, gamma, None, None, mean, invstd, True, epsilon, _ALL)
 
+    def batch_norm_running(self, running_mean: Any, running_var: Any, mean: Any, invstd: Any, momentum: float,
+                           epsilon: float) -> tuple[Any, Any]:
+        # three kernels instead of the default's nine: (1 - m) r + m b as r + m (b - r), both statistics in one
+        # _foreach_lerp (the form torch.optim's Adam uses; agrees with the default to float rounding)
+        var = invstd.pow(-2.0).sub_(epsilon)
+        new_mean, new_var = torch._foreach_lerp([running_mean, running_var], [mean, var], momentum)
+        return new_mean, new_var
+
     def layer_norm(self, x: Any, gamma: Any, beta: Any, epsilon: float) -> tuple[Any, Any, Any]:
         if x.dtype not in _NATIVE:
             return super().layer_norm(x, gamma, beta, epsilon)

@@ -15,7 +15,8 @@ Every primitive of the backend contract is covered, in one of these ways (:data:
 - ``CREATION``: new tensors, untracked;
 - ``COMPOSITE``: the contract's default, written with other primitives and therefore
   differentiable through their rules;
-- methods of the class (casts, ``detach``, devices, the autodiff API).
+- methods of the class (casts, ``detach``, devices, the autodiff API, ``batch_norm_running``'s
+  constants).
 """
 
 from __future__ import annotations
@@ -216,6 +217,13 @@ class Autodiff(Backend):
         """The same values, untracked (a new wrapper; the inner primitive is shared)."""
         return AP(p.p) if p.__class__ is AP else p
 
+    def batch_norm_running(self, running_mean: Any, running_var: Any, mean: Any, invstd: Any, momentum: float,
+                           epsilon: float) -> tuple[Any, Any]:
+        """The inner backend's running statistics (constants: arguments unwrapped, results untracked)."""
+        rm, rv, m, s = (a.p if a.__class__ is AP else a for a in (running_mean, running_var, mean, invstd))
+        r = self.inner_backend.batch_norm_running(rm, rv, m, s, momentum, epsilon)
+        return AP(r[0]), AP(r[1])
+
     # ------------------------------------------------------------------ composites with tuples
     def sort(self, a: Any, dim: int, descending: bool) -> Any:
         """Sorted values; the gradient goes back through the sorting indices."""
@@ -308,7 +316,7 @@ def _move_back(B: Any, g: Any, handle: Any, ps: Any) -> Any:
 #: every public method of the backend contract that Autodiff covers (checked by the tests)
 HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | frozenset(
     {"shape", "cast", "bitcast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner", "compile",
-     "is_concrete", "checks_index_values", "collectives"}
+     "is_concrete", "checks_index_values", "collectives", "batch_norm_running"}
 )
 """Every primitive name Autodiff covers (the conformance suite checks that the contract has no other)."""
 

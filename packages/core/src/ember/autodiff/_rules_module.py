@@ -4,8 +4,10 @@ Each gradient is one call of a backward primitive of the contract
 (:class:`ember.backend._ops_module.ModuleOps`) on the inner backend, which a backend may run as
 a native kernel:
 
-- ``conv{2,3}d``: input gradient ``conv*_backward_input``, weight gradient
-  ``conv*_backward_weight``, bias gradient the sum of the output gradient over batch and space;
+- ``conv{2,3}d``: the input, weight and bias gradients in one call of ``conv*d_backward`` with a mask of
+  the tracked inputs (one native kernel on torch, ``aten.convolution_backward``; by default
+  ``conv*_backward_input``, ``conv*_backward_weight`` and the sum of the output gradient over batch and
+  space);
 - ``conv_transpose{2,3}d`` (the adjoint of the convolution sharing its weight): input gradient
   ``conv*d(g, w)``, weight gradient ``conv*_backward_weight(g, x)``;
 - ``max_pool2d_with_indices``: ``max_pool2d_backward`` at the saved indices (a pattern of its own,
@@ -21,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..backend._ops_module import ModuleOps
 from . import _record
 from ._graph import AutodiffPrimitive as AP
 from ._graph import Node
-from ._rules_util import numel
 from ._table import Spec, _register, general, unary
 
 __all__ = ["MODULE_COMPOSITE"]
@@ -33,26 +35,17 @@ __all__ = ["MODULE_COMPOSITE"]
 MODULE_COMPOSITE: frozenset[str] = frozenset({
     "conv1d", "conv_transpose1d", "unfold4d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
     "avg_pool1d", "adaptive_avg_pool1d",
-    "conv2d_backward_input", "conv2d_backward_weight", "conv3d_backward_input", "conv3d_backward_weight",
+    "conv2d_backward", "conv3d_backward", "conv2d_backward_input", "conv2d_backward_weight", "conv3d_backward_input",
+    "conv3d_backward_weight",
     "max_pool2d_backward", "avg_pool2d_backward", "adaptive_avg_pool2d_backward", "embedding_backward",
     "interpolate_backward",
 })
 
 
-def _bias_grad(B: Any, g: Any) -> Any:
-    """``g`` ``[N, C, *spatial]`` summed to ``[C]``."""
-    gs = B.shape(g)
-    r = B.sum_dim(B.reshape(g, (gs[0], gs[1], numel(gs[2:]))), 2)
-    return B.reshape(B.sum_dim(r, 0), (gs[1],))
-
-
-def _conv_rule(back_input: str, back_weight: str) -> Callable[..., Any]:
+def _conv_rule(backward: str) -> Callable[..., Any]:
     def bw(B: Any, g: Any, args: Any, y: Any, needs: Any) -> Any:
         x, w, _, stride, padding, dilation, groups = args
-        gx = getattr(B, back_input)(g, w, B.shape(x), stride, padding, dilation, groups) if needs[0] else None
-        gw = getattr(B, back_weight)(x, g, B.shape(w), stride, padding, dilation, groups) if needs[1] else None
-        gb = _bias_grad(B, g) if needs[2] else None
-        return gx, gw, gb
+        return getattr(B, backward)(g, x, w, stride, padding, dilation, groups, (needs[0], needs[1], needs[2]))
 
     return bw
 
@@ -67,14 +60,14 @@ def _conv_transpose_rule(conv: str, back_weight: str) -> Callable[..., Any]:
             if gs != xs:  # padding_out below the dilation: the convolution sees extra trailing outputs
                 gx = B.slice(gx, tuple(slice(0, n, 1) for n in xs))
         gw = getattr(B, back_weight)(g, x, B.shape(w), stride, padding, dilation, groups) if needs[1] else None
-        gb = _bias_grad(B, g) if needs[2] else None
+        gb = ModuleOps._bias_grad(B, g) if needs[2] else None
         return gx, gw, gb
 
     return bw
 
 
-general("conv2d", diff=(0, 1, 2), keep=True)(_conv_rule("conv2d_backward_input", "conv2d_backward_weight"))
-general("conv3d", diff=(0, 1, 2), keep=True)(_conv_rule("conv3d_backward_input", "conv3d_backward_weight"))
+general("conv2d", diff=(0, 1, 2), keep=True)(_conv_rule("conv2d_backward"))
+general("conv3d", diff=(0, 1, 2), keep=True)(_conv_rule("conv3d_backward"))
 general("conv_transpose2d", diff=(0, 1, 2), keep=True)(_conv_transpose_rule("conv2d", "conv2d_backward_weight"))
 general("conv_transpose3d", diff=(0, 1, 2), keep=True)(_conv_transpose_rule("conv3d", "conv3d_backward_weight"))
 

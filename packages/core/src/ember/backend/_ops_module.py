@@ -12,7 +12,8 @@ Every op has a composite default written with other primitives, so a new backend
 unchanged and overrides only what it has a faster kernel for. The minimal fast set is:
 
 - ``conv2d``/``conv3d`` and their ``*_backward_input`` / ``*_backward_weight`` (the transposed
-  convolutions, ``conv1d`` and ``unfold4d`` are built on them);
+  convolutions, ``conv1d`` and ``unfold4d`` are built on them); ``conv2d_backward`` / ``conv3d_backward``
+  (all three gradients in one call, what the ``Autodiff`` rule calls) default to those two and a sum;
 - ``max_pool2d_with_indices``, ``max_pool2d`` and ``max_pool2d_backward``;
 - ``avg_pool2d`` and ``avg_pool2d_backward``.
 
@@ -204,6 +205,46 @@ class ModuleOps:
                                dilation: Ints, groups: int) -> Any:
         """:meth:`conv2d_backward_weight` for :meth:`conv3d`."""
         return self._conv_nd_backward_weight(x, grad, weight_shape, stride, padding, dilation, groups)
+
+    def conv2d_backward(self, grad: Any, x: Any, weight: Any, stride: Ints, padding: Ints, dilation: Ints,
+                        groups: int, mask: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+        """Gradients of :meth:`conv2d` with respect to its input, weight and bias in one call:
+        ``(grad_x, grad_weight, grad_bias)``, each computed only where ``mask`` (three bools) is true
+        and ``None`` elsewhere (PyTorch's ``aten.convolution_backward`` and its ``output_mask``).
+
+        ``grad`` is the output gradient ``[batch, channels_out, h_out, w_out]`` of ``conv2d(x, weight, bias,
+        stride, padding, dilation, groups)``; ``grad_x`` has ``x``'s shape ``[batch, channels_in, height,
+        width]``, ``grad_weight`` ``weight``'s ``[channels_out, channels_in / groups, kernel_h, kernel_w]``,
+        ``grad_bias`` is ``[channels_out]`` (``grad`` summed over batch and space); all of ``grad``'s dtype.
+        The bias itself is not an argument: no gradient reads it.
+
+        Default: :meth:`conv2d_backward_input`, :meth:`conv2d_backward_weight` and the sum. A backend with
+        one native kernel for the three (torch) overrides it: the ``Autodiff`` rule of ``conv2d`` calls it.
+        """
+        return self._conv_nd_backward(grad, x, weight, stride, padding, dilation, groups, mask,
+                                      self.conv2d_backward_input, self.conv2d_backward_weight)
+
+    def conv3d_backward(self, grad: Any, x: Any, weight: Any, stride: Ints, padding: Ints, dilation: Ints,
+                        groups: int, mask: tuple[bool, bool, bool]) -> tuple[Any, Any, Any]:
+        """:meth:`conv2d_backward` for :meth:`conv3d` (``[batch, channels, depth, height, width]`` inputs,
+        ``[channels_out, channels_in / groups, k_d, k_h, k_w]`` weights)."""
+        return self._conv_nd_backward(grad, x, weight, stride, padding, dilation, groups, mask,
+                                      self.conv3d_backward_input, self.conv3d_backward_weight)
+
+    def _conv_nd_backward(self, grad: Any, x: Any, weight: Any, stride: Ints, padding: Ints, dilation: Ints,
+                          groups: int, mask: tuple[bool, bool, bool], back_input: Any,
+                          back_weight: Any) -> tuple[Any, Any, Any]:
+        B: Any = self
+        gx = back_input(grad, weight, tuple(B.shape(x)), stride, padding, dilation, groups) if mask[0] else None
+        gw = back_weight(x, grad, tuple(B.shape(weight)), stride, padding, dilation, groups) if mask[1] else None
+        return gx, gw, self._bias_grad(grad) if mask[2] else None
+
+    def _bias_grad(self, grad: Any) -> Any:
+        """``grad`` ``[batch, channels, *spatial]`` summed to ``[channels]``: a convolution's bias gradient."""
+        B: Any = self
+        gs = tuple(B.shape(grad))
+        r = B.sum_dim(B.reshape(grad, (gs[0], gs[1], math.prod(gs[2:]))), 2)
+        return B.reshape(B.sum_dim(r, 0), (gs[1],))
 
     # ------------------------------------------------------------------ transposed convolution
     def _conv_transpose_nd(self, x: Any, weight: Any, bias: Any, stride: Ints, padding: Ints,

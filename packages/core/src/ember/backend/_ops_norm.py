@@ -111,6 +111,32 @@ class NormOps:
         gx = B.mul(inner, B.mul(gam, inv))
         return B.reshape(gx, shape), B.reshape(ggamma, (c,)), B.reshape(gbeta, (c,))
 
+    def batch_norm_running(self, running_mean: Any, running_var: Any, mean: Any, invstd: Any, momentum: float,
+                           epsilon: float) -> tuple[Any, Any]:
+        """The running statistics of batch normalization after one training batch (Burn's ``BatchNorm``; PyTorch's
+        momentum convention)::
+
+            running_mean' = (1 - momentum) * running_mean + momentum * mean
+            running_var'  = (1 - momentum) * running_var  + momentum * (invstd^-2 - epsilon)
+
+        ``invstd^-2 - epsilon`` is the batch's biased variance (as Burn; PyTorch keeps the unbiased one).
+
+        Args:
+            running_mean, running_var: ``[channels]``, the statistics so far (not written).
+            mean, invstd: ``[channels]``, what :meth:`batch_norm` returned for the batch (same dtype and device).
+            momentum: the weight of the batch, in ``[0, 1]``. epsilon: the ``epsilon`` given to :meth:`batch_norm`.
+
+        Returns:
+            ``(running_mean', running_var')``, new ``[channels]`` tensors. Not differentiable: ``Autodiff`` returns
+            them untracked. The default is nine element-wise primitives; a backend may fuse them (torch: three
+            kernels, one ``_foreach_lerp``).
+        """
+        B: Any = self
+        keep = 1.0 - momentum
+        var = B.sub(B.recip(B.square(invstd)), epsilon)
+        new_mean = B.add(B.mul(running_mean, keep), B.mul(mean, momentum))
+        return new_mean, B.add(B.mul(running_var, keep), B.mul(var, momentum))
+
     def layer_norm(self, x: Any, gamma: Any, beta: Any, epsilon: float) -> tuple[Any, Any, Any]:
         """Layer normalization over the last dim.
 

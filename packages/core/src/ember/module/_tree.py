@@ -50,23 +50,54 @@ def items(v: Any) -> Iterator[tuple[str, Any]]:
             yield str(i), x
 
 
+#: what a value is to the walks, by its type (cached in :data:`_KINDS`: a type never changes kind). Ordered so
+#: that ``kind <= _SEQ`` may hold state (what :func:`walk_state` enters) and ``kind <= _TENSOR`` may hold leaves
+#: (what :func:`map_leaves` enters): plain values are skipped without a call
+_STATE, _MODULE, _DICT, _SEQ, _TENSOR, _PLAIN = range(6)
+_KINDS: dict[type, int] = {}
+
+
+def _kind(v: Any) -> int:
+    t = type(v)
+    k = _KINDS.get(t)
+    if k is None:
+        if issubclass(t, (Param, RunningState)):
+            k = _STATE
+        elif issubclass(t, Tensor):
+            k = _TENSOR
+        elif hasattr(t, "__ember_fields__"):
+            k = _MODULE
+        elif issubclass(t, dict):
+            k = _DICT
+        elif issubclass(t, (list, tuple)):
+            k = _SEQ
+        else:
+            k = _PLAIN
+        _KINDS[t] = k
+    return k
+
+
 def walk_state(
     v: Any, path: str, on_leaf: Callable[[str, Any], None],
     enter: Callable[[str, Any], None] | None = None, leave: Callable[[str, Any], None] | None = None,
 ) -> None:
     """Call ``on_leaf(path, leaf)`` for every Param and RunningState under ``v``, depth first, in field order."""
-    if isinstance(v, (Param, RunningState)):
+    k = _kind(v)
+    if k == _STATE:
         on_leaf(path, v)
-    elif _is_module(v):
+    elif k == _MODULE:
         if enter is not None:
             enter(path, v)
         for name in fields_of(v):
-            walk_state(getattr(v, name), join(path, name), on_leaf, enter, leave)
+            x = getattr(v, name)
+            if _kind(x) <= _SEQ:
+                walk_state(x, f"{path}.{name}" if path else name, on_leaf, enter, leave)
         if leave is not None:
             leave(path, v)
-    elif isinstance(v, (list, tuple, dict)):
-        for k, x in items(v):
-            walk_state(x, join(path, k), on_leaf, enter, leave)
+    elif k == _DICT or k == _SEQ:
+        for key, x in items(v):
+            if _kind(x) <= _SEQ:
+                walk_state(x, f"{path}.{key}" if path else key, on_leaf, enter, leave)
 
 
 def rebuild(module: Any, values: dict[str, Any]) -> Any:
@@ -91,12 +122,18 @@ def map_leaves(v: Any, path: str, fn: Callable[[str, Any], Any]) -> Any:
 
     Modules and containers are rebuilt (new objects); plain values are kept.
     """
-    if isinstance(v, (Param, RunningState, Tensor)):
+    k = _kind(v)
+    if k == _STATE or k == _TENSOR:
         return fn(path, v)
-    if _is_module(v):
-        return rebuild(v, {name: map_leaves(getattr(v, name), join(path, name), fn) for name in fields_of(v)})
-    if isinstance(v, dict):
-        return type(v)((k, map_leaves(x, join(path, str(k)), fn)) for k, x in v.items())
-    if isinstance(v, (list, tuple)):
-        return _rebuild_seq(v, [map_leaves(x, join(path, str(i)), fn) for i, x in enumerate(v)])
+    if k == _MODULE:
+        new = {}
+        for name in fields_of(v):
+            x = getattr(v, name)
+            new[name] = map_leaves(x, f"{path}.{name}" if path else name, fn) if _kind(x) <= _TENSOR else x
+        return rebuild(v, new)
+    if k == _DICT:
+        return type(v)((key, map_leaves(x, join(path, str(key)), fn)) for key, x in v.items())
+    if k == _SEQ:
+        return _rebuild_seq(v, [map_leaves(x, join(path, str(i)), fn) if _kind(x) <= _TENSOR else x
+                                for i, x in enumerate(v)])
     return v

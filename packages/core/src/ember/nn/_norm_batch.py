@@ -54,7 +54,8 @@ class BatchNorm(Module):
 
     - Training (the input is on an autodiff backend, Burn's rule): ``mean`` and the biased ``var``
       are the batch statistics over every dim but 1, and the running statistics are updated in place
-      (``RunningState.update``): ``running = (1 - momentum) * running + momentum * batch``.
+      (``RunningState.update``): ``running = (1 - momentum) * running + momentum * batch``, one
+      :func:`~ember.tensor.module.batch_norm_running` call (a few fused kernels where the backend has them).
       As in Burn the running variance takes the *biased* batch variance (PyTorch stores the unbiased
       one, ``n / (n - 1)`` larger).
     - Inference (after ``model.valid()``, or on a plain backend): the running statistics are used.
@@ -81,11 +82,15 @@ class BatchNorm(Module):
         bshape = [1, c] + [1] * (x.rank - 2)
         if ad_enabled(x):  # one batch_norm primitive: a native kernel and one autodiff node where the backend has it
             y, mean, invstd = M.batch_norm(x, self.gamma.val(), self.beta.val(), self.epsilon)
-            var = invstd.detach().square().recip() - self.epsilon  # the biased batch variance
-            m = self.momentum
             rm, rv = self.running_mean.value(), self.running_var.value()
-            self.running_mean.update(rm * (1.0 - m) + mean.detach().to_device(rm.device) * m)
-            self.running_var.update(rv * (1.0 - m) + var.to_device(rv.device) * m)
+            dev = rm.device
+            if mean.device is not dev:
+                mean, invstd = mean.to_device(dev), invstd.to_device(dev)
+            if rv.device is not dev:
+                rv = rv.to_device(dev)
+            rm, rv = M.batch_norm_running(rm, rv, mean, invstd, self.momentum, self.epsilon)
+            self.running_mean.update(rm)
+            self.running_var.update(rv)
             return y
         mean = self.running_mean.value().to_device(x.device).reshape(bshape)
         var = self.running_var.value().to_device(x.device).reshape(bshape)

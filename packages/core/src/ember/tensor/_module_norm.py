@@ -14,22 +14,23 @@ from ._core import wrap
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm"]
+__all__ = ["batch_norm", "batch_norm_running", "layer_norm", "group_norm", "rms_norm"]
 
 _CHANNELS = "[batch, channels, ...]"
 
 
-def _check(op: str, x: Tensor, params: dict[str, Tensor], epsilon: float, dim: int, layout: str) -> None:
-    for name, t in (("x", x), *params.items()):
+def _check(op: str, x: Tensor, params: dict[str, Tensor], epsilon: float, dim: int, layout: str,
+           x_name: str = "x") -> None:
+    for name, t in ((x_name, x), *params.items()):
         if t.kind is not Float:
             raise KindError(f"{op}: {name} must be a Float tensor, got {t.kind}; convert it with .float() first.")
         if t.device is not x.device:
-            raise DeviceError(f"{op}: {name} lives on {t.device}, x on {x.device}; move it with .to_device().")
+            raise DeviceError(f"{op}: {name} lives on {t.device}, {x_name} on {x.device}; move it with .to_device().")
     n = x.shape[dim]
     for name, t in params.items():
         if t.shape != (n,):
-            raise ShapeError(f"{op}: {name} must have shape [{n}] (dim {dim} of x {layout} = {list(x.shape)}), got "
-                             f"{list(t.shape)}.")
+            raise ShapeError(f"{op}: {name} must have shape [{n}] (dim {dim} of {x_name} {layout} = {list(x.shape)}), "
+                             f"got {list(t.shape)}.")
     if not epsilon >= 0.0:
         raise ValueError(f"{op}: epsilon must be >= 0, got {epsilon}.")
 
@@ -66,6 +67,36 @@ def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float = 1e-5) ->
     _check(op, x, {"gamma": gamma, "beta": beta}, epsilon, 1, _CHANNELS)
     y, mean, invstd = x.ops.batch_norm(x.primitive, gamma.primitive, beta.primitive, float(epsilon))
     return wrap(y, x, Float), wrap(mean, x, Float), wrap(invstd, x, Float)
+
+
+def batch_norm_running(running_mean: Tensor, running_var: Tensor, mean: Tensor, invstd: Tensor, momentum: float,
+                       epsilon: float = 1e-5) -> tuple[Tensor, Tensor]:
+    """The running statistics of batch normalization after one training batch, from the ``mean`` and ``invstd`` that
+    :func:`batch_norm` returned (Burn's ``BatchNorm``; PyTorch's momentum convention):
+    ``running_mean' = (1 - momentum) * running_mean + momentum * mean`` and
+    ``running_var' = (1 - momentum) * running_var + momentum * (invstd^-2 - epsilon)``, the batch's biased variance.
+
+    Args:
+        running_mean, running_var, mean, invstd: Float ``[channels]`` on one device.
+        momentum: the weight of the batch, in ``[0, 1]``. epsilon: the one given to :func:`batch_norm` (1e-5).
+
+    Returns:
+        ``(running_mean', running_var')`` ``[channels]``, new tensors, never tracked by autodiff.
+
+    Raises:
+        KindError: a non-Float argument. ShapeError: a tensor that is not ``[channels]``. DeviceError: arguments on
+        different devices. ValueError: a negative ``epsilon`` or ``momentum`` outside ``[0, 1]``.
+    """
+    op = "batch_norm_running"
+    if running_mean.rank != 1:
+        raise ShapeError(f"{op}: expected running_mean of shape [channels], got {list(running_mean.shape)}.")
+    _check(op, running_mean, {"running_var": running_var, "mean": mean, "invstd": invstd}, epsilon, 0, "[channels]",
+           "running_mean")
+    if not 0.0 <= momentum <= 1.0:
+        raise ValueError(f"{op}: momentum must be in [0, 1], got {momentum}.")
+    rm, rv = running_mean.ops.batch_norm_running(running_mean.primitive, running_var.primitive, mean.primitive,
+                                                 invstd.primitive, float(momentum), float(epsilon))
+    return wrap(rm, running_mean, Float), wrap(rv, running_mean, Float)
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float = 1e-5) -> tuple[Tensor, Tensor, Tensor]:

@@ -47,7 +47,7 @@ from ..backend import _module_geometry as geo
 from . import _core
 from ._core import wrap
 from ._module_attention import scaled_dot_product_attention
-from ._module_norm import batch_norm, group_norm, layer_norm, rms_norm
+from ._module_norm import batch_norm, batch_norm_running, group_norm, layer_norm, rms_norm
 from ._module_rnn import lstm
 from ._util import check_same
 
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "batch_norm",
+    "batch_norm_running",
     "layer_norm",
     "group_norm",
     "rms_norm",

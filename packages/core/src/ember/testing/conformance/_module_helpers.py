@@ -50,6 +50,30 @@ def conv_ref(x: np.ndarray, w: np.ndarray, b: Any, stride: Ints, padding: Ints, 
     return y
 
 
+def conv_backward_ref(x: np.ndarray, w: np.ndarray, gy: np.ndarray, stride: Ints, padding: Ints, dilation: Ints,
+                      groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gradients ``(gx, gw, gb)`` of ``sum(conv_ref(x, w, b, ...) * gy)``: every product
+    ``xpad[n, g Cg + c, pos s + k d] w[o, c, k]`` of :func:`conv_ref` sends ``gy[n, o, pos]`` times the other
+    factor to each factor's gradient; ``gb[o]`` is ``gy`` summed over batch and positions."""
+    nd = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    n = x.shape[0]
+    o, cg, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    og = o // groups
+    for bi, oi in itertools.product(range(n), range(o)):
+        g = oi // og
+        for pos in np.ndindex(*gy.shape[2:]):
+            go = gy[(bi, oi) + pos]
+            for ci in range(cg):
+                for k in np.ndindex(*kernel):
+                    idx = (bi, g * cg + ci) + tuple(pos[i] * stride[i] + k[i] * dilation[i] for i in range(nd))
+                    gxp[idx] += go * w[(oi, ci) + k]
+                    gw[(oi, ci) + k] += go * xp[idx]
+    inner = (slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, x.shape[2:]))
+    return gxp[inner], gw, gy.sum(axis=(0,) + tuple(range(2, gy.ndim)))
+
+
 def conv_transpose_ref(x: np.ndarray, w: np.ndarray, b: Any, stride: Ints, padding: Ints, padding_out: Ints,
                        dilation: Ints, groups: int) -> np.ndarray:
     """Scatter form: every input ``x[n, ci, pos]`` adds ``x * w[ci, o, k]`` at output position

@@ -19,7 +19,7 @@ from ember.backend._ops_module import ModuleOps
 from ember.tensor import module as M
 from ember.testing import assert_close
 
-from ._module_helpers import conv_ref, conv_transpose_ref, ftensor, held, low_precision, unfold4d_ref
+from ._module_helpers import conv_backward_ref, conv_ref, conv_transpose_ref, ftensor, held, low_precision, unfold4d_ref
 
 rng = np.random.default_rng(2024)
 
@@ -206,6 +206,39 @@ def test_module_conv_only_weight_tracked(ad_device: Any) -> None:
     xv = held(x)
     exp = np.stack([xv[:, :, i:i + 3, j:j + 3].sum(axis=(0, 2, 3)) for i in range(3) for j in range(3)], -1)
     assert_close(w.grad(grads), np.broadcast_to(exp.reshape(3, 3, 3), (4, 3, 3, 3)))
+
+
+# ---------------------------------------------------------------------------- the backward primitive
+_MASKS = [(True, True, True), (False, True, False), (True, False, False), (False, False, True)]
+_BACK_PARAMS = [(nd, i, m) for nd, i in _CONV_PARAMS if nd > 1 for m in range(len(_MASKS))]
+
+
+@pytest.mark.parametrize(("nd", "i", "m"), _BACK_PARAMS, ids=[f"conv{nd}d-{i}-mask{m}" for nd, i, m in _BACK_PARAMS])
+def test_module_conv_backward_primitive(float_device: Any, nd: int, i: int, m: int) -> None:
+    """``conv{2,3}d_backward`` (the three gradients in one call, what the ``conv`` rule calls) against the
+    float64 reference, only the masked gradients computed; and equal to the contract's composite default."""
+    B = float_device.backend
+    r = np.random.default_rng(7)  # its own generator: the module's draws stay those of the other tests
+    xs, ws, _, s, p, d, g = _conv_args(nd, i)
+    x, w = ftensor(r.uniform(-1, 1, xs), float_device), ftensor(r.uniform(-1, 1, ws), float_device)
+    ys = conv_ref(held(x), held(w), None, s, p, d, g).shape
+    gy = ftensor(r.uniform(-1, 1, ys), float_device)
+    mask = _MASKS[m]
+    name = f"conv{nd}d_backward"
+    args = (gy.primitive, x.primitive, w.primitive, s, p, d, g, mask)
+    got = getattr(B, name)(*args)
+    want = getattr(ModuleOps, name)(B, *args)
+    refs = conv_backward_ref(held(x), held(w), held(gy), s, p, d, g)
+    tol = _tol(float_device, int(np.prod(ys[2:])) * ys[0])
+    assert len(got) == 3
+    for part, like, on, r, c, ref in zip(("x", "weight", "bias"), (xs, ws, ys[1:2]), mask, got, want, refs):
+        if not on:
+            assert r is None and c is None, part
+            continue
+        t = Tensor(r, float_device)
+        assert t.shape == like and t.dtype == float_device.backend.float_dtype, part
+        assert_close(t, ref, **tol)
+        assert_close(t, held(Tensor(c, float_device)), **tol)
 
 
 # ---------------------------------------------------------------------------- contract defaults

@@ -1,5 +1,5 @@
 """Normalization primitives (``ember.tensor.module.batch_norm`` / ``layer_norm`` / ``group_norm`` / ``rms_norm``
-and their backwards).
+and their backwards, ``batch_norm_running``).
 
 Forward against float64 numpy on every float dtype; gradients by finite differences under ``Autodiff`` in
 float64 (the backend's own backward kernels); the backward primitives against the contract's composites on every
@@ -154,6 +154,34 @@ def test_primitives_equal_the_composites(float_device: Any, op: str, shape: tupl
         assert_close(t, held(Tensor(w, float_device)))
 
 
+@pytest.mark.parametrize("momentum", [0.1, 0.0, 1.0])
+def test_batch_norm_running(float_device: Any, momentum: float) -> None:
+    """``batch_norm_running`` against float64 numpy and equal to the contract's composite."""
+    B = float_device.backend
+    r = np.random.default_rng(5)  # its own generator: the module's draws stay those of the other tests
+    rm, rv = ftensor(r.normal(0.0, 1.0, 5), float_device), ftensor(r.uniform(0.5, 2.0, 5), float_device)
+    mean, invstd = ftensor(r.normal(0.0, 1.0, 5), float_device), ftensor(r.uniform(0.5, 2.0, 5), float_device)
+    got = M.batch_norm_running(rm, rv, mean, invstd, momentum, EPS)
+    h = [held(t) for t in (rm, rv, mean, invstd)]
+    want = ((1 - momentum) * h[0] + momentum * h[2], (1 - momentum) * h[1] + momentum * (h[3] ** -2.0 - EPS))
+    composite = NormOps.batch_norm_running(B, rm.primitive, rv.primitive, mean.primitive, invstd.primitive, momentum,
+                                           EPS)
+    for t, w, c in zip(got, want, composite):
+        assert t.shape == (5,) and t.dtype == rm.dtype
+        assert_close(t, w)
+        assert_close(t, held(Tensor(c, float_device)))
+    assert_close(rm, h[0])  # the inputs are not written
+    assert_close(rv, h[1])
+
+
+def test_batch_norm_running_untracked(ad_device: Any) -> None:
+    x = ftensor(np.arange(24.0).reshape(4, 3, 2), ad_device)
+    ones, zeros = ftensor(np.ones(3), ad_device), ftensor(np.zeros(3), ad_device)
+    _, mean, invstd = M.batch_norm(x.require_grad(), ones.require_grad(), zeros, EPS)
+    rm, rv = M.batch_norm_running(ones.require_grad(), ones, mean, invstd, 0.1, EPS)
+    assert not rm.is_require_grad() and not rv.is_require_grad()
+
+
 def test_untracked_statistics_and_tracked_output(ad_device: Any) -> None:
     x, g, b = _inputs((4, 3, 2), 3, ad_device)
     y, mean, invstd = M.batch_norm(x.require_grad(), g, b, EPS)
@@ -188,3 +216,11 @@ def test_norm_errors(device: Any) -> None:
         M.rms_norm(x, g)
     with pytest.raises(ShapeError, match="rank >= 1"):
         M.rms_norm(ftensor(np.ones(()), device), g)
+    with pytest.raises(ShapeError, match=r"invstd must have shape \[3\]"):
+        M.batch_norm_running(g, g, g, ftensor(np.ones(2), device), 0.1)
+    with pytest.raises(ShapeError, match=r"running_mean of shape \[channels\]"):
+        M.batch_norm_running(x, g, g, g, 0.1)
+    with pytest.raises(ValueError, match="momentum"):
+        M.batch_norm_running(g, g, g, g, 1.5)
+    with pytest.raises(KindError, match="running_var must be a Float"):
+        M.batch_norm_running(g, g.int(), g, g, 0.1)
