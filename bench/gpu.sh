@@ -22,6 +22,17 @@ if [ -n "${EMBER_WHEELS:-}" ]; then
 fi
 python3 -c "import torch, jax, numpy, ember; print('torch', torch.__version__, torch.cuda.is_available(), 'jax', jax.__version__, jax.devices(), 'numpy', numpy.__version__)" 2>&1 | tee -a "$L/env.txt"
 t0=$(date +%s)
+guide() {
+  for b in "torch cuda:0" "jax gpu:0"; do set -- $b
+    t1=$(date +%s)
+    (cd examples && timeout 150 python3 -m guide train --backend "$1" --device "$2" --epochs 1 --data-dir "$MNIST_DIR" \
+       --artifact-dir "/tmp/guide_$1" > "$L/guide_$1.txt" 2>&1; echo "train rc=$? $(( $(date +%s) - t1 )) s" >> "$L/guide_$1.txt"
+     python3 -m guide infer --backend "$1" --device "$2" --data-dir "$MNIST_DIR" --artifact-dir "/tmp/guide_$1" \
+       >> "$L/guide_$1.txt" 2>&1)
+  done
+}
+# the guide trains next to the conformance runs (its accuracy is the check; its time is taken under that load)
+if [[ " $STEPS " == *" guide "* ]]; then guide & fi
 if [[ " $STEPS " == *" conf "* ]]; then
   XD="-p no:cacheprovider -p no:benchmark"
   (PYTHONPATH=${PYTHONPATH:-}:$PWD/bench/gpu_site timeout "${CONF_S:-300}" python3 -m ember.testing --backend torch \
@@ -31,19 +42,13 @@ if [[ " $STEPS " == *" conf "* ]]; then
   wait
   for f in "$L/conf_torch.txt" "$L/conf_jax.txt"; do grep -E "^(FAILED|ERROR)" "$f" | head -30; tail -n 3 "$f"; done
 fi
+wait
 if [[ " $STEPS " == *" guide "* ]]; then
-  for b in "torch cuda:0" "jax gpu:0"; do set -- $b
-    t1=$(date +%s)
-    (cd examples && timeout 150 python3 -m guide train --backend "$1" --device "$2" --epochs 1 --data-dir "$MNIST_DIR" \
-       --artifact-dir "/tmp/guide_$1" > "$L/guide_$1.txt" 2>&1; echo "train rc=$? $(( $(date +%s) - t1 )) s" >> "$L/guide_$1.txt"
-     python3 -m guide infer --backend "$1" --device "$2" --data-dir "$MNIST_DIR" --artifact-dir "/tmp/guide_$1" \
-       >> "$L/guide_$1.txt" 2>&1)
-    grep -i "accuracy\|Predicted\|rc=\|Error" "$L/guide_$1.txt" | tail -6
-  done
+  for b in torch jax; do grep -i "accuracy\|Predicted\|rc=\|Error" "$L/guide_$b.txt" | tail -6; done
 fi
 if [[ " $STEPS " == *" bench "* ]]; then
-  timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --only "raw torch,ember torch,jax" --rounds 3 \
-    --round-s 1 --no-rss --json "$L/models_cuda.json" > "$L/bench.txt" 2>&1
+  timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --only "raw torch,ember torch,jax" --rounds "${ROUNDS:-3}" \
+    --round-s "${ROUND_S:-1}" --no-rss --json "$L/models_cuda.json" > "$L/bench.txt" 2>&1
   echo "bench rc=$?" >> "$L/bench.txt"; grep -v "round .* done" "$L/bench.txt" | tail -40
 fi
 if [[ " $STEPS " == *" dispatch "* ]]; then
