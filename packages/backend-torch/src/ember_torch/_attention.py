@@ -23,6 +23,8 @@ import torch.nn.functional as F
 
 from ember.backend._ops_attention import AttentionOps
 
+from ._graph import graph_grad
+
 __all__ = ["TorchAttentionOps"]
 
 
@@ -43,4 +45,5 @@ class TorchAttentionOps(AttentionOps):
         if mask is not None or dropout is not None or quiet:
             return super().attention_backward(grad, q, k, v, mask, dropout, residual, scale, min_float, quiet)
         out, leaves = residual
-        return torch.autograd.grad(out, leaves, grad)  # type: ignore[return-value]
+        dq, dk, dv = graph_grad([out], leaves, [grad])
+        return dq, dk, dv

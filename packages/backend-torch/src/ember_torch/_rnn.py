@@ -15,6 +15,8 @@ import torch
 
 from ember.backend._ops_rnn import RnnOps
 
+from ._graph import graph_grad
+
 __all__ = ["TorchRnnOps"]
 
 _NATIVE = (torch.float32, torch.float64)
@@ -23,7 +25,8 @@ _VF: Any = torch._VF  # type: ignore[attr-defined]
 
 def _run(x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None) -> tuple[Any, Any, Any]:
     """``torch._VF.lstm`` of one layer, batch first, on Ember's layout (weights transposed, one bias)."""
-    params = [w_x.t(), w_h.t()]
+    # cuDNN packs the weights with views: they must be contiguous there (the CPU kernels take the transposed views)
+    params = [w_x.t(), w_h.t()] if not x.is_cuda else [w_x.t().contiguous(), w_h.t().contiguous()]
     if bias is not None:
         params += [bias, torch.zeros_like(bias, requires_grad=False)]
     hx = (h0.unsqueeze(0), c0.unsqueeze(0))
@@ -60,7 +63,7 @@ class TorchRnnOps(RnnOps):
         leaves, outs = residual
         pairs = [(o, g) for o, g in zip(outs, (grad_y, grad_h, grad_c)) if g is not None]
         inputs = [a for a in leaves if a is not None]
-        grads = iter(torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
+        grads = iter(graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
         out = []
         for a in leaves:
             g = None if a is None else next(grads)
