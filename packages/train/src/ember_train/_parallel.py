@@ -339,8 +339,8 @@ class Replicas:
 
     # -- host values -------------------------------------------------------------------------------------
     def sum(self, values: list[float]) -> list[float]:
-        """Element-wise sums over the ranks of a list of host numbers (one collective, float64 on the host
-        where the backend has it)."""
+        """Element-wise sums over the ranks of a list of host numbers (one collective, in the training device's
+        float type: float32 by default, exact for counts up to 2**24, about 7 significant digits otherwise)."""
         from ember import distributed as dist
 
         if not values:
