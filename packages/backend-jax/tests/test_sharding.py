@@ -62,8 +62,8 @@ def test_sharded_steps_equal_single_device_steps_in_one_program(tmp_path: Path) 
         # after a step Adam's parameters share one step-counter tensor: replicated, it stays one tensor
         ids = [p.id for p in m1.params()]
         o3 = ember_jax.replicate(o1, devices)
-        times = [o3.state(i)["time"] for i in ids]
-        assert len({{id(t) for t in times}}) == 1 and len({{id(o1.state(i)["time"]) for i in ids}}) == 1
+        times = [o3._states[i]["time"] for i in ids]
+        assert len({{id(t) for t in times}}) == 1 and len({{id(o1._states[i]["time"]) for i in ids}}) == 1
         assert len(times[0].primitive.sharding.device_set) == 2 and times[0].to_numpy().tolist() == [4]
         print(json.dumps({{"traces": step2.trace_count}}))
         """,
