@@ -77,8 +77,13 @@ def batch_norm_running(running_mean: Tensor, running_var: Tensor, mean: Tensor, 
     ``running_var' = (1 - momentum) * running_var + momentum * (invstd^-2 - epsilon)``, the batch's biased variance.
 
     Args:
-        running_mean, running_var, mean, invstd: Float ``[channels]`` on one device.
-        momentum: the weight of the batch, in ``[0, 1]``. epsilon: the one given to :func:`batch_norm` (1e-5).
+        running_mean: Float ``[channels]``, the running mean so far.
+        running_var: Float ``[channels]``, the running (unbiased) variance so far.
+        mean: Float ``[channels]``, the batch mean :func:`batch_norm` returned.
+        invstd: Float ``[channels]``, the ``1 / sqrt(var + epsilon)`` :func:`batch_norm` returned (all four on one
+            device).
+        momentum: the weight of the batch, in ``[0, 1]``.
+        epsilon: the one given to :func:`batch_norm` (1e-5).
 
     Returns:
         ``(running_mean', running_var')`` ``[channels]``, new tensors, never tracked by autodiff.

@@ -30,7 +30,8 @@ def lstm(x: Tensor, h0: Tensor, c0: Tensor, w_x: Tensor, w_h: Tensor,
 
     Args:
         x: Float ``[batch, seq_length, d_input]``, ``seq_length >= 1``.
-        h0, c0: the initial hidden and cell states ``[batch, d]``.
+        h0: the initial hidden state ``[batch, d]``.
+        c0: the initial cell state ``[batch, d]``.
         w_x: ``[d_input, 4 d]``, the input weights of the gates ``i, f, g, o`` side by side (PyTorch's
             ``weight_ih_l0.T``).
         w_h: ``[d, 4 d]``, the hidden weights likewise (``weight_hh_l0.T``).
