@@ -18,6 +18,16 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 
 
+def quiet_softmax_composite(B: Any, p: Any, dim: int) -> Any:
+    """``quiet_softmax`` of primitive ``p`` along ``dim`` written with backend ``B``'s primitives (Evan Miller's
+    "softmax1", 2023: ``exp(x_i) / (1 + sum_j exp(x_j))``), as ``exp(x_i - m) / (exp(-m) + sum_j exp(x_j - m))``
+    with ``m = max(0, max_j x_j)`` so neither term overflows. Shared by :func:`ember.tensor.activation.quiet_softmax`
+    and the attention primitive's default; not a primitive itself (no backend fuses it)."""
+    m = B.maximum(B.detach(B.max_dim(p, dim)), 0.0)
+    e = B.exp(B.sub(p, m))
+    return B.div(e, B.add(B.sum_dim(e, dim), B.exp(B.neg(m))))
+
+
 class ActivationOps:
     """Activations a backend may fuse; ``dim`` is normalized and ``a.shape[dim] > 0``."""
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._ops_activation import quiet_softmax_composite
+
 __all__ = ["AttentionOps"]
 
 _T = (0, 1, 3, 2)  # the last two dims exchanged
@@ -30,12 +32,8 @@ _T = (0, 1, 3, 2)  # the last two dims exchanged
 
 def _softmax_last(B: Any, s: Any, quiet: bool) -> Any:
     """``softmax`` over the last dim of a rank-4 ``s``, or ``quiet_softmax`` as
-    :func:`ember.tensor.activation.quiet_softmax` computes it (the maximum taken with the implicit zero logit)."""
-    if not quiet:
-        return B.softmax(s, 3)
-    m = B.maximum(B.detach(B.max_dim(s, 3)), 0.0)
-    e = B.exp(B.sub(s, m))
-    return B.div(e, B.add(B.sum_dim(e, 3), B.exp(B.neg(m))))
+    :func:`ember.tensor.activation.quiet_softmax` computes it."""
+    return quiet_softmax_composite(B, s, 3) if quiet else B.softmax(s, 3)
 
 
 class AttentionOps:

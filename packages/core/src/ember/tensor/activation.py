@@ -25,6 +25,7 @@ from typing import Any
 
 from .._errors import KindError, ShapeError
 from .._kind import Float
+from ..backend._ops_activation import quiet_softmax_composite
 from . import _core
 from ._core import op_error, wrap
 from ._util import check_same, norm_dim
@@ -365,12 +366,7 @@ def quiet_softmax(tensor: Any, dim: int) -> Any:
     if tensor.shape[d] == 0:
         return tensor
 
-    def fn(ops: Any, p: Any) -> Any:
-        m = ops.maximum(ops.detach(ops.max_dim(p, d)), 0.0)
-        e = ops.exp(ops.sub(p, m))
-        return ops.div(e, ops.add(ops.sum_dim(e, d), ops.exp(ops.neg(m))))
-
-    return _apply("quiet_softmax", tensor, fn)
+    return _apply("quiet_softmax", tensor, lambda ops, p: quiet_softmax_composite(ops, p, d))
 
 
 def glu(tensor: Any, dim: int = -1) -> Any:
