@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 import torch.nn.functional as F
 
 from ember.backend._ops_attention import AttentionOps
 
-from ._graph import graph_grad
+from ._graph import graph_forward, graph_grad
 
 __all__ = ["TorchAttentionOps"]
 
@@ -35,15 +34,14 @@ class TorchAttentionOps(AttentionOps):
                   min_float: float, quiet: bool) -> tuple[Any, Any]:
         if mask is not None or dropout is not None or quiet:
             return super().attention(q, k, v, mask, dropout, scale, min_float, quiet)
-        with torch.enable_grad():
-            leaves = (q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_())
-            out = F.scaled_dot_product_attention(*leaves, scale=scale)
-        return out.detach(), (out, leaves)
+        (out,), residual = graph_forward(lambda q_, k_, v_: (F.scaled_dot_product_attention(q_, k_, v_, scale=scale),),
+                                         q, k, v)
+        return out, residual
 
     def attention_backward(self, grad: Any, q: Any, k: Any, v: Any, mask: Any | None, dropout: Any | None,
                            residual: Any, scale: float, min_float: float, quiet: bool) -> tuple[Any, Any, Any]:
         if mask is not None or dropout is not None or quiet:
             return super().attention_backward(grad, q, k, v, mask, dropout, residual, scale, min_float, quiet)
-        out, leaves = residual
+        leaves, (out,) = residual
         dq, dk, dv = graph_grad([out], leaves, [grad])
         return dq, dk, dv

@@ -1,4 +1,6 @@
-"""Backward through a torch graph kept as a primitive's residual (the attention and lstm kernels).
+"""A torch graph kept as a primitive's residual (the attention and lstm kernels): :func:`graph_forward` runs the
+forward on detached leaf copies under ``torch.enable_grad`` (the results are detached, as Ember's primitives are),
+:func:`graph_grad` the backward through it.
 
 ``torch.autograd.grad`` runs the backward of a CUDA graph on torch's autograd device thread; the first time in a
 process that thread has no current CUDA context, and torch warns ("Attempting to run cuBLAS, but there was no
@@ -10,12 +12,12 @@ it), so it is silenced here, and only it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-__all__ = ["graph_grad"]
+__all__ = ["graph_forward", "graph_grad"]
 
 
 def graph_grad(outputs: Sequence[Any], inputs: Sequence[Any], grads: Sequence[Any],
@@ -24,3 +26,13 @@ def graph_grad(outputs: Sequence[Any], inputs: Sequence[Any], grads: Sequence[An
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Attempting to run cuBLAS, but there was no current CUDA context")
         return tuple(torch.autograd.grad(list(outputs), list(inputs), list(grads), allow_unused=allow_unused))
+
+
+def graph_forward(fn: Callable[..., Sequence[Any]], *args: Any) -> tuple[tuple[Any, ...], Any]:
+    """``(outputs, residual)``: ``fn(*leaves)`` run under ``torch.enable_grad`` on detached copies of ``args`` that
+    require grad (``None`` stays ``None``); the outputs detached, the residual ``(leaves, outputs)`` for
+    :func:`graph_grad`."""
+    leaves = [None if a is None else a.detach().requires_grad_() for a in args]
+    with torch.enable_grad():
+        outs = tuple(fn(*leaves))
+    return tuple(o.detach() for o in outs), (leaves, outs)

@@ -15,7 +15,7 @@ import torch
 
 from ember.backend._ops_rnn import RnnOps
 
-from ._graph import graph_grad
+from ._graph import graph_forward, graph_grad
 
 __all__ = ["TorchRnnOps"]
 
@@ -50,11 +50,8 @@ class TorchRnnOps(RnnOps):
         if not residual:
             with torch.no_grad():
                 return (*_run(*args), None)
-        leaves = [None if a is None else a.detach().requires_grad_() for a in args]
-        with torch.enable_grad():
-            outs = _run(*leaves)
-        y, h, c = outs
-        return y.detach(), h.detach(), c.detach(), (leaves, outs)
+        (y, h, c), res = graph_forward(_run, *args)
+        return y, h, c, res
 
     def lstm_backward(self, grad_y: Any | None, grad_h: Any | None, grad_c: Any | None, x: Any, h0: Any, c0: Any,
                       w_x: Any, w_h: Any, bias: Any | None, y: Any, residual: Any) -> tuple[Any, ...]:
