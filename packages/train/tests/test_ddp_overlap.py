@@ -73,15 +73,20 @@ def test_overlapped_equals_reduce_grads_and_launches_during_backward(setup: Any)
 
 def test_two_backward_passes_in_a_step_fall_back(setup: Any) -> None:
     replicas, model, batch = setup
+    data = h.dataset(8, 3)
+    first = h.batcher([data.get(i) for i in (0, 1)], batch.inputs.device)
 
     def twice() -> Any:
-        model.train_step(batch)  # a first backward() whose gradients are dropped
+        model.train_step(first)  # a first backward() on other data, whose gradients the hook sees and are dropped
         out = model.train_step(batch)
         return out.grads, out.item
 
     got, _ = replicas.grads_overlapped(model, twice, lambda: False)
     ref = replicas.reduce_grads(_plain(model, batch)[0])
-    for (_, a), (_, b) in zip(got.items(), ref.items()):
+    dropped = _plain(model, first)[0]
+    assert any(not np.array_equal(a.to_numpy(), b.to_numpy())
+               for (_, a), (_, b) in zip(dropped.items(), ref.items())), "the two backward passes must differ"
+    for (_, a), (_, b) in zip(got.items(), ref.items()):  # the returned gradients were reduced, not the first ones
         np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
 
     def changed() -> Any:  # gradients replaced inside the step: the reduction must use the returned ones
