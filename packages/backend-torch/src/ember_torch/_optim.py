@@ -36,21 +36,35 @@ def _base(params: Prims, decay: Any) -> Prims:
     return params if decay is None else _fe._foreach_mul(params, decay)
 
 
+#: parameters of at least this many elements take the in-place ``addcdiv`` of :func:`_step_into` (one launch each);
+#: smaller ones share one out-of-place ``_foreach_addcdiv`` (their allocations are cheap, their launches are not)
+IN_PLACE_MIN = 1 << 16
+
+
 def _step_into(params: Prims, decay: Any, num: Prims, denom: Prims, value: float) -> Prims:
     """``base + value * num / denom`` with ``base`` the parameters (times ``decay``), written into fresh buffers this
     step owns: ``denom``'s own, else the decayed copies. An out-of-place ``_foreach_addcdiv`` would allocate one
     more parameter-sized tensor per parameter, fresh memory the kernel page-faults into: ResNet-18's step (11.7M
-    parameters) spent 2x the in-place time in it. On CUDA the caching allocator hands out warm memory and a Python
-    loop of one kernel launch per parameter would cost more than the allocation: one out-of-place foreach there."""
-    if params and params[0].is_cuda and decay is None:
-        return list(_fe._foreach_addcdiv(params, num, denom, value=value))
+    parameters) spent 2x the in-place time in it. So on the CPU each large parameter (:data:`IN_PLACE_MIN`) is one
+    in-place ``addcdiv`` into its ``denom``, the small ones one out-of-place foreach; on CUDA, where the caching
+    allocator hands out warm memory and launches cost more than allocations, everything is one foreach."""
     if decay is not None:
-        base = _fe._foreach_mul(params, decay)
+        base = _base(params, decay)
         _fe._foreach_addcdiv_(base, num, denom, value=value)
         return list(base)
+    if not params or params[0].is_cuda:
+        return list(_fe._foreach_addcdiv(params, num, denom, value=value))
+    out = list(denom)
+    small = [i for i, p in enumerate(params) if p.numel() < IN_PLACE_MIN]
+    if small:
+        new = _fe._foreach_addcdiv([params[i] for i in small], [num[i] for i in small], [denom[i] for i in small],
+                                   value=value)
+        for i, t in zip(small, new):
+            out[i] = t
     for p, n, d in zip(params, num, denom):
-        torch.addcdiv(p, n, d, value=value, out=d)  # elementwise: d may be both an input and the output
-    return list(denom)
+        if p.numel() >= IN_PLACE_MIN:
+            torch.addcdiv(p, n, d, value=value, out=d)  # elementwise: d may be both an input and the output
+    return out
 
 
 class TorchOptimOps(OptimOps):
