@@ -152,6 +152,18 @@ def _state_to_record(node: Any) -> Any:
     return node
 
 
+def _state_copy(node: Any) -> Any:
+    """``node`` with every tensor in it (nested dicts, lists and tuples too) a new buffer: ``t * 1`` holds ``t``'s
+    exact values (-0.0, inf and nan included) and dtype."""
+    if isinstance(node, Tensor):
+        return node * 1
+    if isinstance(node, dict):
+        return {k: _state_copy(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return type(node)(_state_copy(v) for v in node)
+    return node
+
+
 def _materialize(node: Any, device: Device) -> Any:
     """Loaded state on ``device``: TensorData -> Tensor of the data's kind (a counter saved as an Int tensor
     stays Int), tensors elsewhere moved."""
@@ -418,8 +430,7 @@ class Optimizer:
         st = self._states.get(id)
         if st is None:
             return None
-        # ``v * 1`` is a new buffer holding v's exact values (-0.0, inf and nan included) and dtype
-        return {k: v * 1 if isinstance(v, Tensor) else v for k, v in st.items()}
+        return _state_copy(st)  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
         """The number of parameters with a state (stateless rules such as plain SGD keep none)."""
