@@ -171,14 +171,14 @@ def test_engine_failures_become_collective_errors(group: Any) -> None:
 def test_bucketer_ready_refuses_a_wrong_value_without_changing_anything(group: Any) -> None:
     """A value of another shape or dtype than planned is refused before the bucketer changes: the error names the
     expected and found shape (or dtype), and the right value given afterwards reduces as if nothing happened."""
-    from ember import ShapeError
+    from ember import DTypeError, ShapeError
 
     g, eng, dev = group
     likes = [Tensor.from_data(np.zeros((2, 3), np.float32), dev), Tensor.from_data(np.zeros(4, np.float32), dev)]
     b = dist.Bucketer(likes, "sum", g)
     with pytest.raises(ShapeError, match=r"tensor 0 was planned with shape \[2, 3\], got \[3, 2\]"):
         b.ready(0, Tensor.from_data(np.ones((3, 2), np.float32), dev))
-    with pytest.raises(CollectiveError, match="tensor 1 was planned as .*float32.*got .*int"):
+    with pytest.raises(DTypeError, match="tensor 1 was planned as .*float32.*got .*int"):
         b.ready(1, Tensor.from_data(np.ones(4, np.int64), dev))
     with pytest.raises(CollectiveError, match=r"index 2 is out of range \[0, 2\)"):
         b.ready(2, likes[0])

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import CollectiveError, ShapeError
+from .._errors import CollectiveError, DTypeError, ShapeError
 from .._kind import Bool
 from ..tensor import Tensor
 from ._group import ProcessGroup, current_group
@@ -118,9 +118,9 @@ class Bucketer:
 
         Raises:
             ShapeError: ``tensor``'s shape is not the planned one (both are named).
-            CollectiveError: ``index`` out of range or given twice, ``wait()`` already called,
-                ``tensor`` of another kind or dtype than planned or of another backend than the
-                group's, or the engine failed to launch.
+            DTypeError: ``tensor`` of another kind or dtype than planned (both are named).
+            CollectiveError: ``index`` out of range or given twice, ``wait()`` already called, ``tensor`` of
+                another backend than the group's, or the engine failed to launch.
         """
         if self._waited:
             raise CollectiveError(f"Bucketer.ready: wait() was already called; a Bucketer reduces its tensors "
@@ -138,7 +138,7 @@ class Bucketer:
                 "the value whose shape the Bucketer was built with (every rank must reduce the same shapes)."
             )
         if tensor.kind is not kind or ib.dtype(p) != self._dtypes[index]:
-            raise CollectiveError(
+            raise DTypeError(
                 f"Bucketer.ready: tensor {index} was planned as {kind} {self._dtypes[index]}, got {tensor.kind} "
                 f"{ib.dtype(p)}; convert it (e.g. .float() or the backend's float dtype) before giving it."
             )
