@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 from .._ir import ValueInfo
+from ._errors import ModelGenError
+from ._expr import literal
 from ._gen import Gen
+from ._names import check_class_name, doc_text
 
 __all__ = ["RECORDERS", "render"]
 
@@ -17,11 +21,15 @@ RECORDERS = {
 }
 
 
+#: the most characters of a model's name shown in a docstring
+_SHOWN = 80
+
+
 def _describe(info: ValueInfo) -> str:
     dt = str(info.dtype) if info.dtype is not None else "?"
     if info.shape is None:
         return dt
-    return f"{dt}[{', '.join('?' if d is None else str(d) for d in info.shape)}]"
+    return f"{dt}[{', '.join('?' if d is None else doc_text(str(d), _SHOWN) for d in info.shape)}]"
 
 
 def _wrap(items: list[str], indent: str, width: int = 120) -> list[str]:
@@ -41,10 +49,15 @@ def _wrap(items: list[str], indent: str, width: int = 120) -> list[str]:
 
 def _split_args(text: str) -> list[str]:
     """``text`` split at its top-level commas (outside brackets and strings)."""
-    parts, depth, cur, quote = [], 0, "", ""
+    parts, depth, cur, quote, escaped = [], 0, "", "", False
     for ch in text:
         if quote:
-            quote = "" if ch == quote else quote
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
         elif ch in "\"'":
             quote = ch
         elif ch in "([{":
@@ -77,8 +90,8 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
             if depth == 0:
                 end = i
                 break
-    if start < 0 or end < 0:
-        return [indent + line]
+    if start < 0 or end < 0 or "'" in line or '"' in line:
+        return [indent + line]  # string literals stay on one line, whatever they hold
     head, args, tail = line[: start + 1], line[start + 1: end], line[end:]
     inner = indent + "    "
     if len(inner) + len(args) <= width:
@@ -88,7 +101,16 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
 
 def render(g: Gen, *, class_name: str, source_file: str, record_file: str, record_type: str, half: bool,
            inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
-    """The text of ``model.py``."""
+    """The text of ``model.py``.
+
+    Raises:
+        ModelGenError: ``class_name`` is not an identifier the file can use, an unknown ``record_type``, or
+            the text does not parse (a bug in ModelGen; nothing is written).
+    """
+    check_class_name(class_name)
+    if record_type not in RECORDERS:
+        raise ModelGenError(f"record_type: unknown type {record_type!r}; expected one of {', '.join(RECORDERS)}.")
+    source_file, record_file = doc_text(source_file, _SHOWN), doc_text(record_file, _SHOWN)
     body = "\n".join(g.lines) + "\n" + "\n".join(e for e, _ in outputs)
     config_name = f"{class_name}Config"
     recorder = RECORDERS[record_type]
@@ -103,7 +125,7 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
     ret = "Tensor" if len(outputs) == 1 else f"tuple[{', '.join('Tensor' for _ in outputs)}]"
     shapes_in = ", ".join(f"``{v}`` {_describe(i)}" for v, i in inputs)
-    shapes_out = ", ".join(f"``{i.name}`` {_describe(i)}" for _, i in outputs)
+    shapes_out = ", ".join(f"``{doc_text(i.name, _SHOWN)}`` {_describe(i)}" for _, i in outputs)
 
     out: list[str] = [
         f'"""{class_name}: generated from ``{source_file}`` by ``ember_import.onnx.ModelGen`` (ai.onnx opset '
@@ -125,14 +147,14 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     out.append(f"from ember.record import {', '.join(record_names)}")
     if tensor_mods:
         out.append(f"from ember.tensor import {', '.join(tensor_mods)}")
-    out += ["", f'__all__ = ["{class_name}", "{config_name}"]', ""]
+    out += ["", f"__all__ = [{literal(class_name)}, {literal(config_name)}]", ""]
     renamed = [(f.name, f.source) for f in g.fields
                if f.source and f.layer != "Param" and f.source != f.name.replace("_", ".")]
     if renamed:
         out += ["#: field -> the module path its weights had in the source model, where it is not the field's name",
                 "#: with '_' read as '.' (ember_import.onnx.source_key_remap uses it to export back to PyTorch)",
                 "SOURCE_NAMES = {"]
-        out += _wrap([f'"{a}": "{b}"' for a, b in renamed], "    ")
+        out += _wrap([f"{literal(a)}: {literal(b)}" for a, b in renamed], "    ")
         out += ["}", ""]
     if g.constants_src:
         out += ["#: layer settings used more than once", *g.constants_src, ""]
@@ -159,4 +181,10 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     for f in g.fields:
         out += _fit(f"{f.name}={f.init},", "            ")
     out += ["        )", ""]
-    return "\n".join(out)
+    text = "\n".join(out)
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        raise ModelGenError(f"the generated source does not parse ({exc}); nothing was written. This is a bug in "
+                            "ModelGen, please report it with the model.") from exc
+    return text
