@@ -247,10 +247,10 @@ class ModelGen:
         if self._input is None:
             raise ModelGenError("ModelGen: no input; call .input('model.onnx') before .run().")
         out = self._out_dir or self._input.parent
-        out.mkdir(parents=True, exist_ok=True)
         record_file = f"model.{self._record_type}"
         made = generate(self._input, class_name=self._class_name, record_file=record_file,
                         record_type=self._record_type, half=self._half, source_name=self._input.name)
+        out.mkdir(parents=True, exist_ok=True)  # only once the model is known to generate (DESIGN §11)
         py = out / "model.py"
         _write(py, made.source)
         if self._development:
