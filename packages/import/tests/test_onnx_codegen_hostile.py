@@ -29,6 +29,7 @@ onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from ember_import._cli import main  # noqa: E402
 from ember_import._keys import compile_remap, remap_key  # noqa: E402
 from ember_import.onnx import ModelGen, ModelGenError, load_model, source_key_remap  # noqa: E402
 from ember_import.onnx.codegen import generate  # noqa: E402
@@ -266,3 +267,30 @@ def test_class_names_the_file_cannot_use_are_refused(name: str, tmp_path: Path) 
         generate(tmp_path / "m.onnx", class_name=name)
     with pytest.raises(ModelGenError, match="record_type"):
         generate(tmp_path / "m.onnx", record_type="pickle")
+
+
+def test_a_string_attribute_is_checked_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Gelu``'s ``approximate`` holding a payload: refused as the runtime converter refuses it (it was written
+    as ``approximate=True``), the payload never runs and no output folder is made."""
+    monkeypatch.chdir(tmp_path)
+    payload = HOSTILE["docstring_payload"].replace("{mark}", "pwned")
+    graph = helper.make_graph([helper.make_node("Gelu", ["x"], ["y"], approximate=payload)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), tmp_path / "m.onnx")
+    with pytest.raises(ModelGenError, match="approximate must be 'none' or 'tanh'"):
+        ModelGen().input(tmp_path / "m.onnx").out_dir(tmp_path / "out").run()
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "out").exists()
+
+
+def test_the_command_line_on_a_hostile_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``ember-import onnx2ember``: the payload model generates without running anything; a class name that is
+    not an identifier exits 1 with the reason before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    _model(HOSTILE["dict_payload"].replace("{mark}", "pwned"), tmp_path / "m.onnx")
+    assert main(["onnx2ember", "m.onnx", "--out", "gen"]) == 0
+    assert not (tmp_path / "pwned").exists()
+    ast.parse((tmp_path / "gen" / "model.py").read_text(encoding="utf-8"))
+    assert main(["onnx2ember", "m.onnx", "--out", "bad", "--name", "M:import os"]) == 1
+    assert "class_name" in capsys.readouterr().err and not (tmp_path / "bad").exists()

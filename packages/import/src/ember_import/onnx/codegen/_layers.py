@@ -22,6 +22,7 @@ from ember import TensorData
 
 from ..._layers import transpose
 from .._ir import Node
+from ._errors import ModelGenError
 from ._expr import Attr, Call, Expr, Name, layer
 from ._gen import Gen
 from ._names import identifier, scope_path
@@ -472,6 +473,13 @@ def _fixed(cls: str) -> Callable[[Node], Expr]:
     return lambda n: _plain(cls)
 
 
+def _gelu(node: Node) -> Expr:
+    approximate = node.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):  # as the runtime converter (ops/_activation.py) refuses it
+        raise ModelGenError(f"{node.where()}: approximate must be 'none' or 'tanh', found {approximate!r:.80}.")
+    return _plain("Gelu") if approximate == "none" else layer("GeluConfig", approximate=True, device=False)
+
+
 def _alpha(cls: str, default: float) -> Callable[[Node], Expr]:
     return lambda n: layer(f"{cls}Config", float(n.attr("alpha", default)), device=False)
 
@@ -483,8 +491,7 @@ _ACTIVATIONS: dict[str, tuple[str, Callable[[Node], Expr]]] = {
     "Elu": ("Elu", _alpha("Elu", 1.0)),
     "HardSigmoid": ("HardSigmoid", lambda n: layer("HardSigmoidConfig", float(n.attr("alpha", 0.2)),
                                                    float(n.attr("beta", 0.5)), device=False)),
-    "Gelu": ("Gelu", lambda n: _plain("Gelu") if n.attr("approximate", "none") == "none"
-             else layer("GeluConfig", approximate=True, device=False)),
+    "Gelu": ("Gelu", lambda n: _gelu(n)),
 }
 
 
