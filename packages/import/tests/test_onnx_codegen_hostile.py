@@ -16,6 +16,7 @@ import importlib.machinery
 import importlib.util
 import itertools
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from ember_import.onnx import ModelGen, ModelGenError, load_model, source_key_re
 from ember_import.onnx.codegen import generate  # noqa: E402
 from ember_import.onnx.codegen._expr import Attr, Name, build, literal, quoted  # noqa: E402
 from ember_import.onnx.codegen._names import MAX_LENGTH, doc_text, identifier  # noqa: E402
+from ember_import.onnx.codegen._source import _fit, _undefined_names  # noqa: E402
 
 _COUNTER = itertools.count()
 
@@ -294,3 +296,32 @@ def test_the_command_line_on_a_hostile_file(tmp_path: Path, monkeypatch: pytest.
     ast.parse((tmp_path / "gen" / "model.py").read_text(encoding="utf-8"))
     assert main(["onnx2ember", "m.onnx", "--out", "bad", "--name", "M:import os"]) == 1
     assert "class_name" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("text", ['a(b, c)', 'x", y', "q\\'), (", '\\', "\n)"])
+def test_wrapping_a_long_line_never_changes_its_code(text: str) -> None:
+    """Lines are wrapped at a call's arguments; a string literal holding brackets, commas or escaped quotes
+    must not move the split points (the wrapped text parses to the same code, or the line stays whole)."""
+    for line in (f"y = x.cast({quoted(text)}).reshape({list(range(40))})",
+                 f"y = f({quoted(text)}, {', '.join(quoted(text * 3) for _ in range(6))})",
+                 f"field=nn.Conv2dConfig({', '.join(f'a{i}={quoted(text)}' for i in range(12))}).init(device),"):
+        wrapped = "\n".join(_fit(line, "        "))
+        assert ast.dump(ast.parse(line)) == ast.dump(ast.parse(textwrap.dedent(wrapped)))
+
+
+def test_names_the_file_uses_are_imported_now_that_nothing_imports_it(tmp_path: Path) -> None:
+    """Generation no longer imports ``model.py``, so a name it forgets to import would only fail in the user's
+    hands: an integer weight (``Param(Tensor.zeros(..., Int))``, used only in ``init``) used to leave ``Int``
+    unimported. The generated module runs, and the static check names what a file leaves undefined."""
+    idx = np.arange(100, dtype=np.int64) % 5
+    graph = helper.make_graph([helper.make_node("Gather", ["x", "idx"], ["y"], axis=1)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 100])],
+                              [numpy_helper.from_array(idx, "idx")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    py = ModelGen().input(tmp_path / "m.onnx").out_dir(tmp_path / "out").run()
+    dev = ember.backend("numpy").device()
+    net = _import(py).Model.from_record(str(tmp_path / "out" / "model.mpk"), dev)
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    np.testing.assert_array_equal(_np(net(Tensor.from_data(x, dev))), x[:, idx])
+    assert _undefined_names(ast.parse("from ember import Tensor\nx = Tensor.zeros([1], d, Int)\nd = 1")) == ["Int"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import re
+import textwrap
 
 from .._ir import ValueInfo
 from ._errors import ModelGenError
@@ -47,11 +49,13 @@ def _wrap(items: list[str], indent: str, width: int = 120) -> list[str]:
     return lines
 
 
-def _split_args(text: str) -> list[str]:
-    """``text`` split at its top-level commas (outside brackets and strings)."""
-    parts, depth, cur, quote, escaped = [], 0, "", "", False
+def _mask(text: str) -> str:
+    """``text`` with the inside of its string literals (quotes included) blanked to ``_``: brackets and commas
+    of the result are the code's own."""
+    out, quote, escaped = [], "", False
     for ch in text:
         if quote:
+            out.append("_")
             if escaped:
                 escaped = False
             elif ch == "\\":
@@ -60,43 +64,62 @@ def _split_args(text: str) -> list[str]:
                 quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch in "([{":
+            out.append("_")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _split_args(text: str) -> list[str]:
+    """``text`` split at its top-level commas (outside brackets and strings)."""
+    parts, depth, last = [], 0, 0
+    for i, ch in enumerate(_mask(text)):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
         elif ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-            continue
-        cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
+            parts.append(text[last:i].strip())
+            last = i + 1
+    if text[last:].strip():
+        parts.append(text[last:].strip())
     return parts
+
+
+def _same_code(a: str, b: str) -> bool:
+    try:
+        return ast.dump(ast.parse(a.strip())) == ast.dump(ast.parse(textwrap.dedent(b)))
+    except SyntaxError:
+        return False
 
 
 def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     """``indent + line``, wrapped at the arguments of its first call when longer than ``width`` (black's style:
-    the arguments on one line of their own, else one per line)."""
+    the arguments on one line of their own, else one per line); kept whole unless the wrapped text parses to
+    the same code."""
     if len(indent) + len(line) <= width:
         return [indent + line]
-    start = next((i for i in range(1, len(line)) if line[i] == "(" and (line[i - 1].isalnum() or line[i - 1] in "_])")),
+    code = _mask(line)
+    start = next((i for i in range(1, len(code)) if code[i] == "(" and (code[i - 1].isalnum() or code[i - 1] in "_])")),
                  -1)
     depth, end = 0, -1
-    for i in range(start, len(line)):
-        if line[i] == "(":
+    for i in range(max(start, 0), len(code)):
+        if code[i] == "(":
             depth += 1
-        elif line[i] == ")":
+        elif code[i] == ")":
             depth -= 1
             if depth == 0:
                 end = i
                 break
-    if start < 0 or end < 0 or "'" in line or '"' in line:
-        return [indent + line]  # string literals stay on one line, whatever they hold
+    if start < 0 or end < 0:
+        return [indent + line]
     head, args, tail = line[: start + 1], line[start + 1: end], line[end:]
     inner = indent + "    "
     if len(inner) + len(args) <= width:
-        return [indent + head, inner + args, indent + tail]
-    return [indent + head, *(inner + a + "," for a in _split_args(args)), indent + tail]
+        wrapped = [indent + head, inner + args, indent + tail]
+    else:
+        wrapped = [indent + head, *(inner + a + "," for a in _split_args(args)), indent + tail]
+    return wrapped if _same_code(line, "\n".join(wrapped)) else [indent + line]
 
 
 def render(g: Gen, *, class_name: str, source_file: str, record_file: str, record_type: str, half: bool,
@@ -115,7 +138,8 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     config_name = f"{class_name}Config"
     recorder = RECORDERS[record_type]
     settings = "HalfPrecisionSettings()" if half else ""
-    ember_names = sorted({n for n in ("Bool", "Int", "Tensor") if re.search(rf"\b{n}\b", body)} | {"Tensor"})
+    used = "\n".join([body, *(f.init for f in g.fields), *g.constants_src])  # forward, init(device), constants
+    ember_names = sorted({n for n in ("Bool", "Int", "Tensor") if re.search(rf"\b{n}\b", used)} | {"Tensor"})
     if any(f.annotation.startswith("nn.") or "nn." in f.init for f in g.fields):
         ember_names.append("nn")
     tensor_mods = [m for m in ("activation", "module") if re.search(rf"\b{m}\.", body)]
@@ -183,8 +207,28 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     out += ["        )", ""]
     text = "\n".join(out)
     try:
-        ast.parse(text)
+        tree = ast.parse(text)
     except SyntaxError as exc:
         raise ModelGenError(f"the generated source does not parse ({exc}); nothing was written. This is a bug in "
                             "ModelGen, please report it with the model.") from exc
+    undefined = _undefined_names(tree)
+    if undefined:
+        raise ModelGenError(f"the generated source uses names it never defines or imports: {', '.join(undefined)}; "
+                            "nothing was written. This is a bug in ModelGen, please report it with the model.")
     return text
+
+
+def _undefined_names(tree: ast.Module) -> list[str]:
+    """Names read somewhere in ``tree`` but bound nowhere in it (imports, assignments, definitions, arguments)
+    and not builtins: what importing the file would fail on (generation never imports it to find out)."""
+    bound = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+    return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound)
