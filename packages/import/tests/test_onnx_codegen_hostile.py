@@ -325,3 +325,17 @@ def test_names_the_file_uses_are_imported_now_that_nothing_imports_it(tmp_path: 
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
     np.testing.assert_array_equal(_np(net(Tensor.from_data(x, dev))), x[:, idx])
     assert _undefined_names(ast.parse("from ember import Tensor\nx = Tensor.zeros([1], d, Int)\nd = 1")) == ["Int"]
+
+
+def test_a_hostile_file_name_is_escaped_in_the_docstrings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input's file name is shown in ``model.py``'s docstrings: quotes and a newline in it stay text."""
+    monkeypatch.chdir(tmp_path)
+    name = 'm""";__import__("pathlib").Path("pwned").touch()\n#\\.onnx'
+    _model("plain", tmp_path / name)
+    py = ModelGen().input(tmp_path / name).out_dir(tmp_path / "out").run()
+    text = py.read_text(encoding="utf-8")
+    _check_source(text)
+    shown = name.replace("\n", "\\x0a")  # the docstring reads as the name, its newline as the text \x0a
+    assert ast.get_docstring(ast.parse(text)).startswith(f"Model: generated from ``{shown}``")  # type: ignore[union-attr]
+    _import(py)
+    assert not (tmp_path / "pwned").exists()

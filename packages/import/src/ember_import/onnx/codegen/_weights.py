@@ -32,7 +32,8 @@ def build_module(gen: Gen, class_name: str, device: Device) -> Module:
     names = {"nn": nn, "Tensor": Tensor, "Int": Int, "Param": Param, "device": device}
     values = {f.name: build(f.ctor, names) for f in gen.fields}
     annotations = {name: type(v) for name, v in values.items()}
-    cls: Any = types.new_class(class_name, (Module,), exec_body=lambda ns: ns.update(__annotations__=annotations))
+    cls: Any = types.new_class(class_name, (Module,),
+                               exec_body=lambda ns: ns.update(__annotations__=annotations, __module__=__name__))
     return cls(**values)  # type: ignore[no-any-return]
 
 
