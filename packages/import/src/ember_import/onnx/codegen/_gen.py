@@ -209,7 +209,7 @@ class Gen:
             data = self.constants[name]
             v = self._constant(name, data)
         else:
-            raise ModelGenError(f"{node.where()}: input {name!r} is not computed before it is used.")
+            raise ModelGenError(f"{node.where()}: input {name!r:.80} is not computed before it is used.")
         self.env[name] = v
         return v
 
@@ -248,7 +248,7 @@ class Gen:
             return Val(expr=literal(value), host=True, const=value, known=True)
         if not v.host:
             raise ModelGenError(
-                f"{node.where()}: input {node.inputs[i]!r} is read as a shape or attribute but is computed from "
+                f"{node.where()}: input {node.inputs[i]!r:.80} is read as a shape or attribute but is computed from "
                 "tensor data; generated code keeps shapes in Python. Use the runtime module "
                 "(ember_import.onnx.load_model), which runs such models eagerly."
             )
@@ -264,7 +264,7 @@ class Gen:
         if v is None:
             return default
         if not v.known:
-            raise ModelGenError(f"{node.where()}: input {node.inputs[i]!r} must be a constant for generated code.")
+            raise ModelGenError(f"{node.where()}: input {node.inputs[i]!r:.80} must be a constant for generated code.")
         return v.const
 
     # ------------------------------------------------------------------ fields

@@ -23,7 +23,7 @@ from ._gen import Gen, Val
 from ._layers import RECOGNIZERS
 from ._names import check_class_name, identifier
 from ._ops import EMITTERS, FALLBACKS
-from ._source import RECORDERS, render
+from ._source import check_record_type, render
 from ._weights import save_weights
 
 __all__ = ["GeneratedModel", "ModelGen", "generate", "source_key_remap"]
@@ -57,7 +57,7 @@ def _check_supported(graph: Graph) -> None:
         if node.op_type not in EMITTERS and node.op_type not in _LAYER_OPS:
             missing.setdefault(node.op_type, []).append(node.name)
     if missing:
-        lines = [f"  - {op}: {len(names)} node(s): {', '.join(repr(n) for n in names[:3])}"
+        lines = [f"  - {op}: {len(names)} node(s): {', '.join(f'{n!r:.80}' for n in names[:3])}"
                  for op, names in sorted(missing.items())]
         raise ModelGenError(
             f"ModelGen cannot write {len(missing)} operator(s) of this model as Ember source:\n" + "\n".join(lines)
@@ -79,8 +79,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
             from tensor data, a ``class_name`` the file cannot use, or an unknown ``record_type``.
     """
     check_class_name(class_name)
-    if record_type not in RECORDERS:
-        raise ModelGenError(f"record_type: unknown type {record_type!r}; expected one of {', '.join(RECORDERS)}.")
+    check_record_type(record_type)
     module = load_model(model, host_device())
     graph = module.program.graph
     weights, constants = _fold_weights(module)
@@ -121,7 +120,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
         if v is None:
             v = Val(expr=g.weight_field(info.name)) if info.name in weights else None
         if v is None:
-            raise ModelGenError(f"output {info.name!r} is not computed by any node.")
+            raise ModelGenError(f"output {info.name!r:.80} is not computed by any node.")
         outputs.append((g.host_tensor(v, info.dtype) if v.host else v.expr, info))
     n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
                    if f_data.dtype.is_float)
@@ -213,8 +212,7 @@ class ModelGen:
     def record_type(self, kind: str) -> ModelGen:
         """The weights file format: ``"mpk"`` (default), ``"mpk.gz"``, ``"bin"``, ``"bin.gz"``, ``"json"``,
         ``"json.gz"`` or ``"safetensors"``."""
-        if kind not in RECORDERS:
-            raise ModelGenError(f"record_type: unknown type {kind!r}; expected one of {', '.join(RECORDERS)}.")
+        check_record_type(kind)
         self._record_type = kind
         return self
 

@@ -45,7 +45,8 @@ def _norm(axis: int, rank: int) -> int:
 def _rank(g: Gen, node: Node, i: int = 0) -> int:
     r = g.rank(node.inputs[i])
     if r is None:
-        raise ModelGenError(f"{node.where()}: the rank of {node.inputs[i]!r} is unknown (shape inference gave none).")
+        raise ModelGenError(f"{node.where()}: the rank of {node.inputs[i]!r:.80} is unknown (shape inference gave "
+                            "none).")
     return r
 
 
@@ -575,8 +576,8 @@ def resize(g: Gen, node: Node) -> None:
     elif mode == "nearest" and ctm == "asymmetric" and node.attr("nearest_mode", "round_prefer_floor") == "floor":
         m = "NEAREST"
     else:
-        raise ModelGenError(f"{node.where()}: Resize mode {mode!r} with {ctm!r} coordinates is not supported in "
-                            "generated code.")
+        raise ModelGenError(f"{node.where()}: Resize mode {mode!r:.40} with {ctm!r:.40} coordinates is not "
+                            "supported in generated code.")
     info = g.info(node.outputs[0])
     if info is not None and info.shape is not None and all(isinstance(d, int) for d in info.shape[2:]):
         size_expr = literal(list(info.shape[2:]))
@@ -612,7 +613,7 @@ EMITTERS: dict[str, Emitter] = {
 def cast_like(g: Gen, node: Node) -> None:
     to = g.dtype(node.inputs[1])
     if to is None:
-        raise ModelGenError(f"{node.where()}: the element type of {node.inputs[1]!r} is unknown.")
+        raise ModelGenError(f"{node.where()}: the element type of {node.inputs[1]!r:.80} is unknown.")
     _cast_tensor(g, node, to)
 
 
@@ -719,7 +720,7 @@ def pad(g: Gen, node: Node) -> None:
     mode = node.attr("mode", "constant")
     mode = {"constant": "constant", "reflect": "reflect", "edge": "edge"}.get(mode)
     if mode is None:
-        raise ModelGenError(f"{node.where()}: Pad mode {node.attr('mode')!r} is not supported in generated code.")
+        raise ModelGenError(f"{node.where()}: Pad mode {node.attr('mode')!r:.40} is not supported in generated code.")
     r = _rank(g, node)
     if g.opset < 11:
         pads, value, axes = list(node.attr("pads")), float(node.attr("value", 0.0)), None

@@ -13,7 +13,7 @@ from ._expr import literal
 from ._gen import Gen
 from ._names import check_class_name, doc_text
 
-__all__ = ["RECORDERS", "render"]
+__all__ = ["RECORDERS", "check_record_type", "render"]
 
 #: record type (file extension) -> Ember recorder class (``ember.record``)
 RECORDERS = {
@@ -21,6 +21,16 @@ RECORDERS = {
     "bin.gz": "BinGzFileRecorder", "json": "PrettyJsonFileRecorder", "json.gz": "JsonGzFileRecorder",
     "safetensors": "SafetensorsFileRecorder",
 }
+
+
+def check_record_type(kind: str) -> None:
+    """Check that ``kind`` is a record type (a key of :data:`RECORDERS`).
+
+    Raises:
+        ModelGenError: an unknown type (the message lists the known ones).
+    """
+    if kind not in RECORDERS:
+        raise ModelGenError(f"record_type: unknown type {kind!r:.40}; expected one of {', '.join(RECORDERS)}.")
 
 
 #: the most characters of a model's name shown in a docstring
@@ -131,8 +141,7 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
             the text does not parse (a bug in ModelGen; nothing is written).
     """
     check_class_name(class_name)
-    if record_type not in RECORDERS:
-        raise ModelGenError(f"record_type: unknown type {record_type!r}; expected one of {', '.join(RECORDERS)}.")
+    check_record_type(record_type)
     source_file, record_file = doc_text(source_file, _SHOWN), doc_text(record_file, _SHOWN)
     body = "\n".join(g.lines) + "\n" + "\n".join(e for e, _ in outputs)
     config_name = f"{class_name}Config"
