@@ -250,10 +250,10 @@ class ModelGen:
                         record_type=self._record_type, half=self._half, source_name=self._input.name)
         out.mkdir(parents=True, exist_ok=True)  # only once the model is known to generate (DESIGN §11)
         py = out / "model.py"
-        _write(py, made.source)
+        save_weights(made.gen, self._class_name, out / record_file, self._record_type, self._half, str(py))
         if self._development:
             _write(out / "model.ir.txt", ir_text(made.module.program.graph))
-        save_weights(made.gen, self._class_name, out / record_file, self._record_type, self._half, str(py))
+        _write(py, made.source)  # last: a model.py on disk has its record beside it
         return py
 
 
