@@ -257,6 +257,7 @@ def test_unsupported_operators_are_all_listed(tmp_path: Path) -> None:
     onnx.save(model, tmp_path / "m.onnx")
     with pytest.raises(ModelGenError, match=r"(?s)2 operator\(s\).*Hardmax.*TopK.*load_model"):
         ModelGen().input(tmp_path / "m.onnx").out_dir(tmp_path / "out").run()
+    assert not (tmp_path / "out").exists()  # a refused model leaves no output folder behind
     with pytest.raises(ModelGenError, match="record_type"):
         ModelGen().record_type("pickle")
 

@@ -15,7 +15,8 @@ from ember import DType, TensorData
 
 from .._ir import Graph, Node, ValueInfo
 from ._errors import ModelGenError
-from ._names import Namer, identifier, scope_path
+from ._expr import Attr, Call, Expr, Name, Shared, literal, source
+from ._names import FIELD_RESERVED, Namer, identifier, scope_path
 
 __all__ = ["Field", "Gen", "Val", "host_list", "items_of", "literal"]
 
@@ -70,7 +71,8 @@ class Field:
     Attributes:
         name: the attribute name.
         annotation: its type as written in the class (``nn.Conv2d``, ``Param``).
-        init: the expression building it in ``init(device)``.
+        ctor: the expression building it in ``init(device)`` (:mod:`._expr`: written as source, built as an
+            object when the record is saved).
         state: its weights in PyTorch's layout and names relative to the field (``{"weight": ...}``): what
             :class:`~ember_import.ImportedRecord` converts to the layer's layout.
         source: the module path the weights had in the source model, when the exporter kept the names.
@@ -79,25 +81,15 @@ class Field:
 
     name: str
     annotation: str
-    init: str
+    ctor: Expr
     state: dict[str, TensorData]
     source: str | None = None
     layer: str = ""
 
-
-def literal(v: Any) -> str:
-    """Python source of a constant (float32 values written as their exact float64 ``repr``)."""
-    if isinstance(v, bool):
-        return repr(v)
-    if isinstance(v, float):
-        if v != v:
-            return 'float("nan")'
-        if v in (float("inf"), float("-inf")):
-            return 'float("inf")' if v > 0 else '-float("inf")'
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(literal(x) for x in v) + "]"
-    return repr(v)
+    @property
+    def init(self) -> str:
+        """The source of :attr:`ctor`."""
+        return source(self.ctor)
 
 
 def python_value(data: TensorData) -> Any:
@@ -119,7 +111,7 @@ class Gen:
         self.env: dict[str, Val] = {}
         self.lines: list[str] = []
         self.fields: list[Field] = []
-        self.field_names = Namer()
+        self.field_names = Namer(FIELD_RESERVED)
         self.var_names = Namer()
         self.activations: dict[str, str] = {}
         self.needs_math = False
@@ -217,7 +209,7 @@ class Gen:
             data = self.constants[name]
             v = self._constant(name, data)
         else:
-            raise ModelGenError(f"{node.where()}: input {name!r} is not computed before it is used.")
+            raise ModelGenError(f"{node.where()}: input {name!r:.80} is not computed before it is used.")
         self.env[name] = v
         return v
 
@@ -256,7 +248,7 @@ class Gen:
             return Val(expr=literal(value), host=True, const=value, known=True)
         if not v.host:
             raise ModelGenError(
-                f"{node.where()}: input {node.inputs[i]!r} is read as a shape or attribute but is computed from "
+                f"{node.where()}: input {node.inputs[i]!r:.80} is read as a shape or attribute but is computed from "
                 "tensor data; generated code keeps shapes in Python. Use the runtime module "
                 "(ember_import.onnx.load_model), which runs such models eagerly."
             )
@@ -272,28 +264,30 @@ class Gen:
         if v is None:
             return default
         if not v.known:
-            raise ModelGenError(f"{node.where()}: input {node.inputs[i]!r} must be a constant for generated code.")
+            raise ModelGenError(f"{node.where()}: input {node.inputs[i]!r:.80} must be a constant for generated code.")
         return v.const
 
     # ------------------------------------------------------------------ fields
-    def add_field(self, base: str, annotation: str, init: str, state: dict[str, TensorData],
+    def add_field(self, base: str, annotation: str, ctor: Expr, state: dict[str, TensorData],
                   source: str | None, layer: str) -> str:
         name = self.field_names.take(identifier(base, "layer"))
-        self.fields.append(Field(name, annotation, init, state, source, layer))
+        self.fields.append(Field(name, annotation, ctor, state, source, layer))
         return name
 
-    def shared(self, base: str, expr: str) -> str:
-        """A module-level constant for a setting written in many layers (``PADDING_1 = nn.PaddingConfig2d...``)."""
-        name = self._shared.get(expr)
+    def shared(self, base: str, value: Expr) -> Shared:
+        """A module-level constant for a setting written in many layers (``PADDING_1 = nn.PaddingConfig2d...``);
+        ``base`` is upper-case letters, digits and ``_`` chosen by the generator."""
+        text = source(value)
+        name = self._shared.get(text)
         if name is None:
             name = base
             k = 1
             while name in self._shared.values():
                 name = f"{base}_{k}"
                 k += 1
-            self._shared[expr] = name
-            self.constants_src.append(f"{name} = {expr}")
-        return name
+            self._shared[text] = name
+            self.constants_src.append(f"{name} = {text}")
+        return Shared(name, value)
 
     def weight_field(self, onnx_name: str) -> str:
         """A weight no layer claims, as a ``Param`` field (``self.name.val()``)."""
@@ -301,25 +295,27 @@ class Gen:
             if f.layer == "Param" and f.source == onnx_name:
                 return f"self.{f.name}.val()"
         data = self.weights.get(onnx_name) or self.constants[onnx_name]
-        shape = list(data.shape)
-        grad = "" if data.dtype.is_float and onnx_name in self.weights else ", require_grad=False"
-        if data.dtype.is_float:
-            init = f"nn.Normal(0.0, 0.02).init_param({shape}, device)"
-            if grad:
-                init = f"Param(nn.Normal(0.0, 0.02).init({shape}, device){grad})"
+        shape = [int(d) for d in data.shape]
+        device, frozen = Name("device"), (("require_grad", False),)
+        normal = Call(Attr(Name("nn"), "Normal"), (0.0, 0.02))
+        ctor: Expr
+        if data.dtype.is_float and onnx_name in self.weights:
+            ctor = Call(Attr(normal, "init_param"), (shape, device))
+        elif data.dtype.is_float:
+            ctor = Call(Name("Param"), (Call(Attr(normal, "init"), (shape, device)),), frozen)
         else:
-            init = f"Param(Tensor.zeros({shape}, device, Int){grad})"
+            ctor = Call(Name("Param"), (Call(Attr(Name("Tensor"), "zeros"), (shape, device, Name("Int"))),), frozen)
         base = onnx_name.split("::")[-1]
         name = self.field_names.take(identifier(base, "weight"))
-        self.fields.append(Field(name, "Param", init, {"": data}, onnx_name, "Param"))
+        self.fields.append(Field(name, "Param", ctor, {"": data}, onnx_name, "Param"))
         return f"self.{name}.val()"
 
-    def activation(self, cls: str, init: str) -> str:
+    def activation(self, cls: str, ctor: Expr) -> str:
         """The shared field of an activation layer (``self.relu``), one per distinct configuration."""
-        key = init
+        key = source(ctor)
         if key not in self.activations:
             base = identifier(cls)
-            self.activations[key] = self.add_field(base, f"nn.{cls}", init, {}, None, cls)
+            self.activations[key] = self.add_field(base, f"nn.{cls}", ctor, {}, None, cls)
         return f"self.{self.activations[key]}"
 
     # ------------------------------------------------------------------ outputs

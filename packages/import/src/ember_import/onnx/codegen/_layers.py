@@ -14,6 +14,7 @@ SAME, ``Gemm`` with ``alpha != 1``) is left to the tensor-op emitters.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,9 @@ from ember import TensorData
 
 from ..._layers import transpose
 from .._ir import Node
-from ._gen import Gen, literal
+from ._errors import ModelGenError
+from ._expr import Attr, Call, Expr, Name, layer
+from ._gen import Gen
 from ._names import identifier, scope_path
 
 __all__ = ["RECOGNIZERS"]
@@ -51,6 +54,7 @@ def _base(g: Gen, node: Node, weight_input: int, fallback: str) -> tuple[str, st
 
 
 def _symmetric(pads: list[int], k: int) -> list[int] | None:
+    pads = [int(p) for p in pads]
     if not pads:
         return [0] * k
     if len(pads) != 2 * k or pads[:k] != pads[k:]:
@@ -58,18 +62,20 @@ def _symmetric(pads: list[int], k: int) -> list[int] | None:
     return list(pads[:k])
 
 
-def _padding(g: Gen, k: int, pads: list[int]) -> str:
+def _padding(g: Gen, k: int, pads: list[int]) -> dict[str, Any]:
+    """``{"padding": PADDING_...}`` (a shared module-level constant) for non-zero ``pads``, else ``{}``."""
+    pads = [int(p) for p in pads]
     if not any(pads):
-        return ""
-    name = "PADDING_" + "_".join(str(p) for p in (pads if len(set(pads)) > 1 else pads[:1]))
+        return {}
+    name = "PADDING_" + "_".join(str(p) for p in (pads if len(set(pads)) > 1 else pads[:1])).replace("-", "M")
     if k != 2:
         name += f"_{k}D"
-    values = ", ".join(str(p) for p in pads)
-    return f", padding={g.shared(name, f'nn.PaddingConfig{k}d.Explicit({values})')}"
+    explicit = Call(Attr(Attr(Name("nn"), f"PaddingConfig{k}d"), "Explicit"), tuple(pads))
+    return {"padding": g.shared(name, explicit)}
 
 
-def _tuple(v: list[int]) -> str:
-    return "(" + ", ".join(str(int(x)) for x in v) + ("," if len(v) == 1 else "") + ")"
+def _tuple(v: list[int]) -> tuple[int, ...]:
+    return tuple(int(x) for x in v)
 
 
 def _call(g: Gen, node: Node, field: str, x: str) -> None:
@@ -90,19 +96,20 @@ def conv(g: Gen, node: Node) -> list[Node] | None:
     if pads is None:
         return None
     groups = int(node.attr("group", 1))
-    kernel = list(w.shape[2:])
-    stride = list(node.attr("strides", [1] * k))
-    dilation = list(node.attr("dilations", [1] * k))
-    args = [f"({w.shape[1] * groups}, {w.shape[0]})", _tuple(kernel)]
+    kernel = _tuple(list(w.shape[2:]))
+    stride = _tuple(list(node.attr("strides", [1] * k)))
+    dilation = _tuple(list(node.attr("dilations", [1] * k)))
+    opts: dict[str, Any] = {}
     if any(s != 1 for s in stride):
-        args.append(f"stride={_tuple(stride)}")
+        opts["stride"] = stride
     if any(d != 1 for d in dilation):
-        args.append(f"dilation={_tuple(dilation)}")
+        opts["dilation"] = dilation
     if groups != 1:
-        args.append(f"groups={groups}")
+        opts["groups"] = groups
     if b is None:
-        args.append("bias=False")
-    init = f"nn.Conv{k}dConfig({', '.join(args)}{_padding(g, k, pads)}).init(device)"
+        opts["bias"] = False
+    init = layer(f"Conv{k}dConfig", (int(w.shape[1]) * groups, int(w.shape[0])), kernel, **opts,
+                 **_padding(g, k, pads))
     state = {"weight": w} if b is None else {"weight": w, "bias": b}
     base, source = _base(g, node, 1, "conv")
     field = g.add_field(base, f"nn.Conv{k}d", init, state, source, f"Conv{k}d")
@@ -124,23 +131,24 @@ def conv_transpose(g: Gen, node: Node) -> list[Node] | None:
     if k not in (1, 2, 3) or pads is None:
         return None
     groups = int(node.attr("group", 1))
-    stride = list(node.attr("strides", [1] * k))
-    dilation = list(node.attr("dilations", [1] * k))
-    out_pad = list(node.attr("output_padding", [0] * k))
-    args = [f"({w.shape[0]}, {w.shape[1] * groups})", _tuple(list(w.shape[2:]))]
+    stride = _tuple(list(node.attr("strides", [1] * k)))
+    dilation = _tuple(list(node.attr("dilations", [1] * k)))
+    out_pad = _tuple(list(node.attr("output_padding", [0] * k)))
+    opts: dict[str, Any] = {}
     if any(s != 1 for s in stride):
-        args.append(f"stride={_tuple(stride)}")
+        opts["stride"] = stride
     if any(d != 1 for d in dilation):
-        args.append(f"dilation={_tuple(dilation)}")
+        opts["dilation"] = dilation
     if any(pads):
-        args.append(f"padding={_tuple(pads)}")
+        opts["padding"] = _tuple(pads)
     if any(out_pad):
-        args.append(f"padding_out={_tuple(out_pad)}")
+        opts["padding_out"] = out_pad
     if groups != 1:
-        args.append(f"groups={groups}")
+        opts["groups"] = groups
     if b is None:
-        args.append("bias=False")
-    init = f"nn.ConvTranspose{k}dConfig({', '.join(args)}).init(device)"
+        opts["bias"] = False
+    init = layer(f"ConvTranspose{k}dConfig", (int(w.shape[0]), int(w.shape[1]) * groups),
+                 _tuple(list(w.shape[2:])), **opts)
     state = {"weight": w} if b is None else {"weight": w, "bias": b}
     base, source = _base(g, node, 1, "conv_transpose")
     field = g.add_field(base, f"nn.ConvTranspose{k}d", init, state, source, f"ConvTranspose{k}d")
@@ -150,8 +158,8 @@ def conv_transpose(g: Gen, node: Node) -> list[Node] | None:
 
 def _linear(g: Gen, node: Node, weight_out_in: TensorData, bias: TensorData | None, base_input: int,
             x: str, anchor: Node) -> None:
-    d_out, d_in = weight_out_in.shape
-    init = f"nn.LinearConfig({d_in}, {d_out}{'' if bias is not None else ', bias=False'}).init(device)"
+    d_out, d_in = (int(d) for d in weight_out_in.shape)
+    init = layer("LinearConfig", d_in, d_out) if bias is not None else layer("LinearConfig", d_in, d_out, bias=False)
     state = {"weight": weight_out_in} if bias is None else {"weight": weight_out_in, "bias": bias}
     base, source = _base(g, node, base_input, "linear")
     field = g.add_field(base, "nn.Linear", init, state, source, "Linear")
@@ -207,12 +215,12 @@ def batch_norm(g: Gen, node: Node) -> list[Node] | None:
     assert scale is not None and bias is not None and mean is not None and var is not None
     eps = float(node.attr("epsilon", 1e-5))
     momentum = round(1.0 - float(node.attr("momentum", 0.9)), 6)
-    args = [str(scale.shape[0])]
+    opts: dict[str, Any] = {}
     if abs(eps - 1e-5) > 1e-12:
-        args.append(f"epsilon={literal(eps)}")
+        opts["epsilon"] = eps
     if abs(momentum - 0.1) > 1e-9:
-        args.append(f"momentum={literal(momentum)}")
-    init = f"nn.BatchNormConfig({', '.join(args)}).init(device)"
+        opts["momentum"] = momentum
+    init = layer("BatchNormConfig", int(scale.shape[0]), **opts)
     state = {"weight": scale, "bias": bias, "running_mean": mean, "running_var": var}
     base, source = _base(g, node, 1, "batch_norm")
     field = g.add_field(base, "nn.BatchNorm", init, state, source, "BatchNorm")
@@ -231,7 +239,7 @@ def layer_norm(g: Gen, node: Node) -> list[Node] | None:
         return None
     if axis not in (-1, rank - 1):
         return None
-    init = f"nn.LayerNormConfig({scale.shape[0]}{_eps_arg(node)}).init(device)"
+    init = layer("LayerNormConfig", int(scale.shape[0]), **_eps_arg(node))
     zeros = TensorData(np.zeros(scale.shape, dtype=scale.to_numpy().dtype))
     state = {"weight": scale, "bias": bias if bias is not None else zeros}
     base, source = _base(g, node, 1, "layer_norm")
@@ -240,24 +248,25 @@ def layer_norm(g: Gen, node: Node) -> list[Node] | None:
     return [node]
 
 
-def _eps_arg(node: Node) -> str:
+def _eps_arg(node: Node) -> dict[str, Any]:
     eps = float(node.attr("epsilon", 1e-5))
-    return "" if abs(eps - 1e-5) < 1e-12 else f", epsilon={literal(eps)}"
+    return {} if abs(eps - 1e-5) < 1e-12 else {"epsilon": eps}
 
 
 def channel_norm(g: Gen, node: Node) -> list[Node] | None:
     """``InstanceNormalization(x, scale, B)`` -> ``InstanceNorm``; ``GroupNormalization`` 21 (per-channel
     ``scale``/``bias``; opset 18's were per group) -> ``GroupNorm``; both on weights."""
+    groups: tuple[int, ...]
     if node.op_type == "InstanceNormalization":
-        cls, groups = "InstanceNorm", ""
+        cls, groups = "InstanceNorm", ()
     elif node.op_type == "GroupNormalization" and g.opset >= 21:
-        cls, groups = "GroupNorm", f"{int(node.attr('num_groups'))}, "
+        cls, groups = "GroupNorm", (int(node.attr("num_groups")),)
     else:
         return None
     scale, bias = _weight(g, node, 1), _weight(g, node, 2)
     if scale is None or bias is None:
         return None
-    init = f"nn.{cls}Config({groups}{scale.shape[0]}{_eps_arg(node)}).init(device)"
+    init = layer(f"{cls}Config", *groups, int(scale.shape[0]), **_eps_arg(node))
     base, source = _base(g, node, 1, identifier(cls))
     field = g.add_field(base, f"nn.{cls}", init, {"weight": scale, "bias": bias}, source, cls)
     _call(g, node, field, g.tensor(node, 0))
@@ -274,7 +283,7 @@ def embedding(g: Gen, node: Node) -> list[Node] | None:
     idx = g.val(node, 1)
     if idx is None or idx.host:
         return None
-    init = f"nn.EmbeddingConfig({table.shape[0]}, {table.shape[1]}).init(device)"
+    init = layer("EmbeddingConfig", int(table.shape[0]), int(table.shape[1]))
     base, source = _base(g, node, 0, "embedding")
     field = g.add_field(base, "nn.Embedding", init, {"weight": table}, source, "Embedding")
     _call(g, node, field, g.tensor(node, 1))
@@ -284,11 +293,11 @@ def embedding(g: Gen, node: Node) -> list[Node] | None:
 def _pool_args(node: Node, k: int) -> tuple[list[int], list[int], list[int]] | None:
     if node.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
         return None
-    kernel = list(node.attr("kernel_shape"))
+    kernel = [int(x) for x in node.attr("kernel_shape")]
     pads = _symmetric(list(node.attr("pads", [])), k)
     if pads is None:
         return None
-    return kernel, list(node.attr("strides", [1] * k)), pads
+    return kernel, [int(x) for x in node.attr("strides", [1] * k)], pads
 
 
 def pool(g: Gen, node: Node) -> list[Node] | None:
@@ -300,9 +309,10 @@ def pool(g: Gen, node: Node) -> list[Node] | None:
     assert rank is not None
     k = rank - 2
     if node.op_type == "GlobalAveragePool":
-        size = "1" if k == 1 else "(1, 1)"
+        size: int | tuple[int, int] = 1 if k == 1 else (1, 1)
         field = g.add_field(scope_path(node.name) or "global_avg_pool", f"nn.AdaptiveAvgPool{k}d",
-                            f"nn.AdaptiveAvgPool{k}dConfig({size}).init()", {}, None, f"AdaptiveAvgPool{k}d")
+                            layer(f"AdaptiveAvgPool{k}dConfig", size, device=False), {}, None,
+                            f"AdaptiveAvgPool{k}d")
         _call(g, node, field, g.tensor(node, 0))
         return [node]
     if node.op_type not in ("MaxPool", "AveragePool") or len([o for o in node.outputs if o]) != 1:
@@ -314,26 +324,26 @@ def pool(g: Gen, node: Node) -> list[Node] | None:
     dt = g.dtype(node.inputs[0])
     if any(2 * p > k for p, k in zip(pads, kernel)) or dt is None or not dt.is_float:
         return None  # Ember's pooling layers take float input and pads of at most half the kernel (PyTorch's rule)
-    args = [_tuple(kernel)]
+    opts: dict[str, Any] = {}
     if stride != kernel:
-        args.append(f"strides={_tuple(stride)}")
-    pad = _padding(g, k, pads)
-    dil = list(node.attr("dilations", [1] * k))
+        opts["strides"] = _tuple(stride)
+    dil = _tuple(list(node.attr("dilations", [1] * k)))
     if node.op_type == "MaxPool":
         cls = f"MaxPool{k}d"
         if any(d != 1 for d in dil):
-            args.append(f"dilation={_tuple(dil)}")
+            opts["dilation"] = dil
     else:
         cls = f"AvgPool{k}d"
         if any(d != 1 for d in dil):
             return None
         if any(pads) and not node.attr("count_include_pad", 0):
-            args.append("count_include_pad=False")
+            opts["count_include_pad"] = False
     if node.attr("ceil_mode", 0):
-        args.append("ceil_mode=True")
+        opts["ceil_mode"] = True
+    opts.update(_padding(g, k, pads))
     base = scope_path(node.name) or identifier(node.op_type)
     field = g.add_field(base if base != "" else cls.lower(), f"nn.{cls}",
-                        f"nn.{cls}Config({', '.join(args)}{pad}).init()", {}, None, cls)
+                        layer(f"{cls}Config", _tuple(kernel), device=False, **opts), {}, None, cls)
     _call(g, node, field, g.tensor(node, 0))
     return [node]
 
@@ -378,8 +388,8 @@ def recurrent(g: Gen, node: Node) -> list[Node] | None:
         state["bias_ih_l0"] = _td(_gates(bn[: len(bn) // 2], order))
         state["bias_hh_l0"] = _td(_gates(bn[len(bn) // 2:], order))
     cls = "Lstm" if lstm else "Gru"
-    bias_arg = "" if b is not None else ", bias=False"
-    init = f"nn.{cls}Config({wn.shape[1]}, {hidden}{bias_arg}).init(device)"
+    bias_arg = {} if b is not None else {"bias": False}
+    init = layer(f"{cls}Config", int(wn.shape[1]), hidden, **bias_arg)
     base, _ = _base(g, node, 1, cls.lower())
     field = g.add_field(base, f"nn.{cls}", init, state, None, cls)
     x = g.tensor(node, 0)
@@ -449,27 +459,39 @@ def gelu_erf(g: Gen, node: Node) -> list[Node] | None:
             return None
     else:
         return None
-    field = g.activation("Gelu", "nn.Gelu()")
+    field = g.activation("Gelu", _plain("Gelu"))
     xv = g.tensor(node, 0)
     g.emit(m2, f"{field}({xv})", base="gelu")
     return [node, erf, add, m1, m2]
 
 
+def _plain(cls: str) -> Expr:
+    return Call(Attr(Name("nn"), cls))
+
+
+def _fixed(cls: str) -> Callable[[Node], Expr]:
+    return lambda n: _plain(cls)
+
+
+def _gelu(node: Node) -> Expr:
+    approximate = node.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):  # as the runtime converter (ops/_activation.py) refuses it
+        raise ModelGenError(f"{node.where()}: approximate must be 'none' or 'tanh', found {approximate!r:.80}.")
+    return _plain("Gelu") if approximate == "none" else layer("GeluConfig", approximate=True, device=False)
+
+
+def _alpha(cls: str, default: float) -> Callable[[Node], Expr]:
+    return lambda n: layer(f"{cls}Config", float(n.attr("alpha", default)), device=False)
+
+
 #: activation ops -> (layer class, its construction from the node)
-_ACTIVATIONS: dict[str, tuple[str, Callable[[Node], str]]] = {
-    "Relu": ("Relu", lambda n: "nn.Relu()"),
-    "Sigmoid": ("Sigmoid", lambda n: "nn.Sigmoid()"),
-    "Tanh": ("Tanh", lambda n: "nn.Tanh()"),
-    "Softsign": ("Softsign", lambda n: "nn.Softsign()"),
-    "Mish": ("Mish", lambda n: "nn.Mish()"),
-    "HardSwish": ("HardSwish", lambda n: "nn.HardSwish()"),
-    "LeakyRelu": ("LeakyRelu", lambda n: f"nn.LeakyReluConfig({literal(float(n.attr('alpha', 0.01)))}).init()"),
-    "Elu": ("Elu", lambda n: f"nn.EluConfig({literal(float(n.attr('alpha', 1.0)))}).init()"),
-    "HardSigmoid": ("HardSigmoid", lambda n: (
-        f"nn.HardSigmoidConfig({literal(float(n.attr('alpha', 0.2)))}, {literal(float(n.attr('beta', 0.5)))}).init()")),
-    "Gelu": ("Gelu", lambda n: "nn.Gelu()" if n.attr("approximate", "none") == "none"
-             else "nn.GeluConfig(approximate=True).init()"),
-    "Softplus": ("Softplus", lambda n: "nn.Softplus()"),
+_ACTIVATIONS: dict[str, tuple[str, Callable[[Node], Expr]]] = {
+    **{op: (op, _fixed(op)) for op in ("Relu", "Sigmoid", "Tanh", "Softsign", "Mish", "HardSwish", "Softplus")},
+    "LeakyRelu": ("LeakyRelu", _alpha("LeakyRelu", 0.01)),
+    "Elu": ("Elu", _alpha("Elu", 1.0)),
+    "HardSigmoid": ("HardSigmoid", lambda n: layer("HardSigmoidConfig", float(n.attr("alpha", 0.2)),
+                                                   float(n.attr("beta", 0.5)), device=False)),
+    "Gelu": ("Gelu", lambda n: _gelu(n)),
 }
 
 
@@ -491,7 +513,7 @@ def dropout(g: Gen, node: Node) -> list[Node] | None:
     ratio = float(node.attr("ratio", 0.5))
     if len(node.inputs) > 1 and node.inputs[1]:
         ratio = float(g.const(node, 1))
-    field = g.activation("Dropout", f"nn.DropoutConfig({literal(ratio)}).init()")
+    field = g.activation("Dropout", layer("DropoutConfig", ratio, device=False))
     g.emit(node, f"{field}({g.tensor(node, 0)})")
     return [node]
 

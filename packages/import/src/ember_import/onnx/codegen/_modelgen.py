@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 
 from ember import TensorData
-from ember.record import HalfPrecisionSettings
 
-from ..._recorder import ImportedRecord
 from .._context import Context
 from .._ir import Graph
 from .._module import OnnxModule, load_model
@@ -23,9 +21,10 @@ from .._program import host_device
 from ._errors import ModelGenError
 from ._gen import Gen, Val
 from ._layers import RECOGNIZERS
-from ._names import identifier
+from ._names import check_class_name, identifier
 from ._ops import EMITTERS, FALLBACKS
-from ._source import RECORDERS, render
+from ._source import check_record_type, render
+from ._weights import save_weights
 
 __all__ = ["GeneratedModel", "ModelGen", "generate", "source_key_remap"]
 
@@ -58,7 +57,7 @@ def _check_supported(graph: Graph) -> None:
         if node.op_type not in EMITTERS and node.op_type not in _LAYER_OPS:
             missing.setdefault(node.op_type, []).append(node.name)
     if missing:
-        lines = [f"  - {op}: {len(names)} node(s): {', '.join(repr(n) for n in names[:3])}"
+        lines = [f"  - {op}: {len(names)} node(s): {', '.join(f'{n!r:.80}' for n in names[:3])}"
                  for op, names in sorted(missing.items())]
         raise ModelGenError(
             f"ModelGen cannot write {len(missing)} operator(s) of this model as Ember source:\n" + "\n".join(lines)
@@ -71,11 +70,16 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
              source_name: str | None = None) -> GeneratedModel:
     """The Ember source of an ONNX model (see :class:`ModelGen`).
 
+    Every string of the model file reaches the source only as a ``repr``-style literal or a sanitised identifier
+    (:mod:`._names`); docstrings show names escaped. Nothing is written or run here.
+
     Raises:
         OnnxImportError: the model cannot be imported at all.
-        ModelGenError: operators or attributes without generated-code support (listed), or a shape computed
-            from tensor data.
+        ModelGenError: operators or attributes without generated-code support (listed), a shape computed
+            from tensor data, a ``class_name`` the file cannot use, or an unknown ``record_type``.
     """
+    check_class_name(class_name)
+    check_record_type(record_type)
     module = load_model(model, host_device())
     graph = module.program.graph
     weights, constants = _fold_weights(module)
@@ -116,7 +120,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
         if v is None:
             v = Val(expr=g.weight_field(info.name)) if info.name in weights else None
         if v is None:
-            raise ModelGenError(f"output {info.name!r} is not computed by any node.")
+            raise ModelGenError(f"output {info.name!r:.80} is not computed by any node.")
         outputs.append((g.host_tensor(v, info.dtype) if v.host else v.expr, info))
     n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
                    if f_data.dtype.is_float)
@@ -147,18 +151,6 @@ def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, 
     new_weights = {k: v for k, v in merged.items() if k in used and (k in weights or k in derived)}
     new_constants = {k: v for k, v in merged.items() if k in used and k not in new_weights}
     return new_weights, new_constants
-
-
-def _import_file(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        del sys.modules[name]
-    return mod
 
 
 def ir_text(graph: Graph) -> str:
@@ -220,8 +212,7 @@ class ModelGen:
     def record_type(self, kind: str) -> ModelGen:
         """The weights file format: ``"mpk"`` (default), ``"mpk.gz"``, ``"bin"``, ``"bin.gz"``, ``"json"``,
         ``"json.gz"`` or ``"safetensors"``."""
-        if kind not in RECORDERS:
-            raise ModelGenError(f"record_type: unknown type {kind!r}; expected one of {', '.join(RECORDERS)}.")
+        check_record_type(kind)
         self._record_type = kind
         return self
 
@@ -237,13 +228,15 @@ class ModelGen:
 
     def class_name(self, name: str) -> ModelGen:
         """The generated module's class name (default ``Model``; the config is ``<name>Config``)."""
-        if not name.isidentifier():
-            raise ModelGenError(f"class_name: {name!r} is not a Python identifier.")
+        check_class_name(name)
         self._class_name = name
         return self
 
     def run(self) -> Path:
         """Generate. Returns the path of ``model.py``.
+
+        The record is saved from the generation state (:func:`._weights.save_weights`): ``model.py`` is written,
+        never imported or run.
 
         Raises:
             ModelGenError: see the class docstring.
@@ -252,15 +245,15 @@ class ModelGen:
         if self._input is None:
             raise ModelGenError("ModelGen: no input; call .input('model.onnx') before .run().")
         out = self._out_dir or self._input.parent
-        out.mkdir(parents=True, exist_ok=True)
         record_file = f"model.{self._record_type}"
         made = generate(self._input, class_name=self._class_name, record_file=record_file,
                         record_type=self._record_type, half=self._half, source_name=self._input.name)
+        out.mkdir(parents=True, exist_ok=True)  # only once the model is known to generate (DESIGN §11)
         py = out / "model.py"
-        _write(py, made.source)
+        save_weights(made.gen, self._class_name, out / record_file, self._record_type, self._half, str(py))
         if self._development:
             _write(out / "model.ir.txt", ir_text(made.module.program.graph))
-        save_weights(made, py, out / record_file, self._record_type, self._half, self._class_name)
+        _write(py, made.source)  # last: a model.py on disk has its record beside it
         return py
 
 
@@ -268,26 +261,6 @@ def _write(path: Path, text: str) -> None:
     from ember.record._atomic import atomic_write
 
     atomic_write(path, lambda f: f.write(text.encode()))
-
-
-def save_weights(made: GeneratedModel, py: Path, record: Path, record_type: str, half: bool,
-                 class_name: str) -> Path:
-    """Build the generated module (its ``init``), load the ONNX weights into it through the PyTorch layer
-    rules, and save the record."""
-    import ember.record as rec
-
-    mod = _import_file(py, f"_ember_modelgen_{abs(hash(str(py)))}")
-    device = host_device()
-    net = getattr(mod, f"{class_name}Config")().init(device)
-    flat = {}
-    for f in made.gen.fields:
-        for key, data in f.state.items():
-            flat[f"{f.name}.{key}" if key else f.name] = data
-    record_in = ImportedRecord(flat, origins={}, values={}, pytorch=True, adapter=None, device=device,
-                               source=str(py))
-    net = net.load_record(record_in)
-    recorder = getattr(rec, RECORDERS[record_type])(HalfPrecisionSettings() if half else None)
-    return net.save_file(record, recorder)  # type: ignore[no-any-return]
 
 
 def source_key_remap(model: Any) -> list[tuple[str, str]]:
@@ -299,6 +272,6 @@ def source_key_remap(model: Any) -> list[tuple[str, str]]:
     remaps = []
     for name in getattr(type(model), "__annotations__", {}):
         src = explicit.get(name, name.replace("_", "."))
-        if src != name:
-            remaps.append((rf"^{name}\.", f"{src}."))
+        if src != name:  # the source name is data: escaped in the pattern and in the replacement
+            remaps.append((rf"^{re.escape(name)}\.", f"{src}.".replace("\\", "\\\\")))
     return remaps

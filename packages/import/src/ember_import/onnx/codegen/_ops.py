@@ -17,7 +17,8 @@ from ember import DType
 from .._dtypes import dtype_of
 from .._ir import Node
 from ._errors import ModelGenError
-from ._gen import Gen, Val, host_list, items_of, literal
+from ._expr import literal
+from ._gen import Gen, Val, host_list, items_of
 
 __all__ = ["EMITTERS"]
 
@@ -44,7 +45,8 @@ def _norm(axis: int, rank: int) -> int:
 def _rank(g: Gen, node: Node, i: int = 0) -> int:
     r = g.rank(node.inputs[i])
     if r is None:
-        raise ModelGenError(f"{node.where()}: the rank of {node.inputs[i]!r} is unknown (shape inference gave none).")
+        raise ModelGenError(f"{node.where()}: the rank of {node.inputs[i]!r:.80} is unknown (shape inference gave "
+                            "none).")
     return r
 
 
@@ -70,7 +72,8 @@ def shape(g: Gen, node: Node) -> None:
     symbolic ones as named variables)."""
     x = g.tensor(node, 0)
     info = g.info(node.inputs[0])
-    start, end = node.attr("start", 0), node.attr("end", None)
+    start, end = int(node.attr("start", 0)), node.attr("end", None)
+    end = None if end is None else int(end)
     if info is None or info.shape is None:
         sl = "" if (start, end) == (0, None) else f"[{start}:{'' if end is None else end}]"
         g.emit(node, f"list({x}.shape{sl})", host=True)
@@ -203,13 +206,13 @@ def concat(g: Gen, node: Node) -> None:
 
 def _slice_args(g: Gen, node: Node) -> tuple[list[int], list[int], list[int], list[int]]:
     if g.opset < 10:
-        starts, ends = list(node.attr("starts")), list(node.attr("ends"))
-        axes = list(node.attr("axes", list(range(len(starts)))))
+        starts, ends = [int(s) for s in node.attr("starts")], [int(e) for e in node.attr("ends")]
+        axes = [int(a) for a in node.attr("axes", list(range(len(starts))))]
         return starts, ends, axes, [1] * len(starts)
-    starts = list(_as_list(g.const(node, 1)))
-    ends = list(_as_list(g.const(node, 2)))
-    axes = list(_as_list(g.const(node, 3, list(range(len(starts))))))
-    steps = list(_as_list(g.const(node, 4, [1] * len(starts))))
+    starts = [int(s) for s in _as_list(g.const(node, 1))]
+    ends = [int(e) for e in _as_list(g.const(node, 2))]
+    axes = [int(a) for a in _as_list(g.const(node, 3, list(range(len(starts)))))]
+    steps = [int(s) for s in _as_list(g.const(node, 4, [1] * len(starts)))]
     return starts, ends, axes, steps
 
 
@@ -267,7 +270,7 @@ def flatten(g: Gen, node: Node) -> None:
 
 def transpose(g: Gen, node: Node) -> None:
     r = _rank(g, node)
-    perm = list(node.attr("perm", list(range(r))[::-1]))
+    perm = [int(p) for p in node.attr("perm", list(range(r))[::-1])]
     x = g.tensor(node, 0)
     moved = [i for i, p in enumerate(perm) if p != i]
     if len(moved) == 2:
@@ -284,7 +287,7 @@ def expand(g: Gen, node: Node) -> None:
         raise ModelGenError(f"{node.where()}: Expand to a shape computed at run time is not supported.")
     lead = len(spec.const) - r
     target = [d if i < lead or d != 1 else -1 for i, d in enumerate(spec.const)]
-    g.emit(node, f"{g.tensor(node, 0)}.expand({target})")
+    g.emit(node, f"{g.tensor(node, 0)}.expand({literal(target)})")
 
 
 def constant_of_shape(g: Gen, node: Node) -> None:
@@ -314,7 +317,7 @@ def split(g: Gen, node: Node) -> None:
         step = -(-dim // n)
         sizes = [min(step, dim - i * step) for i in range(n)]
     names = [g.var(node, i) for i in range(n)]
-    g.lines.append(f"{', '.join(names)} = {x}.split_with_sizes({list(sizes)}, {axis})")
+    g.lines.append(f"{', '.join(names)} = {x}.split_with_sizes({literal([int(s) for s in sizes])}, {axis})")
     for i, name in enumerate(names):
         g.env[node.outputs[i]] = Val(expr=name)
 
@@ -573,8 +576,8 @@ def resize(g: Gen, node: Node) -> None:
     elif mode == "nearest" and ctm == "asymmetric" and node.attr("nearest_mode", "round_prefer_floor") == "floor":
         m = "NEAREST"
     else:
-        raise ModelGenError(f"{node.where()}: Resize mode {mode!r} with {ctm!r} coordinates is not supported in "
-                            "generated code.")
+        raise ModelGenError(f"{node.where()}: Resize mode {mode!r:.40} with {ctm!r:.40} coordinates is not "
+                            "supported in generated code.")
     info = g.info(node.outputs[0])
     if info is not None and info.shape is not None and all(isinstance(d, int) for d in info.shape[2:]):
         size_expr = literal(list(info.shape[2:]))
@@ -610,7 +613,7 @@ EMITTERS: dict[str, Emitter] = {
 def cast_like(g: Gen, node: Node) -> None:
     to = g.dtype(node.inputs[1])
     if to is None:
-        raise ModelGenError(f"{node.where()}: the element type of {node.inputs[1]!r} is unknown.")
+        raise ModelGenError(f"{node.where()}: the element type of {node.inputs[1]!r:.80} is unknown.")
     _cast_tensor(g, node, to)
 
 
@@ -690,7 +693,7 @@ def conv_ops(g: Gen, node: Node) -> None:
     k = _rank(g, node) - 2
     if k not in (1, 2, 3):
         raise ModelGenError(f"{node.where()}: Conv over {k} spatial dims is not supported in generated code.")
-    pads = list(node.attr("pads", [0] * 2 * k)) if auto == "NOTSET" else [0] * 2 * k
+    pads = [int(p) for p in node.attr("pads", [0] * 2 * k)] if auto == "NOTSET" else [0] * 2 * k
     x = g.tensor(node, 0)
     padding: Any
     if pads[:k] != pads[k:]:
@@ -700,8 +703,10 @@ def conv_ops(g: Gen, node: Node) -> None:
         x, padding = padded, 0
     else:
         padding = pads[:k] if any(pads) else 0
-    opts = [f"stride={list(node.attr('strides', [1] * k))}", f"padding={padding}",
-            f"dilation={list(node.attr('dilations', [1] * k))}", f"groups={int(node.attr('group', 1))}"]
+    strides = [int(s) for s in node.attr("strides", [1] * k)]
+    dilations = [int(d) for d in node.attr("dilations", [1] * k)]
+    opts = [f"stride={literal(strides)}", f"padding={literal(padding)}", f"dilation={literal(dilations)}",
+            f"groups={int(node.attr('group', 1))}"]
     bias = "None" if len(node.inputs) < 3 or not node.inputs[2] else g.tensor(node, 2)
     g.emit(node, f"module.conv{k}d({x}, {g.tensor(node, 1)}, {bias}, module.ConvOptions({', '.join(opts)}))")
 
@@ -715,7 +720,7 @@ def pad(g: Gen, node: Node) -> None:
     mode = node.attr("mode", "constant")
     mode = {"constant": "constant", "reflect": "reflect", "edge": "edge"}.get(mode)
     if mode is None:
-        raise ModelGenError(f"{node.where()}: Pad mode {node.attr('mode')!r} is not supported in generated code.")
+        raise ModelGenError(f"{node.where()}: Pad mode {node.attr('mode')!r:.40} is not supported in generated code.")
     r = _rank(g, node)
     if g.opset < 11:
         pads, value, axes = list(node.attr("pads")), float(node.attr("value", 0.0)), None

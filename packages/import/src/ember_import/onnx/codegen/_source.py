@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
 import re
+import textwrap
 
 from .._ir import ValueInfo
+from ._errors import ModelGenError
+from ._expr import literal
 from ._gen import Gen
+from ._names import check_class_name, doc_text
 
-__all__ = ["RECORDERS", "render"]
+__all__ = ["RECORDERS", "check_record_type", "render"]
 
 #: record type (file extension) -> Ember recorder class (``ember.record``)
 RECORDERS = {
@@ -17,11 +23,25 @@ RECORDERS = {
 }
 
 
+def check_record_type(kind: str) -> None:
+    """Check that ``kind`` is a record type (a key of :data:`RECORDERS`).
+
+    Raises:
+        ModelGenError: an unknown type (the message lists the known ones).
+    """
+    if kind not in RECORDERS:
+        raise ModelGenError(f"record_type: unknown type {kind!r:.40}; expected one of {', '.join(RECORDERS)}.")
+
+
+#: the most characters of a model's name shown in a docstring
+_SHOWN = 80
+
+
 def _describe(info: ValueInfo) -> str:
     dt = str(info.dtype) if info.dtype is not None else "?"
     if info.shape is None:
         return dt
-    return f"{dt}[{', '.join('?' if d is None else str(d) for d in info.shape)}]"
+    return f"{dt}[{', '.join('?' if d is None else doc_text(str(d), _SHOWN) for d in info.shape)}]"
 
 
 def _wrap(items: list[str], indent: str, width: int = 120) -> list[str]:
@@ -39,40 +59,64 @@ def _wrap(items: list[str], indent: str, width: int = 120) -> list[str]:
     return lines
 
 
-def _split_args(text: str) -> list[str]:
-    """``text`` split at its top-level commas (outside brackets and strings)."""
-    parts, depth, cur, quote = [], 0, "", ""
+def _mask(text: str) -> str:
+    """``text`` with the inside of its string literals (quotes included) blanked to ``_``: brackets and commas
+    of the result are the code's own."""
+    out, quote, escaped = [], "", False
     for ch in text:
         if quote:
-            quote = "" if ch == quote else quote
+            out.append("_")
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch in "([{":
+            out.append("_")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _split_args(text: str) -> list[str]:
+    """``text`` split at its top-level commas (outside brackets and strings)."""
+    parts, depth, last = [], 0, 0
+    for i, ch in enumerate(_mask(text)):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
         elif ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-            continue
-        cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
+            parts.append(text[last:i].strip())
+            last = i + 1
+    if text[last:].strip():
+        parts.append(text[last:].strip())
     return parts
+
+
+def _same_code(a: str, b: str) -> bool:
+    try:
+        return ast.dump(ast.parse(a.strip())) == ast.dump(ast.parse(textwrap.dedent(b)))
+    except SyntaxError:
+        return False
 
 
 def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     """``indent + line``, wrapped at the arguments of its first call when longer than ``width`` (black's style:
-    the arguments on one line of their own, else one per line)."""
+    the arguments on one line of their own, else one per line); kept whole unless the wrapped text parses to
+    the same code."""
     if len(indent) + len(line) <= width:
         return [indent + line]
-    start = next((i for i in range(1, len(line)) if line[i] == "(" and (line[i - 1].isalnum() or line[i - 1] in "_])")),
+    code = _mask(line)
+    start = next((i for i in range(1, len(code)) if code[i] == "(" and (code[i - 1].isalnum() or code[i - 1] in "_])")),
                  -1)
     depth, end = 0, -1
-    for i in range(start, len(line)):
-        if line[i] == "(":
+    for i in range(max(start, 0), len(code)):
+        if code[i] == "(":
             depth += 1
-        elif line[i] == ")":
+        elif code[i] == ")":
             depth -= 1
             if depth == 0:
                 end = i
@@ -82,18 +126,29 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     head, args, tail = line[: start + 1], line[start + 1: end], line[end:]
     inner = indent + "    "
     if len(inner) + len(args) <= width:
-        return [indent + head, inner + args, indent + tail]
-    return [indent + head, *(inner + a + "," for a in _split_args(args)), indent + tail]
+        wrapped = [indent + head, inner + args, indent + tail]
+    else:
+        wrapped = [indent + head, *(inner + a + "," for a in _split_args(args)), indent + tail]
+    return wrapped if _same_code(line, "\n".join(wrapped)) else [indent + line]
 
 
 def render(g: Gen, *, class_name: str, source_file: str, record_file: str, record_type: str, half: bool,
            inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
-    """The text of ``model.py``."""
+    """The text of ``model.py``.
+
+    Raises:
+        ModelGenError: ``class_name`` is not an identifier the file can use, an unknown ``record_type``, or
+            the text does not parse (a bug in ModelGen; nothing is written).
+    """
+    check_class_name(class_name)
+    check_record_type(record_type)
+    source_file, record_file = doc_text(source_file, _SHOWN), doc_text(record_file, _SHOWN)
     body = "\n".join(g.lines) + "\n" + "\n".join(e for e, _ in outputs)
     config_name = f"{class_name}Config"
     recorder = RECORDERS[record_type]
     settings = "HalfPrecisionSettings()" if half else ""
-    ember_names = sorted({n for n in ("Bool", "Int", "Tensor") if re.search(rf"\b{n}\b", body)} | {"Tensor"})
+    used = "\n".join([body, *(f.init for f in g.fields), *g.constants_src])  # forward, init(device), constants
+    ember_names = sorted({n for n in ("Bool", "Int", "Tensor") if re.search(rf"\b{n}\b", used)} | {"Tensor"})
     if any(f.annotation.startswith("nn.") or "nn." in f.init for f in g.fields):
         ember_names.append("nn")
     tensor_mods = [m for m in ("activation", "module") if re.search(rf"\b{m}\.", body)]
@@ -103,7 +158,7 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
     ret = "Tensor" if len(outputs) == 1 else f"tuple[{', '.join('Tensor' for _ in outputs)}]"
     shapes_in = ", ".join(f"``{v}`` {_describe(i)}" for v, i in inputs)
-    shapes_out = ", ".join(f"``{i.name}`` {_describe(i)}" for _, i in outputs)
+    shapes_out = ", ".join(f"``{doc_text(i.name, _SHOWN)}`` {_describe(i)}" for _, i in outputs)
 
     out: list[str] = [
         f'"""{class_name}: generated from ``{source_file}`` by ``ember_import.onnx.ModelGen`` (ai.onnx opset '
@@ -125,14 +180,14 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     out.append(f"from ember.record import {', '.join(record_names)}")
     if tensor_mods:
         out.append(f"from ember.tensor import {', '.join(tensor_mods)}")
-    out += ["", f'__all__ = ["{class_name}", "{config_name}"]', ""]
+    out += ["", f"__all__ = [{literal(class_name)}, {literal(config_name)}]", ""]
     renamed = [(f.name, f.source) for f in g.fields
                if f.source and f.layer != "Param" and f.source != f.name.replace("_", ".")]
     if renamed:
         out += ["#: field -> the module path its weights had in the source model, where it is not the field's name",
                 "#: with '_' read as '.' (ember_import.onnx.source_key_remap uses it to export back to PyTorch)",
                 "SOURCE_NAMES = {"]
-        out += _wrap([f'"{a}": "{b}"' for a, b in renamed], "    ")
+        out += _wrap([f"{literal(a)}: {literal(b)}" for a, b in renamed], "    ")
         out += ["}", ""]
     if g.constants_src:
         out += ["#: layer settings used more than once", *g.constants_src, ""]
@@ -159,4 +214,30 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     for f in g.fields:
         out += _fit(f"{f.name}={f.init},", "            ")
     out += ["        )", ""]
-    return "\n".join(out)
+    text = "\n".join(out)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise ModelGenError(f"the generated source does not parse ({exc}); nothing was written. This is a bug in "
+                            "ModelGen, please report it with the model.") from exc
+    undefined = _undefined_names(tree)
+    if undefined:
+        raise ModelGenError(f"the generated source uses names it never defines or imports: {', '.join(undefined)}; "
+                            "nothing was written. This is a bug in ModelGen, please report it with the model.")
+    return text
+
+
+def _undefined_names(tree: ast.Module) -> list[str]:
+    """Names read somewhere in ``tree`` but bound nowhere in it (imports, assignments, definitions, arguments)
+    and not builtins: what importing the file would fail on (generation never imports it to find out)."""
+    bound = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+    return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound)
