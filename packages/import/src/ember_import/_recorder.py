@@ -140,7 +140,13 @@ class _FileRecorder:
         args = _as_args(args)
         entry_adapter = None if isinstance(args.adapter, IdentityAdapter) else args.adapter
         result = load_tensors(args.with_adapter(IdentityAdapter()))
-        tensors = {k: self.settings.convert(t, k) for k, t in result.tensors.items()}
+        converted: dict[int, TensorData] = {}  # one conversion per distinct tensor, however many keys share it
+        tensors = {}
+        for k, t in result.tensors.items():
+            done = converted.get(id(t))
+            if done is None:
+                done = converted[id(t)] = self.settings.convert(t, k)
+            tensors[k] = done
         return ImportedRecord(tensors, origins=result.original_keys, values=result.values,
                               pytorch=args.adapter_type == "pytorch", adapter=entry_adapter, device=device,
                               debug_print=args.debug_print, source=f"{args.path} ({result.file.format})")
