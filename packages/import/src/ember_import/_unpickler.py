@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import _compat_pickle
 import codecs
+import io
 import pickle
 import pickletools
 from collections import OrderedDict
@@ -263,6 +264,17 @@ class SafeUnpickler(pickle.Unpickler):
 
 #: opcodes that store into the memo with an explicit index
 _PUT_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+_TUPLE_OPS = frozenset({"TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_TUPLE"})
+
+
+def _effect(op: pickletools.OpcodeInfo) -> tuple[bool, int, int, bool]:
+    before = [s.name for s in op.stack_before]
+    slice_ = "stackslice" in before
+    return slice_, before.index("mark") if slice_ else len(before), len(op.stack_after), op.name in _TUPLE_OPS
+
+
+#: opcode name -> (pops to a MARK, further items popped, items pushed, builds a tuple)
+_EFFECTS = {op.name: _effect(op) for op in pickletools.opcodes}
 
 
 class _Capped:
@@ -290,28 +302,78 @@ class _Capped:
 
 
 def scan_pickle(f: BinaryIO, origin: str) -> None:
-    """Walk one pickle's opcodes (``pickletools.genops``, nothing is built) and refuse what would make the C
-    unpickler allocate far beyond the pickle's size: a frame longer than the rest of the file, a memo index
-    (``PUT``/``BINPUT``/``LONG_BINPUT``) much larger than the number of opcodes so far. Python's pickler numbers
-    its memo entries 0, 1, 2, ...; an index of ``2**28`` makes CPython's unpickler grow its memo array to 4 GiB.
+    """Walk one pickle's opcodes (``pickletools.genops``; nothing is built, no callable is looked up) and refuse
+    what would make the C unpickler take time or memory far beyond the pickle's size, before it runs:
+
+    - a frame longer than the rest of the file;
+    - a memo index (``PUT``/``BINPUT``/``LONG_BINPUT``) much larger than the number of opcodes so far (Python's
+      pickler numbers its memo 0, 1, 2, ...; an index of ``2**28`` makes CPython's unpickler grow its memo array
+      to 4 GiB);
+    - a tuple whose elements, counted through shared references, far outnumber the opcodes: hashing or
+      comparing it (a dict key, a set element) takes time exponential in the pickle's size (CPython does not
+      cache tuple hashes), so the unpickler would hang in ``SETITEM`` with no callback to stop it.
+
+    The stack is simulated with one number per item: the tuple's size with sharing expanded (1 for anything
+    else; lists and dicts cannot be hashed, so hashing stops at them).
 
     Raises:
-        ModelImportError: a huge memo index (named). Malformed opcodes raise ``ValueError`` (``safe_load``
-            turns it into ModelImportError).
+        ModelImportError: one of the above (named). Malformed or truncated opcodes raise ``ValueError``
+            (``safe_load`` turns it into ModelImportError).
     """
     capped = _Capped(f)
-    for n, (op, arg, _pos) in enumerate(pickletools.genops(capped), 1):
-        if op.name == "FRAME" and isinstance(arg, int) and arg > capped.end - f.tell():
+    source: Any = f if isinstance(f, io.BytesIO) else capped  # (a BytesIO never reads past its end)
+    stack: list[int] = []
+    marks: list[int] = []
+    memo: dict[int, int] = {}
+    for n, (op, arg, _pos) in enumerate(pickletools.genops(source), 1):
+        name = op.name
+        if name == "FRAME" and isinstance(arg, int) and arg > capped.end - f.tell():
             raise ModelImportError(
                 f"{origin}: the pickle declares a frame of {arg} bytes but only {capped.end - f.tell()} remain; the "
                 "file is truncated or its sizes are forged."
             )
-        if op.name in _PUT_OPS and isinstance(arg, int) and arg > 2 * n + 1024:
+        if name in _PUT_OPS:
+            if isinstance(arg, int) and arg > 2 * n + 1024:
+                raise ModelImportError(
+                    f"{origin}: the pickle stores memo entry {arg} after only {n} opcodes (a pickler numbers its "
+                    "memo 0, 1, 2, ...); such an index would make the unpickler allocate gigabytes. The file is "
+                    "corrupted or malicious."
+                )
+            memo[int(arg)] = stack[-1] if stack else 1
+            continue
+        if name == "MARK":
+            marks.append(len(stack))
+            continue
+        if name == "MEMOIZE":
+            memo[len(memo)] = stack[-1] if stack else 1
+            continue
+        if name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(memo.get(int(arg), 1))
+            continue
+        if name == "DUP":
+            stack.append(stack[-1] if stack else 1)
+            continue
+        slice_, extra, after, is_tuple = _EFFECTS[name]
+        children: list[int] = []
+        if slice_:
+            if not marks:
+                raise ValueError(f"{name} without a MARK")
+            at = marks.pop()
+            children = stack[at:]
+            del stack[at:]
+        if extra:
+            if len(stack) < extra:
+                raise ValueError(f"stack underflow at {name}")
+            if not children:
+                children = stack[-extra:]
+            del stack[-extra:]
+        size = 1 + sum(children) if is_tuple else 1
+        if size > 2 * n + 1_000_000:
             raise ModelImportError(
-                f"{origin}: the pickle stores memo entry {arg} after only {n} opcodes (a pickler numbers its memo "
-                "0, 1, 2, ...); such an index would make the unpickler allocate gigabytes. The file is corrupted "
-                "or malicious."
+                f"{origin}: the pickle builds a tuple of {size} elements (counting shared references) from {n} "
+                "opcodes; hashing or comparing it would take exponential time. The file is corrupted or malicious."
             )
+        stack.extend([size] * after)
 
 
 def safe_load(unpickler: SafeUnpickler, origin: str, what: str = "the pickle") -> Any:
