@@ -82,12 +82,13 @@ def map_tree(obj: Any, fn: Callable[[PendingTensor | Storage], TensorData], orig
         memo.clear()  # `walk` is a closure cycle holding `memo`: never let it keep the tree alive
 
 
-def _children(key: str, v: Any) -> Iterator[tuple[str, Any]] | None:
-    """The ``(label, child)`` pairs of a container flattened under ``key``; None for a leaf."""
+def _children(key: str, v: Any) -> Iterator[tuple[Any, Any]] | None:
+    """The ``(label, child)`` pairs of a container flattened under ``key`` (labels as in the file: ``str(label)``
+    is the key part); None for a leaf."""
     if isinstance(v, dict):
-        return ((str(k), c) for k, c in v.items())
+        return iter(v.items())
     if isinstance(v, (list, tuple)) and not (key and _is_value_tuple(v)):
-        return ((str(i), c) for i, c in enumerate(v))
+        return enumerate(v)
     return None
 
 
@@ -96,7 +97,8 @@ def _check_paths(obj: Any, prefix: str, origin: str) -> None:
     distinct objects however they are shared), and refuse a cycle or a sharing bomb before anything is yielded."""
     memo: dict[int, tuple[int, int]] = {}
     busy: set[int] = set()
-    distinct = [0, 0]  # distinct objects, characters of their own labels
+    labels: set[int] = set()  # ids of the distinct label objects (a memoised key string counts once)
+    distinct = [0, 0]  # distinct entries, characters of the distinct labels
 
     def count(key: str, v: Any) -> tuple[int, int]:
         kids = _children(key, v)
@@ -110,12 +112,15 @@ def _check_paths(obj: Any, prefix: str, origin: str) -> None:
             raise ModelImportError(f"{origin}: the file's object contains itself (a cycle); refused.")
         busy.add(ident)
         leaves = chars = 0
-        for label, c in kids:
+        for raw, c in kids:
+            label = str(raw)
             n, k = count(label, c)
             leaves += n
             chars += k + (len(label) + 1) * n
             distinct[0] += 1
-            distinct[1] += len(label) + 1
+            if not isinstance(raw, str) or id(raw) not in labels:  # (a str key stays alive in its dict)
+                labels.add(id(raw))
+                distinct[1] += len(label) + 1
         busy.discard(ident)
         memo[ident] = (leaves, chars)
         return leaves, chars
@@ -124,13 +129,14 @@ def _check_paths(obj: Any, prefix: str, origin: str) -> None:
         leaves, chars = count(prefix, obj)
     finally:
         memo.clear()
+        labels.clear()
     if leaves > MAX_LEAVES:
         raise ModelImportError(f"{origin}: the file's object has more than {MAX_LEAVES} leaves; refused.")
     if leaves > MAX_SHARING * distinct[0] + SHARED_SLACK or chars > MAX_SHARING * distinct[1] + 64 * SHARED_SLACK:
         raise ModelImportError(
-            f"{origin}: the file's object shares containers so that its {distinct[0]} entries would flatten to "
-            f"{leaves} dotted keys ({chars} characters); refused as a shared-reference bomb. A state_dict names "
-            "each tensor once."
+            f"{origin}: the file's object shares containers or key strings so that its {distinct[0]} entries would "
+            f"flatten to {leaves} dotted keys ({chars} characters); refused as a shared-reference bomb. A state_dict "
+            "names each tensor once."
         )
 
 
