@@ -16,24 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from _import_craft import (
-    EMPTY_DICT,
-    MARK,
-    PROTO2,
-    REDUCE,
-    SETITEM,
-    STOP,
-    TUPLE,
-    glob,
-    num,
-    st,
-    state_dict,
-    storage_ref,
-    tup,
-    write_legacy,
-    write_zip,
-)
-from _import_craft import tensor as tensor_ops
+import _import_craft as craft
 
 POP, BINPUT0, BINGET0, TUPLE1, TUPLE2, BININT1_1 = b"0", b"q\x00", b"h\x00", b"\x85", b"\x86", b"K\x01"
 
@@ -46,74 +29,75 @@ def dag(depth: int) -> bytes:
 
 def _zip(pkl: bytes, storages: dict[str, bytes] | None = None, **kw: object) -> bytes:
     buf = io.BytesIO()
-    write_zip(buf, pkl, storages or {}, **kw)  # type: ignore[arg-type]
+    craft.write_zip(buf, pkl, storages or {}, **kw)  # type: ignore[arg-type]
     return buf.getvalue()
 
 
 def _legacy(pkl: bytes, storages: dict[str, tuple[int, bytes]]) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
-        return write_legacy(Path(tmp) / "f.pt", pkl, storages).read_bytes()
+        return craft.write_legacy(Path(tmp) / "f.pt", pkl, storages).read_bytes()
 
 
 def _call(module: str, name: str, *args: bytes) -> bytes:
-    return glob(module, name) + MARK + b"".join(args) + TUPLE + REDUCE
+    return craft.glob(module, name) + craft.MARK + b"".join(args) + craft.TUPLE + craft.REDUCE
 
 
 def size_dag(depth: int = 40) -> bytes:
     """``{"x": torch.Size(t_depth)}``: the error message once built ``repr(t_depth)``."""
-    return _zip(state_dict({"x": _call("torch", "Size", dag(depth))}))
+    return _zip(craft.state_dict({"x": _call("torch", "Size", dag(depth))}))
 
 
 def device_dag(depth: int = 40) -> bytes:
-    return _zip(state_dict({"x": _call("torch", "device", dag(depth))}))
+    return _zip(craft.state_dict({"x": _call("torch", "device", dag(depth))}))
 
 
 def persistent_id_dag(depth: int = 40, legacy: bool = False) -> bytes:
-    pkl = state_dict({"x": dag(depth) + b"Q"})  # BINPERSID of the DAG
+    pkl = craft.state_dict({"x": dag(depth) + b"Q"})  # BINPERSID of the DAG
     return _legacy(pkl, {}) if legacy else _zip(pkl)
 
 
 def tensor_size_dag(depth: int = 40) -> bytes:
     """A tensor whose size tuple holds the DAG."""
-    args = [storage_ref("0", 1), num(0), MARK + dag(depth) + TUPLE, tup([num(1)]), b"\x89",
-            glob("collections", "OrderedDict") + b")" + REDUCE]
-    return _zip(state_dict({"x": glob("torch._utils", "_rebuild_tensor_v2") + tup(args) + REDUCE}),
-                {"0": b"\x00" * 4})
+    args = [craft.storage_ref("0", 1), craft.num(0), craft.MARK + dag(depth) + craft.TUPLE,
+            craft.tup([craft.num(1)]), b"\x89", craft.glob("collections", "OrderedDict") + b")" + craft.REDUCE]
+    rebuild = craft.glob("torch._utils", "_rebuild_tensor_v2") + craft.tup(args) + craft.REDUCE
+    return _zip(craft.state_dict({"x": rebuild}), {"0": b"\x00" * 4})
 
 
 def dict_key_dag(depth: int = 40) -> bytes:
     """``{t_depth: 1}``: CPython hashes the key inside the unpickler (no callback can stop it)."""
-    return _zip(PROTO2 + EMPTY_DICT + dag(depth) + BININT1_1 + SETITEM + STOP)
+    return _zip(craft.PROTO2 + craft.EMPTY_DICT + dag(depth) + BININT1_1 + craft.SETITEM + craft.STOP)
 
 
 def shared_dicts(depth: int = 40) -> bytes:
     """``d_0 = {"w": tensor}``, ``d_{i+1} = {"a": d_i, "b": d_i}``: 2**depth dotted keys from one tensor."""
-    body = EMPTY_DICT + st("w") + tensor_ops("0", 1, 0, (1,), (1,)) + SETITEM + BINPUT0
+    body = craft.EMPTY_DICT + craft.st("w") + craft.tensor("0", 1, 0, (1,), (1,)) + craft.SETITEM + BINPUT0
     for _ in range(depth):
-        body += POP + EMPTY_DICT + st("a") + BINGET0 + SETITEM + st("b") + BINGET0 + SETITEM + BINPUT0
-    return _zip(PROTO2 + body + STOP, {"0": b"\x00" * 4})
+        pair = craft.st("a") + BINGET0 + craft.SETITEM + craft.st("b") + BINGET0 + craft.SETITEM
+        body += POP + craft.EMPTY_DICT + pair + BINPUT0
+    return _zip(craft.PROTO2 + body + craft.STOP, {"0": b"\x00" * 4})
 
 
 def long_keys(levels: int = 150, key_bytes: int = 1 << 20) -> bytes:
     """``levels`` nested dicts each keyed by the same 1 MiB string (memoised): one dotted key of 150 MiB."""
     get = b"j\x01\x00\x00\x00"  # LONG_BINGET 1
-    body = EMPTY_DICT + get + b"K\x07" + SETITEM
+    body = craft.EMPTY_DICT + get + b"K\x07" + craft.SETITEM
     for _ in range(levels - 2):
-        body = EMPTY_DICT + get + body + SETITEM
-    put = st("k" * key_bytes) + b"r\x01\x00\x00\x00"  # LONG_BINPUT 1
-    return _zip(PROTO2 + EMPTY_DICT + put + body + SETITEM + STOP)
+        body = craft.EMPTY_DICT + get + body + craft.SETITEM
+    put = craft.st("k" * key_bytes) + b"r\x01\x00\x00\x00"  # LONG_BINPUT 1
+    return _zip(craft.PROTO2 + craft.EMPTY_DICT + put + body + craft.SETITEM + craft.STOP)
 
 
 def stride0_views(count: int = 12, elements: int = 12_500_000) -> bytes:
     """``count`` tensors of ``elements`` float32 (50 MB each by default), every one a stride-0 view of a 4-byte
     storage: 600 MB materialised from a 1 KB file."""
-    entries = {f"v{i}": tensor_ops("0", 1, 0, (elements - i,), (0,)) for i in range(count)}
-    return _zip(state_dict(entries), {"0": b"\x00\x00\x80\x3f"})
+    entries = {f"v{i}": craft.tensor("0", 1, 0, (elements - i,), (0,)) for i in range(count)}
+    return _zip(craft.state_dict(entries), {"0": b"\x00\x00\x80\x3f"})
 
 
 def memo_index(index: int = 2**28) -> bytes:
     """``LONG_BINPUT 2**28``: CPython's unpickler grows its memo array to ``index * 2`` pointers (4 GiB)."""
-    return _zip(PROTO2 + EMPTY_DICT + b"r" + struct.pack("<I", index) + STOP)
+    return _zip(craft.PROTO2 + craft.EMPTY_DICT + b"r" + struct.pack("<I", index) + craft.STOP)
 
 
 def frame_legacy(size: int = 2**40) -> bytes:
@@ -130,16 +114,16 @@ def f16_shared(keys: int = 400, elements: int = 1 << 20) -> bytes:
     import numpy as np
 
     data = (np.arange(elements) % 2048).astype("<f2").tobytes()
-    entries = {f"k{i}": tensor_ops("0", elements, 0, (elements,), (1,), storage=HALF) for i in range(keys)}
-    return _zip(state_dict(entries), {"0": data})
+    entries = {f"k{i}": craft.tensor("0", elements, 0, (elements,), (1,), storage=HALF) for i in range(keys)}
+    return _zip(craft.state_dict(entries), {"0": data})
 
 
 def f16_offset_views(keys: int = 400, elements: int = 1 << 20) -> bytes:
     """Like :func:`f16_shared`, but each key views the storage at its own offset: distinct overlapping views."""
     data = b"\x00" * (2 * elements)
     n = elements - keys
-    entries = {f"k{i}": tensor_ops("0", elements, i, (n,), (1,), storage=HALF) for i in range(keys)}
-    return _zip(state_dict(entries), {"0": data})
+    entries = {f"k{i}": craft.tensor("0", elements, i, (n,), (1,), storage=HALF) for i in range(keys)}
+    return _zip(craft.state_dict(entries), {"0": data})
 
 
 def zip_duplicate() -> bytes:
@@ -148,7 +132,7 @@ def zip_duplicate() -> bytes:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # zipfile warns "Duplicate name"
         with zipfile.ZipFile(buf, "w") as z:
-            z.writestr("archive/data.pkl", state_dict({"x": tensor_ops("0", 1, 0, (1,), (1,))}))
+            z.writestr("archive/data.pkl", craft.state_dict({"x": craft.tensor("0", 1, 0, (1,), (1,))}))
             z.writestr("archive/byteorder", b"little")
             z.writestr("archive/data/0", b"\x00\x00\x80\x3f")
             z.writestr("archive/data/0", b"\x00\x00\x00\x40")
@@ -157,7 +141,7 @@ def zip_duplicate() -> bytes:
 
 def zip_size_mismatch() -> bytes:
     """A stored entry whose central-directory size (uncompressed) disagrees with its stored size."""
-    raw = bytearray(_zip(state_dict({"x": tensor_ops("0", 1, 0, (1,), (1,))}), {"0": b"\x00\x00\x80\x3f"}))
+    raw = bytearray(_zip(craft.state_dict({"x": craft.tensor("0", 1, 0, (1,), (1,))}), {"0": b"\x00\x00\x80\x3f"}))
     name = b"archive/data/0"
     cd = raw.index(b"PK\x01\x02")
     while True:  # find the central-directory record of `name`
@@ -173,7 +157,7 @@ def zip_bomb(nbytes: int = 280 << 20) -> bytes:
     """A deflated storage of ``nbytes`` zeros (about 1000 times smaller in the file)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        z.writestr("archive/data.pkl", state_dict({"x": tensor_ops("0", nbytes // 4, 0, (nbytes // 4,), (1,))}))
+        z.writestr("archive/data.pkl", craft.state_dict({"x": craft.tensor("0", nbytes // 4, 0, (nbytes // 4,), (1,))}))
         z.writestr("archive/byteorder", b"little")
         with z.open("archive/data/0", "w", force_zip64=True) as w:
             chunk = b"\x00" * (1 << 22)
@@ -183,12 +167,12 @@ def zip_bomb(nbytes: int = 280 << 20) -> bytes:
 
 
 def zip_traversal() -> bytes:
-    return _zip(state_dict({}), {}, extra={"archive/../../evil": b"x"})
+    return _zip(craft.state_dict({}), {}, extra={"archive/../../evil": b"x"})
 
 
 def numel_mismatch() -> bytes:
     """The pickle declares 1000 float32 elements; the record holds 8 bytes."""
-    return _zip(state_dict({"x": tensor_ops("0", 1000, 0, (2,), (1,))}), {"0": b"\x00" * 8})
+    return _zip(craft.state_dict({"x": craft.tensor("0", 1000, 0, (2,), (1,))}), {"0": b"\x00" * 8})
 
 
 def safetensors_overlap(count: int = 2000, nbytes: int = 1 << 20) -> bytes:
