@@ -70,7 +70,8 @@ def summary(obj: Any, limit: int = 80) -> str:
 
     def walk(v: Any, depth: int) -> bool:
         if isinstance(v, (tuple, list, set, frozenset, dict)):
-            opens, closes = {tuple: "()", list: "[]", dict: "{}"}.get(type(v), "{}")
+            brackets = {tuple: "()", list: "[]", dict: "{}"}.get(type(v), "{}")
+            opens, closes = brackets[0], brackets[1]
             if depth > 8:
                 return put("...")
             if not put(opens):

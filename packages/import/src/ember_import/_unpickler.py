@@ -339,7 +339,7 @@ def scan_pickle(f: BinaryIO, origin: str) -> None:
                     "memo 0, 1, 2, ...); such an index would make the unpickler allocate gigabytes. The file is "
                     "corrupted or malicious."
                 )
-            memo[int(arg)] = stack[-1] if stack else 1
+            memo[arg if isinstance(arg, int) else -1] = stack[-1] if stack else 1
             continue
         if name == "MARK":
             marks.append(len(stack))
@@ -348,7 +348,7 @@ def scan_pickle(f: BinaryIO, origin: str) -> None:
             memo[len(memo)] = stack[-1] if stack else 1
             continue
         if name in ("GET", "BINGET", "LONG_BINGET"):
-            stack.append(memo.get(int(arg), 1))
+            stack.append(memo.get(arg if isinstance(arg, int) else -1, 1))
             continue
         if name == "DUP":
             stack.append(stack[-1] if stack else 1)
