@@ -88,6 +88,14 @@ def long_keys(levels: int = 150, key_bytes: int = 1 << 20) -> bytes:
     return _zip(craft.PROTO2 + craft.EMPTY_DICT + put + body + craft.SETITEM + craft.STOP)
 
 
+def int_key(digits: int = 5000) -> bytes:
+    """``{10**5000: 1}``: printing the key as a dotted-key part raised a bare ValueError (Python refuses to
+    convert ints of more than 4300 digits to text)."""
+    import pickle
+
+    return _zip(pickle.dumps({10**digits: 1}, protocol=2))
+
+
 def stride0_views(count: int = 12, elements: int = 12_500_000) -> bytes:
     """``count`` tensors of ``elements`` float32 (50 MB each by default), every one a stride-0 view of a 4-byte
     storage: 600 MB materialised from a 1 KB file."""
@@ -212,6 +220,7 @@ HOSTILE: tuple[Hostile, ...] = (
     Hostile("pid-dag-small", "pid-dag-small.pt", lambda: persistent_id_dag(18), match="persistent id"),
     Hostile("shared-dicts", "shared-dicts.pt", shared_dicts, match="leaves"),
     Hostile("long-keys", "long-keys.pt", long_keys, match="shared-reference bomb", fast=False),
+    Hostile("int-key", "int-key.pt", int_key, match="integer of"),
     Hostile("stride0-views", "stride0-views.pt", stride0_views, match="budget"),
     Hostile("memo-index", "memo-index.pt", memo_index, match="memo entry"),
     Hostile("frame-legacy", "frame-legacy.pt", frame_legacy, match="frame"),

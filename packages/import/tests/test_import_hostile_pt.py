@@ -243,3 +243,19 @@ def test_real_checkpoint_with_views_ties_and_expanded_buffers(tmp_path: Path) ->
                 else:
                     np.testing.assert_array_equal(mine.to_numpy(), t.detach().numpy(), err_msg=key)
         assert got.values["epoch"] == 3
+
+
+def test_huge_values_and_digit_keys_are_shown_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 5000-digit int value made ``ember-import inspect`` raise ValueError; a 5000-digit key part made the
+    contiguous-index renumbering raise it."""
+    import pickle
+
+    from ember_import._cli import main
+
+    path = write_zip(tmp_path / "m.pt", pickle.dumps({"a": 10**5000, "1" * 5000: {"b": 2}}, protocol=2), {})
+    for as_json in ([], ["--json"]):
+        assert main(["inspect", str(path), *as_json]) == 0
+        out = capsys.readouterr().out
+        assert "<int of 16610 bits>" in out and len(out) < 20_000
+    result = load_tensors(LoadArgs(path))
+    assert result.values["1" * 5000 + ".b"] == 2

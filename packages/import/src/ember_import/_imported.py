@@ -92,6 +92,17 @@ def _children(key: str, v: Any) -> Iterator[tuple[Any, Any]] | None:
     return None
 
 
+def _label(raw: Any, origin: str) -> str:
+    """A dict key or list index as a dotted-key part; refuses an integer too large to print (Python refuses to
+    convert ints of more than 4300 digits to text, and a hostile pickle can hold one as a key)."""
+    if isinstance(raw, int) and raw.bit_length() > 256:
+        raise ModelImportError(
+            f"{origin}: a key of the file's object is an integer of {raw.bit_length()} bits; a state_dict's keys are "
+            "names. The file is corrupted or malicious."
+        )
+    return raw if isinstance(raw, str) else str(raw)
+
+
 def _check_paths(obj: Any, prefix: str, origin: str) -> None:
     """Count the leaves and key characters :func:`flatten` would produce, memoised by object id (linear in the
     distinct objects however they are shared), and refuse a cycle or a sharing bomb before anything is yielded."""
@@ -113,7 +124,7 @@ def _check_paths(obj: Any, prefix: str, origin: str) -> None:
         busy.add(ident)
         leaves = chars = 0
         for raw, c in kids:
-            label = str(raw)
+            label = _label(raw, origin)
             n, k = count(label, c)
             leaves += n
             chars += k + (len(label) + 1) * n
