@@ -41,7 +41,7 @@ def config_from_file(path: str | os.PathLike[str], top_level_key: str | None = N
     root: Any = file.root if file.format != "safetensors" else file.metadata.get("metadata", {})
     if top_level_key is not None:
         if not isinstance(root, dict) or top_level_key not in root:
-            keys = [summary(k, 60) for k in list(root)[:20]] if isinstance(root, dict) else []
+            keys = sorted(summary(k, 60) for k in root)[:20] if isinstance(root, dict) else []
             raise ModelImportError(
                 f"'{path}': no top-level key {top_level_key!r}; the top-level keys are "
                 f"{', '.join(keys) or '(none)'}{' ...' if isinstance(root, dict) and len(root) > 20 else ''}."
