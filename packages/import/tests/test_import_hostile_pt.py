@@ -259,3 +259,25 @@ def test_huge_values_and_digit_keys_are_shown_bounded(tmp_path: Path, capsys: py
         assert "<int of 16610 bits>" in out and len(out) < 20_000
     result = load_tensors(LoadArgs(path))
     assert result.values["1" * 5000 + ".b"] == 2
+
+
+def test_memory_error_is_reported_naming_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever runs out of memory while reading or converting, the caller gets a ModelImportError naming the file."""
+    import ember_import._pt as pt
+    from ember.record import FullPrecisionSettings
+    from ember_import import PyTorchFileRecorder
+
+    path = _views(tmp_path, 1, 4)
+
+    def no_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError
+
+    with monkeypatch.context() as m:
+        m.setattr(pt, "materialize", no_memory)
+        with pytest.raises(ModelImportError, match="ran out of memory") as info:
+            read_pytorch(path)
+        assert str(path) in str(info.value)
+    monkeypatch.setattr(FullPrecisionSettings, "convert", no_memory)
+    with pytest.raises(ModelImportError, match="ran out of memory") as info:
+        PyTorchFileRecorder().load(path)
+    assert str(path) in str(info.value)
