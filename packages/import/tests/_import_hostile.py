@@ -174,6 +174,44 @@ def zip_bomb(nbytes: int = 280 << 20) -> bytes:
     return buf.getvalue()
 
 
+def zip_forged_directory(count: int = 4000, nbytes: int = 1 << 18) -> bytes:
+    """``count`` central-directory entries ``archive/data/<i>`` all pointing at the one local record of
+    ``archive/data/0`` (256 KiB): read one by one, 1 GB from a 0.5 MB file."""
+    entries = {f"s{i}": craft.storage_ref(str(i), nbytes // 4) for i in range(count)}
+    raw = _zip(craft.state_dict(entries), {"0": b"\x00" * nbytes})
+    eocd = raw.rindex(b"PK\x05\x06")
+    n_total, cd_size, cd_offset = struct.unpack_from("<HII", raw, eocd + 10)
+    cd = raw[cd_offset : cd_offset + cd_size]
+    at = cd.index(b"PK\x01\x02")
+    records = []
+    while at < len(cd):  # split the directory into records
+        n_len, e_len, c_len = struct.unpack_from("<HHH", cd, at + 28)
+        end = at + 46 + n_len + e_len + c_len
+        records.append(cd[at:end])
+        at = end
+    zero = next(r for r in records if r[46:].startswith(b"archive/data/0"))
+    clones = []
+    for i in range(1, count):
+        name = f"archive/data/{i}".encode()
+        clones.append(zero[:28] + struct.pack("<H", len(name)) + zero[30:46] + name)  # no extra, no comment
+    new_cd = cd + b"".join(clones)
+    tail = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n_total + count - 1, n_total + count - 1, len(new_cd),
+                       cd_offset, 0)
+    return raw[:cd_offset] + new_cd + tail
+
+
+def zip_byteorder_bomb(nbytes: int = 300 << 20) -> bytes:
+    """A deflated ``byteorder`` record of 300 MB (it holds "little" or "big")."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("archive/data.pkl", craft.state_dict({}))
+        with z.open("archive/byteorder", "w", force_zip64=True) as w:
+            chunk = b"\x00" * (1 << 22)
+            for _ in range(nbytes // len(chunk)):
+                w.write(chunk)
+    return buf.getvalue()
+
+
 def zip_traversal() -> bytes:
     return _zip(craft.state_dict({}), {}, extra={"archive/../../evil": b"x"})
 
@@ -228,6 +266,8 @@ HOSTILE: tuple[Hostile, ...] = (
     Hostile("zip-duplicate", "zip-duplicate.pt", zip_duplicate, match="more than once"),
     Hostile("zip-size-mismatch", "zip-size-mismatch.pt", zip_size_mismatch, match="declares"),
     Hostile("zip-bomb", "zip-bomb.pt", zip_bomb, match="budget", fast=False),
+    Hostile("zip-forged-directory", "zip-forged.pt", zip_forged_directory, match="forged"),
+    Hostile("zip-byteorder-bomb", "zip-byteorder.pt", zip_byteorder_bomb, match="byteorder", fast=False),
     Hostile("zip-traversal", "zip-traversal.pt", zip_traversal, match="'..'"),
     Hostile("numel-mismatch", "numel-mismatch.pt", numel_mismatch, match="declares"),
     Hostile("safetensors-overlap", "overlap.safetensors", safetensors_overlap,

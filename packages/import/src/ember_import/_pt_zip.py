@@ -67,6 +67,12 @@ def _data_offset(f: BinaryIO, info: zipfile.ZipInfo, file_size: int, origin: str
     sig, name_len, extra_len = _LOCAL_HEADER.unpack(head)
     if sig != b"PK\x03\x04":
         raise ModelImportError(f"{origin}: the zip entry {summary(info.filename)} has a corrupted local header.")
+    local_name = f.read(name_len)
+    if local_name != info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace"):
+        raise ModelImportError(
+            f"{origin}: the zip entry {summary(info.filename)} points at the local header of {summary(local_name)}; "
+            "the archive's directory is forged (entries sharing one record would read the same bytes many times)."
+        )
     offset = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
     if offset + info.compress_size > file_size:
         raise ModelImportError(
@@ -129,9 +135,14 @@ def read_zip(
         raise ModelImportError(
             f"{origin}: '{pkl.filename}' declares {pkl.file_size} bytes (file: {file_size}); refusing to expand it."
         )
+    order_info = by_name.get(f"{prefix}/byteorder")
+    if order_info is not None and order_info.file_size > 16:
+        raise ModelImportError(
+            f"{origin}: '{order_info.filename}' declares {order_info.file_size} bytes, expected 'little' or 'big'."
+        )
     try:
         data = zf.read(pkl)
-        order = zf.read(by_name[f"{prefix}/byteorder"]) if f"{prefix}/byteorder" in by_name else b"little"
+        order = zf.read(order_info) if order_info is not None else b"little"
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
         raise ModelImportError(f"{origin}: cannot read the archive's pickle ({exc}); the file is corrupted.") from None
     if order not in (b"little", b"big"):
@@ -204,4 +215,18 @@ def read_zip(
     unpickler = SafeUnpickler(io.BytesIO(data), origin=origin, persistent_load=persistent_load,
                               max_tensor_bytes=max_tensor_bytes, budget=budget)
     root = safe_load(unpickler, origin, f"'{pkl.filename}'")
+    _check_disjoint(storages.values(), origin)
     return root, list(storages.values()), order == b"big"
+
+
+def _check_disjoint(storages: Any, origin: str) -> None:
+    """Refuse stored storages whose bytes overlap in the file: each would be read (and count) separately, so a
+    small archive whose directory points many entries at one region reads as many copies of it."""
+    spans = sorted((s.file_offset, s.file_offset + s.nbytes, s.name) for s in storages
+                   if s.file_offset is not None and s.nbytes)
+    for (_, end_a, a), (begin_b, _, b) in zip(spans, spans[1:]):
+        if begin_b < end_a:
+            raise ModelImportError(
+                f"{origin}: the zip entries {summary(a)} and {summary(b)} share bytes in the file; a torch.save "
+                "archive stores each storage once. The file is corrupted or malicious."
+            )
