@@ -3,7 +3,11 @@
 - ``conformance(<backend>)``: the conformance suite (``python -m ember.testing --backend NAME``) on
   numpy, torch and jax; a backend whose package is not in ``packages/`` yet is skipped. One backend:
   ``nox -s conformance -k numpy``.
-- ``tests``: each package's own ``packages/*/tests``.
+- ``tests``: each package's own ``packages/*/tests``, ``examples/tests`` and the fault suite's fast subset
+  (``tests/fault``).
+- ``fault``: the whole fault suite (``python -m tests.fault --full``): every hostile file of the corpus
+  (``tests/fault/corpus_*.py``) loaded in a child process under a memory and a time limit; each must end in a clean
+  error naming the file or load exactly.
 - ``lint``: ruff. ``typecheck``: mypy on every distribution's package.
 - ``docs``: The Ember Book and the API reference (``mkdocs build --strict`` into ``site/``), then every Python
   block of the book (pytest-markdown-docs), the API-reference coverage and the headless-browser checks.
@@ -142,11 +146,13 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Each package's own tests (``packages/*/tests``), then ``examples/tests``; one pytest run each."""
+    """Each package's own tests (``packages/*/tests``), then ``examples/tests``, then the fault suite's fast subset
+    (``tests/fault``); one pytest run each."""
     packages = _packages()
     _install(session, *packages)
     failed: list[str] = []
-    suites = [(package.name, package / "tests") for package in packages] + [("examples", ROOT / "examples/tests")]
+    suites = [(package.name, package / "tests") for package in packages] + [("examples", ROOT / "examples/tests"),
+                                                                          ("fault", ROOT / "tests/fault")]
     for name, tests_dir in suites:
         if not any(tests_dir.glob("**/test_*.py")):
             session.log(f"{name}: no tests in {tests_dir.relative_to(ROOT)}")
@@ -160,6 +166,16 @@ def tests(session: nox.Session) -> None:
             failed.append(name)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
+
+
+@nox.session(python=PYTHON)
+def fault(session: nox.Session) -> None:
+    """The whole fault suite: ``python -m tests.fault --full`` (arguments go to the runner: ``nox -s fault -- -k dag
+    -v``). Hostile files are loaded in children under ``RLIMIT_AS`` and a time limit; torch (from the constraints)
+    only writes the benign files in the parent."""
+    session.install(*CONSTRAINTS, "-e", "packages/core", "-e", "packages/backend-numpy", "-e", "packages/import[onnx]",
+                    "torch", "pytest")
+    session.run("python", "-m", "tests.fault", "--full", *session.posargs)
 
 
 @nox.session(python=PYTHON)

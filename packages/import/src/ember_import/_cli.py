@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from ._errors import ModelImportError
+from ._limits import summary as bounded
 from ._load import read_file
 
 __all__ = ["main"]
@@ -46,7 +47,7 @@ def _inspect(path: str, top_level_key: str | None, as_json: bool) -> int:
             "file": str(file.path), "format": file.format,
             "tensors": [{"key": k, "shape": list(t.shape), "dtype": str(t.dtype)} for k, t in tensors.items()],
             "num_tensors": len(tensors), "num_params": params, "num_bytes": nbytes,
-            "values": {k: repr(v) for k, v in values.items()},
+            "values": {k: bounded(v, 10_000) for k, v in values.items()},
         }
         print(json.dumps(out, indent=2))
         return 0
@@ -63,7 +64,7 @@ def _inspect(path: str, top_level_key: str | None, as_json: bool) -> int:
             print(f"  {r[0]:<{w}}  {r[1]:<24} {r[2]:<9} {r[3]:>14}")
         print(summary)
         for k, v in values.items():
-            print(f"  {k} = {v!r:.120}")
+            print(f"  {k} = {bounded(v, 120)}")
         return 0
     table = Table(title=title)
     for col, justify in (("key", "left"), ("shape", "left"), ("dtype", "left"), ("elements", "right")):
@@ -78,7 +79,7 @@ def _inspect(path: str, top_level_key: str | None, as_json: bool) -> int:
         vt.add_column("key")
         vt.add_column("value")
         for k, v in values.items():
-            vt.add_row(k, f"{v!r:.120}")
+            vt.add_row(k, bounded(v, 120))
         console.print(vt)
     return 0
 

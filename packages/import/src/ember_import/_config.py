@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from ember import TensorData
 
 from ._errors import ModelImportError
+from ._limits import summary
 from ._load import read_file
 
 __all__ = ["config_from_file"]
@@ -40,9 +41,10 @@ def config_from_file(path: str | os.PathLike[str], top_level_key: str | None = N
     root: Any = file.root if file.format != "safetensors" else file.metadata.get("metadata", {})
     if top_level_key is not None:
         if not isinstance(root, dict) or top_level_key not in root:
-            keys = sorted(map(str, root)) if isinstance(root, dict) else []
+            keys = sorted(summary(k, 60) for k in root)[:20] if isinstance(root, dict) else []
             raise ModelImportError(
-                f"'{path}': no top-level key {top_level_key!r}; the top-level keys are {keys[:20] or '(none)'}."
+                f"'{path}': no top-level key {top_level_key!r}; the top-level keys are "
+                f"{', '.join(keys) or '(none)'}{' ...' if isinstance(root, dict) and len(root) > 20 else ''}."
             )
         root = root[top_level_key]
     if not isinstance(root, dict):

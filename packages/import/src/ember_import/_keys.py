@@ -46,6 +46,12 @@ def remap_key(key: str, rules: Sequence[tuple[re.Pattern[str], str]]) -> str:
     return key
 
 
+def _is_index(part: str) -> bool:
+    """A key part that is a list index: ASCII digits, at most 18 (a longer run is a name, and Python refuses to
+    convert more than 4300 digits to an int)."""
+    return part.isdigit() and part.isascii() and len(part) <= 18
+
+
 def map_indices_contiguous(keys: Iterable[str]) -> dict[str, str]:
     """Renumber numeric path components to ``0, 1, 2, ...`` per position, keeping their order.
 
@@ -67,14 +73,14 @@ def map_indices_contiguous(keys: Iterable[str]) -> dict[str, str]:
     split = [k.split(".") for k in keys]
     for parts in split:
         for i, part in enumerate(parts):
-            if part.isdigit() and part.isascii():
+            if _is_index(part):
                 positions.setdefault(".".join(parts[:i]), set()).add(int(part))
     renumber = {prefix: {old: new for new, old in enumerate(sorted(idx))} for prefix, idx in positions.items()}
     out: dict[str, str] = {}
     for key, parts in zip(keys, split):
         new = list(parts)
         for i, part in enumerate(parts):
-            if part.isdigit() and part.isascii():
+            if _is_index(part):
                 new[i] = str(renumber[".".join(parts[:i])][int(part)])
         out[key] = ".".join(new)
     return out

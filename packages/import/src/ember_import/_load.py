@@ -12,6 +12,7 @@ from ._debug import print_keys
 from ._errors import ModelImportError
 from ._imported import ImportedFile
 from ._keys import compile_remap, map_indices_contiguous, remap_key
+from ._limits import summary
 from ._load_args import LoadArgs
 
 __all__ = ["LoadResult", "load_tensors", "read_file", "detect_format", "unflatten"]
@@ -35,12 +36,13 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     )
 
 
-def read_file(path: str | os.PathLike[str], *, mmap: bool = False, max_tensor_bytes: int | None = None) -> ImportedFile:
+def read_file(path: str | os.PathLike[str], *, mmap: bool = False, max_tensor_bytes: int | None = None,
+              max_bytes: int | None = None) -> ImportedFile:
     """Read a ``.pt``/``.pth`` or ``.safetensors`` file (format detected from its bytes)."""
     if detect_format(path) == "pytorch":
         from ._pt import read_pytorch
 
-        return read_pytorch(path, mmap=mmap, max_tensor_bytes=max_tensor_bytes)
+        return read_pytorch(path, mmap=mmap, max_tensor_bytes=max_tensor_bytes, max_bytes=max_bytes)
     from .safetensors import read_safetensors
 
     return read_safetensors(path, mmap=mmap)
@@ -102,7 +104,7 @@ def _select(file: ImportedFile, key: str | None) -> tuple[dict[str, TensorData],
     values = {k[len(prefix):]: v for k, v in file.values.items() if k.startswith(prefix)}
     if not tensors and not values:
         tops = sorted({k.split(".", 1)[0] for k in [*file.tensors, *file.values]})
-        shown = ", ".join(repr(t) for t in tops[:20]) + (" ..." if len(tops) > 20 else "")
+        shown = ", ".join(summary(t, 60) for t in tops[:20]) + (" ..." if len(tops) > 20 else "")
         raise ModelImportError(
             f"'{file.path}': no top-level key {key!r}; the file's top-level keys are {shown or '(none)'}. "
             "Fix LoadArgs.with_top_level_key."
@@ -119,7 +121,7 @@ def load_tensors(args: LoadArgs) -> LoadResult:
             key is missing (the available keys are listed), two tensors end up with the same key (both
             original keys are named), or the adapter returns something other than a ``TensorEntry``/None.
     """
-    file = read_file(args.path, mmap=args.mmap, max_tensor_bytes=args.max_tensor_bytes)
+    file = read_file(args.path, mmap=args.mmap, max_tensor_bytes=args.max_tensor_bytes, max_bytes=args.max_bytes)
     tensors, values = _select(file, args.top_level_key)
     rules = [compile_remap(p, r) for p, r in args.key_remap]
     renamed = [(remap_key(k, rules), k, v) for k, v in tensors.items()]
@@ -138,10 +140,13 @@ def load_tensors(args: LoadArgs) -> LoadResult:
             rows.append((orig, "(dropped)", data.shape, str(data.dtype)))
             continue
         if not isinstance(entry, TensorEntry):
-            raise ModelImportError(f"adapter {args.adapter!r} returned {type(entry).__name__} for {orig!r}.")
+            raise ModelImportError(
+                f"'{file.path}': adapter {args.adapter!r} returned {type(entry).__name__} for {summary(orig)}."
+            )
         if entry.key in out:
             raise ModelImportError(
-                f"'{file.path}': {orig!r} and {origins[entry.key]!r} both map to {entry.key!r}; fix the key remaps."
+                f"'{file.path}': {summary(orig)} and {summary(origins[entry.key])} both map to {summary(entry.key)}; "
+                "fix the key remaps."
             )
         out[entry.key] = entry.data
         origins[entry.key] = orig

@@ -37,6 +37,8 @@ class LoadArgs:
         map_indices_contiguous: renumber numeric key components; None picks the format's default.
         mmap: memory-map the file instead of reading it (PyTorch and safetensors files).
         max_tensor_bytes: refuse larger tensors (default ``max(file size, 1 GiB)``).
+        max_bytes: the budget of the whole load, the bytes of every distinct tensor plus decompressed storages
+            (default ``$EMBER_IMPORT_MAX_BYTES``, else ``max(4 x file size, 256 MiB)``; see docs/import.md).
         adapter_type: ``"pytorch"`` (default) or ``"none"``: whether the recorders
             (``PyTorchFileRecorder``, ``SafetensorsFileRecorder``) convert PyTorch layouts to Ember's
             (Burn's ``AdapterType``); ``load_tensors`` ignores it.
@@ -50,6 +52,7 @@ class LoadArgs:
     map_indices_contiguous: bool | None = None
     mmap: bool = False
     max_tensor_bytes: int | None = None
+    max_bytes: int | None = None
     adapter_type: str = "pytorch"
 
     def __init__(self, path: str | os.PathLike[str], **kwargs: object) -> None:
@@ -110,6 +113,19 @@ class LoadArgs:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ModelImportError(f"with_max_tensor_bytes: expected an int >= 0, got {limit!r}.")
         return self._replace(max_tensor_bytes=limit)
+
+    def with_max_bytes(self, limit: int) -> LoadArgs:
+        """Refuse a file whose tensors (each distinct one once) and decompressed storages need more than ``limit``
+        bytes in all; checked while the file declares them, before anything is read. The default
+        (``$EMBER_IMPORT_MAX_BYTES``, else ``max(4 x file size, 256 MiB)``) bounds what a tiny hostile file can
+        make Ember allocate.
+
+        Raises:
+            ModelImportError: not an int >= 0.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ModelImportError(f"with_max_bytes: expected an int >= 0, got {limit!r}.")
+        return self._replace(max_bytes=limit)
 
     def with_adapter_type(self, adapter_type: str) -> LoadArgs:
         """``"pytorch"``: the recorders convert PyTorch's layouts to Ember's (transposed Linear weights, norm

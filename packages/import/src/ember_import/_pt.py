@@ -15,12 +15,13 @@ from ember import DType
 
 from ._errors import ModelImportError
 from ._imported import ImportedFile, map_tree
+from ._limits import Budget, default_max_bytes
 from ._pt_legacy import read_legacy
 from ._pt_zip import read_zip
 from ._storage import Storage, fill_storages
 from ._views import PendingTensor, make_view, materialize
 
-__all__ = ["read_pytorch", "default_max_tensor_bytes"]
+__all__ = ["read_pytorch", "default_max_tensor_bytes", "default_max_bytes"]
 
 
 def default_max_tensor_bytes(file_size: int) -> int:
@@ -34,7 +35,8 @@ def default_max_tensor_bytes(file_size: int) -> int:
 
 
 def read_pytorch(
-    path: str | os.PathLike[str], *, mmap: bool = False, max_tensor_bytes: int | None = None
+    path: str | os.PathLike[str], *, mmap: bool = False, max_tensor_bytes: int | None = None,
+    max_bytes: int | None = None,
 ) -> ImportedFile:
     """Read a PyTorch checkpoint (``torch.save`` output, zip or legacy format) into Ember values.
 
@@ -47,6 +49,9 @@ def read_pytorch(
             pages, read from disk on first touch. Default False: one read per storage.
         max_tensor_bytes: refuse any tensor whose elements would take more bytes than this (default
             :func:`default_max_tensor_bytes`).
+        max_bytes: the budget of the whole load: the bytes of every distinct tensor plus decompressed storages
+            (default :func:`~ember_import._limits.default_max_bytes`: ``$EMBER_IMPORT_MAX_BYTES``, else
+            ``max(4 x file size, 256 MiB)``). Checked while the pickle declares tensors, before anything is read.
 
     Returns:
         an :class:`ImportedFile`; ``tensors`` maps dotted keys (``"model.fc.weight"``) to ``TensorData`` in
@@ -55,20 +60,41 @@ def read_pytorch(
     Raises:
         FileNotFoundError: no such file.
         ModelImportError: not a PyTorch file, a TorchScript archive, a refused global, a corrupted or
-            truncated file, an unsupported element type, or sizes/views outside their buffers.
+            truncated file, an unsupported element type, sizes/views outside their buffers, tensors beyond
+            ``max_tensor_bytes`` or, together, beyond ``max_bytes``; memory running out is reported as this
+            error too (never a bare ``MemoryError``). Every message names the file.
     """
     p = Path(path)
     origin = f"'{p}'"
     file_size = p.stat().st_size
+    try:
+        return _read(p, origin, file_size, mmap, max_tensor_bytes, max_bytes)
+    except ModelImportError as exc:
+        if origin in str(exc):
+            raise
+        raise ModelImportError(f"{origin}: {exc}") from None
+    except (MemoryError, RecursionError) as exc:
+        raise ModelImportError(
+            f"{origin}: reading the file ran out of {'memory' if isinstance(exc, MemoryError) else 'stack'}; the "
+            "file describes more than this process can hold. Lower what a load may materialise "
+            "(LoadArgs.with_max_bytes, EMBER_IMPORT_MAX_BYTES) to be refused earlier, or use mmap=True."
+        ) from None
+
+
+def _read(p: Path, origin: str, file_size: int, mmap: bool, max_tensor_bytes: int | None,
+          max_bytes: int | None) -> ImportedFile:
     limit = default_max_tensor_bytes(file_size) if max_tensor_bytes is None else int(max_tensor_bytes)
+    budget = Budget(default_max_bytes(file_size) if max_bytes is None else int(max_bytes), origin)
     with open(p, "rb") as f:
         head = f.read(512)
         if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
             fmt = "pytorch-zip"
-            root, storages, big = read_zip(f, origin=origin, file_size=file_size, max_tensor_bytes=limit)
+            root, storages, big = read_zip(f, origin=origin, file_size=file_size, max_tensor_bytes=limit,
+                                         budget=budget)
         elif head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
             fmt = "pytorch-legacy"
-            root, storages, big = read_legacy(f, origin=origin, file_size=file_size, max_tensor_bytes=limit)
+            root, storages, big = read_legacy(f, origin=origin, file_size=file_size, max_tensor_bytes=limit,
+                                         budget=budget)
         elif len(head) >= 262 and head[257:262] == b"ustar":
             raise ModelImportError(
                 f"{origin}: a tar-format checkpoint (PyTorch < 0.4); Ember does not read it. Re-save it with a "
@@ -85,7 +111,8 @@ def read_pytorch(
         if isinstance(t, Storage):  # a storage saved on its own: its elements as a 1-d tensor
             t = make_view(t, 0, (t.nbytes // (t.dtype.itemsize if t.dtype else 1),), (1,), t.dtype or DType.UINT8,
                           origin=origin, max_bytes=limit)
+            budget.take(t.nbytes, f"storage {t.storage.name!r}")
         return materialize(t, big_endian=big, share=mmap)
 
-    tree = map_tree(root, build)
+    tree = map_tree(root, build, origin=origin)
     return ImportedFile(p, fmt, tree, {"byteorder": "big" if big else "little", "mmap": mmap})

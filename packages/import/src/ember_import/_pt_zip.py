@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from ._errors import ModelImportError
+from ._limits import Budget, summary
 from ._storage import Storage
 from ._torch_types import StorageType
 from ._unpickler import SafeUnpickler, safe_load
@@ -43,7 +44,7 @@ def check_member_name(name: str, origin: str) -> None:
     if (not name or name.startswith(("/", "\\")) or "\\" in name or "\x00" in name or ".." in parts
             or re.match(r"^[A-Za-z]:", name)):
         raise ModelImportError(
-            f"{origin}: the zip archive has an entry named {name!r} (absolute, with '..' or a drive); a file "
+            f"{origin}: the zip archive has an entry named {summary(name)} (absolute, with '..' or a drive); a file "
             "written by torch.save never does. Refusing the file."
         )
 
@@ -62,28 +63,37 @@ def _data_offset(f: BinaryIO, info: zipfile.ZipInfo, file_size: int, origin: str
     f.seek(info.header_offset)
     head = f.read(_LOCAL_HEADER.size)
     if len(head) != _LOCAL_HEADER.size:
-        raise ModelImportError(f"{origin}: the zip entry {info.filename!r} is truncated.")
+        raise ModelImportError(f"{origin}: the zip entry {summary(info.filename)} is truncated.")
     sig, name_len, extra_len = _LOCAL_HEADER.unpack(head)
     if sig != b"PK\x03\x04":
-        raise ModelImportError(f"{origin}: the zip entry {info.filename!r} has a corrupted local header.")
+        raise ModelImportError(f"{origin}: the zip entry {summary(info.filename)} has a corrupted local header.")
+    local_name = f.read(name_len)
+    if local_name != info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace"):
+        raise ModelImportError(
+            f"{origin}: the zip entry {summary(info.filename)} points at the local header of {summary(local_name)}; "
+            "the archive's directory is forged (entries sharing one record would read the same bytes many times)."
+        )
     offset = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
     if offset + info.compress_size > file_size:
         raise ModelImportError(
-            f"{origin}: the zip entry {info.filename!r} ({info.compress_size} bytes at offset {offset}) extends past "
+            f"{origin}: the zip entry {summary(info.filename)} ({info.compress_size} bytes at offset "
+            f"{offset}) extends past "
             f"the end of the file ({file_size} bytes); the file is truncated."
         )
     return offset
 
 
 def read_zip(
-    f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int
+    f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int, budget: Budget | None = None
 ) -> tuple[Any, list[Storage], bool]:
     """Unpickle a torch.save zip archive. Returns ``(root, storages, big_endian)``; storages are not read yet.
 
     Raises:
-        ModelImportError: not a valid zip, unsafe entry names, a TorchScript archive, a missing or
-            oversized ``data.pkl``, storage declarations that do not match the archive, a refused global.
+        ModelImportError: not a valid zip, unsafe or duplicate entry names, a TorchScript archive, a missing or
+            oversized ``data.pkl``, storage declarations that do not match the archive, a refused global, tensors
+            or decompressed storages beyond ``budget``.
     """
+    budget = budget if budget is not None else Budget(max_tensor_bytes, origin)
     try:
         zf = zipfile.ZipFile(f)
         infos = zf.infolist()
@@ -97,6 +107,21 @@ def read_zip(
         check_member_name(info.filename, origin)
     prefix = _prefix(infos, origin)
     by_name = {i.filename: i for i in infos}
+    if len(by_name) != len(infos):
+        seen: set[str] = set()
+        dup = next(i.filename for i in infos if i.filename in seen or seen.add(i.filename))  # type: ignore[func-returns-value]
+        raise ModelImportError(
+            f"{origin}: the zip archive holds the entry {summary(dup)} more than once; readers disagree on which copy "
+            "counts (torch reads one, Python's zipfile another), so Ember refuses the file. Re-save it with "
+            "torch.save."
+        )
+    for info in infos:
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+            raise ModelImportError(
+                f"{origin}: the stored (uncompressed) zip entry {summary(info.filename)} declares "
+                f"{info.file_size} bytes "
+                f"but occupies {info.compress_size}; the file is corrupted or malicious."
+            )
     if f"{prefix}/constants.pkl" in by_name or any(n.startswith(f"{prefix}/code/") for n in by_name):
         raise ModelImportError(
             f"{origin}: this is a TorchScript archive (torch.jit.save), which holds code. Load it in PyTorch and "
@@ -110,9 +135,14 @@ def read_zip(
         raise ModelImportError(
             f"{origin}: '{pkl.filename}' declares {pkl.file_size} bytes (file: {file_size}); refusing to expand it."
         )
+    order_info = by_name.get(f"{prefix}/byteorder")
+    if order_info is not None and order_info.file_size > 16:
+        raise ModelImportError(
+            f"{origin}: '{order_info.filename}' declares {order_info.file_size} bytes, expected 'little' or 'big'."
+        )
     try:
         data = zf.read(pkl)
-        order = zf.read(by_name[f"{prefix}/byteorder"]) if f"{prefix}/byteorder" in by_name else b"little"
+        order = zf.read(order_info) if order_info is not None else b"little"
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
         raise ModelImportError(f"{origin}: cannot read the archive's pickle ({exc}); the file is corrupted.") from None
     if order not in (b"little", b"big"):
@@ -122,23 +152,28 @@ def read_zip(
 
     def persistent_load(pid: Any) -> Storage:
         if not isinstance(pid, tuple) or len(pid) != 5:
-            raise ModelImportError(f"{origin}: unexpected persistent id {pid!r:.200} (expected a storage reference).")
+            raise ModelImportError(
+                f"{origin}: unexpected persistent id {summary(pid, 200)} (expected a storage reference)."
+            )
         typename, stype, key, _location, numel = pid
         if isinstance(typename, bytes):
             typename = typename.decode("ascii", "replace")
         if typename != "storage" or not isinstance(stype, StorageType):
-            raise ModelImportError(f"{origin}: unexpected persistent id {pid!r:.200} (expected a storage reference).")
+            raise ModelImportError(
+                f"{origin}: unexpected persistent id {summary(pid, 200)} (expected a storage reference)."
+            )
         if isinstance(key, bytes):
             key = key.decode("ascii", "replace")
         if not isinstance(key, str) or not _KEY.match(key) or ".." in key:
-            raise ModelImportError(f"{origin}: a storage key is {key!r:.80}, expected a short name such as '0'.")
+            raise ModelImportError(f"{origin}: a storage key is {summary(key)}, expected a short name such as '0'.")
         if stype.unsupported:
             raise ModelImportError(
                 f"{origin}: storage '{key}' holds {stype.unsupported} elements, which Ember does not support; "
                 "convert the tensor in PyTorch before saving (e.g. t.float())."
             )
         if isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
-            raise ModelImportError(f"{origin}: storage '{key}' declares {numel!r} elements, expected an int >= 0.")
+            raise ModelImportError(f"{origin}: storage '{key}' declares {summary(numel)} elements, expected "
+                                   f"an int >= 0.")
         if key in storages:
             return storages[key]
         name = f"{prefix}/data/{key}"
@@ -165,6 +200,7 @@ def read_zip(
                     f"{origin}: compressed entry '{name}' declares {nbytes} bytes, above the {max_tensor_bytes}-byte "
                     "limit."
                 )
+            budget.take(nbytes, f"decompressing '{name}'")
             import numpy as np
 
             try:
@@ -177,6 +213,20 @@ def read_zip(
     import io
 
     unpickler = SafeUnpickler(io.BytesIO(data), origin=origin, persistent_load=persistent_load,
-                              max_tensor_bytes=max_tensor_bytes)
+                              max_tensor_bytes=max_tensor_bytes, budget=budget)
     root = safe_load(unpickler, origin, f"'{pkl.filename}'")
+    _check_disjoint(storages.values(), origin)
     return root, list(storages.values()), order == b"big"
+
+
+def _check_disjoint(storages: Any, origin: str) -> None:
+    """Refuse stored storages whose bytes overlap in the file: each would be read (and count) separately, so a
+    small archive whose directory points many entries at one region reads as many copies of it."""
+    spans = sorted((s.file_offset, s.file_offset + s.nbytes, s.name) for s in storages
+                   if s.file_offset is not None and s.nbytes)
+    for (_, end_a, a), (begin_b, _, b) in zip(spans, spans[1:]):
+        if begin_b < end_a:
+            raise ModelImportError(
+                f"{origin}: the zip entries {summary(a)} and {summary(b)} share bytes in the file; a torch.save "
+                "archive stores each storage once. The file is corrupted or malicious."
+            )

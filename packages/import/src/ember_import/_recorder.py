@@ -28,6 +28,7 @@ from ember.record import FullPrecisionSettings, PrecisionSettings
 from ._adapt import AdaptResult, adapt_to_module
 from ._adapter import Adapter, IdentityAdapter
 from ._debug import print_keys
+from ._errors import ModelImportError
 from ._load import load_tensors, unflatten
 from ._load_args import LoadArgs
 
@@ -140,7 +141,19 @@ class _FileRecorder:
         args = _as_args(args)
         entry_adapter = None if isinstance(args.adapter, IdentityAdapter) else args.adapter
         result = load_tensors(args.with_adapter(IdentityAdapter()))
-        tensors = {k: self.settings.convert(t, k) for k, t in result.tensors.items()}
+        converted: dict[int, TensorData] = {}  # one conversion per distinct tensor, however many keys share it
+        tensors = {}
+        try:
+            for k, t in result.tensors.items():
+                done = converted.get(id(t))
+                if done is None:
+                    done = converted[id(t)] = self.settings.convert(t, k)
+                tensors[k] = done
+        except MemoryError:
+            raise ModelImportError(
+                f"'{args.path}': converting its tensors to {self.settings!r} ran out of memory; load with a "
+                "smaller precision setting or on a machine with more memory."
+            ) from None
         return ImportedRecord(tensors, origins=result.original_keys, values=result.values,
                               pytorch=args.adapter_type == "pytorch", adapter=entry_adapter, device=device,
                               debug_print=args.debug_print, source=f"{args.path} ({result.file.format})")

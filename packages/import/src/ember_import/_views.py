@@ -22,6 +22,7 @@ from ember import DType, TensorData
 
 from ._errors import ModelImportError
 from ._frozen import Frozen
+from ._limits import summary
 from ._storage import Storage
 
 __all__ = ["PendingTensor", "make_view", "materialize"]
@@ -60,7 +61,7 @@ def _ints(value: Any, what: str, origin: str) -> tuple[int, ...]:
     out = []
     for v in value:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ModelImportError(f"{origin}: a tensor's {what} holds {v!r}, expected non-negative ints.")
+            raise ModelImportError(f"{origin}: a tensor's {what} holds {summary(v)}, expected non-negative ints.")
         if v < 0:
             raise ModelImportError(f"{origin}: a tensor's {what} holds the negative value {v}; corrupted file.")
         out.append(operator.index(v))
@@ -90,7 +91,7 @@ def make_view(storage: Any, offset: Any, size: Any, stride: Any, dtype: DType | 
     if dt is None:
         raise ModelImportError(f"{origin}: a tensor on the untyped storage {storage.name!r} has no element type.")
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ModelImportError(f"{origin}: a tensor's storage offset is {offset!r}, expected an int >= 0.")
+        raise ModelImportError(f"{origin}: a tensor's storage offset is {summary(offset)}, expected an int >= 0.")
     shape = _ints(size, "size", origin)
     strides = _ints(stride, "stride", origin)
     if len(shape) != len(strides):

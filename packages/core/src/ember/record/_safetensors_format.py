@@ -62,24 +62,29 @@ def read_header(f: Any, size: int, origin: str, supported: Mapping[str, Any]) ->
     raw = f.read(n)
     try:
         header = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RecordError(f"{origin}: the safetensors header is not valid JSON ({exc}).") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise RecordError(
+            f"{origin}: the safetensors header is not valid JSON or nests too deeply ({str(exc)[:200]})."
+        ) from None
     if not isinstance(header, dict):
         raise RecordError(f"{origin}: the safetensors header is not a JSON object.")
     data_start = 8 + n
     meta = header.get("__metadata__")
     if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
         raise RecordError(f"{origin}: the safetensors header's __metadata__ is not an object of strings.")
+    spans = []
     for name, entry in header.items():
         if name == "__metadata__":
             continue
+        name = name if len(name) <= 200 else name[:200] + "..."  # messages: never an attacker-sized key
         if not isinstance(entry, dict):
             raise RecordError(f"{origin}: header entry {name!r} is not an object.")
         dtype = entry.get("dtype")
         if not isinstance(dtype, str) or dtype not in supported or dtype not in ITEMSIZE:
             raise RecordError(
-                f"{origin}: tensor {name!r} has dtype {dtype!r}, which this reader does not support "
-                f"(supported: {', '.join(k for k in supported if k in ITEMSIZE)})."
+                f"{origin}: tensor {name!r} has dtype "
+                f"{(dtype if isinstance(dtype, str) else type(dtype).__name__)[:60]!r}, which this reader does not "
+                f"support (supported: {', '.join(k for k in supported if k in ITEMSIZE)})."
             )
         shape = entry.get("shape")
         offs = entry.get("data_offsets")
@@ -93,9 +98,22 @@ def read_header(f: Any, size: int, origin: str, supported: Mapping[str, Any]) ->
         begin, end = offs
         if end < begin or end - begin != numel * ITEMSIZE[dtype] or data_start + end > size:
             raise RecordError(
-                f"{origin}: tensor {name!r} of shape {shape} ({dtype}) has data_offsets {offs}, which do not match "
-                f"its size or run past the end of the file ({size} bytes)."
+                f"{origin}: tensor {name!r} of shape {str(shape)[:200]} ({dtype}) has data_offsets {offs}, which do "
+                f"not match its size or run past the end of the file ({size} bytes)."
             )
+        if end > begin:  # (empty tensors take no bytes and may sit anywhere)
+            spans.append((begin, end, name))
+    spans.sort(key=lambda s: (s[0], s[1]))
+    reach, a = 0, ""
+    for begin_b, end_b, b in spans:
+        if begin_b < reach:
+            raise RecordError(
+                f"{origin}: tensors {a!r} and {b!r} share bytes (data_offsets overlap); a safetensors file gives each "
+                "tensor its own bytes, and overlapping entries would make a small file load as many copies of the "
+                "same data. The file is corrupted or malicious."
+            )
+        if end_b > reach:
+            reach, a = end_b, b
     return header, data_start
 
 
