@@ -9,7 +9,8 @@ A block names what it needs in its fence: in the Book ```` ``` {.python fixture:
 syntax, which Material renders), in a README ```` ```python fixture:mnist ```` (the default syntax, which the
 superfences mode also reads and GitHub renders as Python: it takes the info string's first word). A fixture's
 value is the block's global of the same name (``device``, ``config``...). A missing need skips the block with the
-reason (never silently). Every block runs in a fresh temporary directory, so files it writes are thrown away. A
+reason (never silently). Every block runs in a fresh temporary directory (``tmp_path``: a fixture that writes a file
+for the block writes it there), so files it writes are thrown away. A
 block followed by a ``text title="Output"`` block must print that text.
 """
 
@@ -84,7 +85,7 @@ def _needs_torch() -> Any:
 
 
 @pytest.fixture
-def mlp_pt() -> Path:
+def mlp_pt(tmp_path: Path) -> Path:
     """``model.pt``: a checkpoint ``{"model_state_dict": ..., "epoch": 3, "config": {...}}`` of
     ``torch.nn.Sequential(Linear(2, 16), ReLU(), Linear(16, 2))`` (keys ``0.weight, 0.bias, 2.weight, 2.bias``),
     the README tour's ``MlpConfig(2, 2)`` in PyTorch; written by torch (skipped without it)."""
@@ -92,12 +93,12 @@ def mlp_pt() -> Path:
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     torch.save({"model_state_dict": net.state_dict(), "epoch": 3, "config": {"d_input": 2, "d_output": 2}},
-               "model.pt")
-    return Path("model.pt").resolve()
+               tmp_path / "model.pt")
+    return tmp_path / "model.pt"
 
 
 @pytest.fixture
-def guide_cnn_onnx(examples: Path) -> Path:
+def guide_cnn_onnx(examples: Path, tmp_path: Path) -> Path:
     """``guide_cnn.onnx``: the guide's CNN in PyTorch (``examples/onnx_finetune``), untrained, exported in eval mode
     (opset 17, input ``[batch, 28, 28]``); skipped without torch and onnx."""
     _needs_torch()
@@ -108,7 +109,7 @@ def guide_cnn_onnx(examples: Path) -> Path:
     from onnx_finetune._torch import GuideCnn
 
     torch.manual_seed(0)
-    return export_onnx(GuideCnn().eval(), Path("guide_cnn.onnx").resolve())
+    return export_onnx(GuideCnn().eval(), tmp_path / "guide_cnn.onnx")
 
 
 # ---- the guide's training set-up (examples/guide/training.py), small: what the Learner fragments use
