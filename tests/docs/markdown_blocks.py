@@ -98,6 +98,21 @@ def mlp_pt(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def checkpoint_pt(tmp_path: Path) -> Path:
+    """``checkpoint.pt``: ``{"model_state_dict": ..., "epoch": 3, "config": {"channels": 4, "classes": 10}}`` of a
+    PyTorch module with ``conv = nn.Conv2d(1, 4, 3)`` and ``fc = nn.Linear(4, 10)``; written by torch (skipped
+    without it)."""
+    torch = _needs_torch()
+    torch.manual_seed(0)
+    net = torch.nn.Module()
+    net.conv = torch.nn.Conv2d(1, 4, 3)
+    net.fc = torch.nn.Linear(4, 10)
+    torch.save({"model_state_dict": net.state_dict(), "epoch": 3, "config": {"channels": 4, "classes": 10}},
+               tmp_path / "checkpoint.pt")
+    return tmp_path / "checkpoint.pt"
+
+
+@pytest.fixture
 def guide_cnn_onnx(examples: Path, tmp_path: Path) -> Path:
     """``guide_cnn.onnx``: the guide's CNN in PyTorch (``examples/onnx_finetune``), untrained, exported in eval mode
     (opset 17, input ``[batch, 28, 28]``); skipped without torch and onnx."""
