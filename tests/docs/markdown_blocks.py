@@ -69,6 +69,14 @@ def jax_backend() -> None:
 
 
 @pytest.fixture
+def tensorboard() -> None:
+    """tensorboardX, TensorBoard's writer (ember-train's ``tensorboard`` extra)."""
+    from ember._install import install_command
+
+    pytest.importorskip("tensorboardX", reason=f"needs tensorboardX ({install_command('ember-train', 'tensorboard')})")
+
+
+@pytest.fixture
 def torch() -> None:
     pytest.importorskip("torch", reason="needs torch==2.13.0 (pip install torch==2.13.0) to write the example files")
 
