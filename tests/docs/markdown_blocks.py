@@ -22,8 +22,12 @@ from typing import Any
 import pytest
 from pytest_markdown_docs.plugin import MarkdownInlinePythonItem
 
+from ember._install import install_command
+
 _STEMS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 ROOT = Path(__file__).resolve().parents[2]
+#: how to install torch's CPU build (README, "Install"); PyPI's default Linux wheel is the CUDA build
+_TORCH_CPU = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 
 
 def _complete(d: Path) -> bool:
@@ -60,36 +64,33 @@ def examples(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def torch_backend() -> None:
-    pytest.importorskip("ember_torch", reason="needs ember-backend-torch (pip install -e packages/backend-torch)")
+    pytest.importorskip("ember_torch", reason=f"needs ember-backend-torch ({install_command('ember-backend-torch')})")
 
 
 @pytest.fixture
 def jax_backend() -> None:
-    pytest.importorskip("ember_jax", reason="needs ember-backend-jax (pip install -e packages/backend-jax)")
+    pytest.importorskip("ember_jax", reason=f"needs ember-backend-jax ({install_command('ember-backend-jax')})")
 
 
 @pytest.fixture
 def tensorboard() -> None:
     """tensorboardX, TensorBoard's writer (ember-train's ``tensorboard`` extra)."""
-    from ember._install import install_command
-
     pytest.importorskip("tensorboardX", reason=f"needs tensorboardX ({install_command('ember-train', 'tensorboard')})")
 
 
 @pytest.fixture
 def torch() -> None:
-    pytest.importorskip("torch", reason="needs torch==2.13.0 (pip install torch==2.13.0) to write the example files")
+    _needs_torch()
 
 
 @pytest.fixture
 def onnx_tools() -> None:
-    pytest.importorskip("onnx", reason="needs onnx (pip install -e 'packages/import[onnx]')")
-    pytest.importorskip("torch", reason="needs torch==2.13.0 to export the example model")
+    pytest.importorskip("onnx", reason=f"needs onnx ({install_command('ember-import', 'onnx')})")
+    _needs_torch()
 
 
 def _needs_torch() -> Any:
-    return pytest.importorskip("torch", reason="needs torch==2.13.0 (pip install torch==2.13.0) to write the example "
-                               "files")
+    return pytest.importorskip("torch", reason=f"needs torch==2.13.0 to write the example files ({_TORCH_CPU})")
 
 
 @pytest.fixture
@@ -125,7 +126,7 @@ def guide_cnn_onnx(examples: Path, tmp_path: Path) -> Path:
     """``guide_cnn.onnx``: the guide's CNN in PyTorch (``examples/onnx_finetune``), untrained, exported in eval mode
     (opset 17, input ``[batch, 28, 28]``); skipped without torch and onnx."""
     _needs_torch()
-    pytest.importorskip("onnx", reason="needs onnx (pip install -e 'packages/import[onnx]')")
+    pytest.importorskip("onnx", reason=f"needs onnx ({install_command('ember-import', 'onnx')})")
     import torch
 
     from onnx_finetune import export_onnx
