@@ -108,7 +108,7 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
             raise CollectiveError(
                 "the numpy backend runs its collectives with gloo through torch.distributed, which needs "
                 f"ember-backend-torch and torch ({exc}); install them with "
-                f"`{install_command('ember-backend-numpy', 'collectives')}`, or use the torch or jax backend."
+                f"`{install_command('ember-backend-torch')}`, or use the torch or jax backend."
             ) from exc
         return NumpyGlooCollectives()
 

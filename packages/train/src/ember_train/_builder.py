@@ -346,7 +346,7 @@ class LearnerBuilder:
                 raise LearnerError(
                     f"LearnerBuilder.build: DistributedDataParallel needs collective ops, and the {inner.name!r} "
                     "backend has none; use torch (gloo/nccl), numpy with ember-backend-torch installed "
-                    f"(`{install_command('ember-backend-numpy', 'collectives')}`), or jax."
+                    f"(`{install_command('ember-backend-torch')}`), or jax."
                 )
         if self._loggers is None:
             loggers = ([FileMetricLogger(self._dir / "train")], [FileMetricLogger(self._dir / "valid")])

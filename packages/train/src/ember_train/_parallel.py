@@ -81,7 +81,7 @@ class Replicas:
             raise LearnerError(
                 f"DistributedDataParallel: the {backend.name!r} backend has no collective ops, so it cannot average "
                 "gradients across processes; train with a backend that has them (torch, numpy with ember-backend-torch "
-                f"installed: `{install_command('ember-backend-numpy', 'collectives')}`, jax) or without the "
+                f"installed: `{install_command('ember-backend-torch')}`, jax) or without the "
                 "DistributedDataParallel strategy."
             )
         if dist.is_initialized():

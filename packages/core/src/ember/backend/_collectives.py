@@ -154,5 +154,5 @@ class CollectiveOps:
             f"backend {self.name!r} has no collective ops, so it cannot run a distributed (multi-process) "
             "strategy. Use a backend that has them: 'torch' (torch.distributed: gloo on CPU, nccl on CUDA), "
             "'jax' (jax.distributed) or 'numpy' with ember-backend-torch installed (gloo: "
-            f"`{install_command('ember-backend-numpy', 'collectives')}`); or train on a single process."
+            f"`{install_command('ember-backend-torch')}`); or train on a single process."
         )
