@@ -73,9 +73,10 @@ def jax_backend() -> None:
 
 
 @pytest.fixture
-def tensorboard() -> None:
-    """tensorboardX, TensorBoard's writer (ember-train's ``tensorboard`` extra)."""
-    pytest.importorskip("tensorboardX", reason=f"needs tensorboardX ({install_command('ember-train', 'tensorboard')})")
+def trackers() -> None:
+    """TensorBoard's and MLflow's client libraries (ember-train's ``tensorboard`` and ``mlflow`` extras)."""
+    for module, extra in (("tensorboardX", "tensorboard"), ("mlflow", "mlflow")):
+        pytest.importorskip(module, reason=f"needs {module} ({install_command('ember-train', extra)})")
 
 
 @pytest.fixture
@@ -139,7 +140,9 @@ def guide_cnn_onnx(examples: Path, tmp_path: Path) -> Path:
 # ---- the guide's training set-up (examples/guide/training.py), small: what the Learner fragments use
 @pytest.fixture
 def artifact_dir(tmp_path: Path) -> str:
-    return str(tmp_path / "artifacts")
+    """A fresh run folder. Not named ``artifacts``: MLflow's file store refuses runs below a folder of that name
+    (its check against path traversal), so ``MlflowLogger``'s default store would fail there."""
+    return str(tmp_path / "run")
 
 
 @pytest.fixture
