@@ -66,6 +66,12 @@ def test_an_editable_core_outside_packages_is_not_a_checkout(tmp_path, site):
     assert checkout_root("fake-core") is None
 
 
+def test_an_editable_core_whose_checkout_is_gone_is_not_a_checkout(tmp_path, site):
+    gone = tmp_path / "deleted-repo" / "packages" / "core"
+    _dist(site, "fake-core", {"url": gone.as_uri(), "dir_info": {"editable": True}})
+    assert checkout_root("fake-core") is None
+
+
 def test_not_installed_is_not_a_checkout():
     assert checkout_root("ember-no-such-distribution") is None
 

@@ -38,7 +38,7 @@ def checkout_root(core_distribution: str | None = None) -> Path | None:
     if not info.get("dir_info", {}).get("editable") or not url.startswith("file:"):
         return None
     core = Path(unquote(urlparse(url).path))
-    if core.parent.name != "packages" or not (core.parent.parent / "packages").is_dir():
+    if core.parent.name != "packages" or not core.is_dir():  # not a checkout's layout, or the checkout is gone
         return None
     return core.parent.parent
 
