@@ -10,7 +10,8 @@
   error naming the file or load exactly.
 - ``lint``: ruff. ``typecheck``: mypy on every distribution's package.
 - ``docs``: The Ember Book and the API reference (``mkdocs build --strict`` into ``site/``), then every Python
-  block of the book (pytest-markdown-docs), the API-reference coverage and the headless-browser checks.
+  block of the book and of the READMEs (pytest-markdown-docs), the API-reference coverage and the headless-browser
+  checks.
 - ``onnx(<backend>)``: ONNX's node test suite through ``ember_import.onnx`` (the runtime module, then the code
   ModelGen writes); the default run has numpy only, ``nox -s onnx`` runs all three.
 
@@ -133,15 +134,25 @@ def docs(session: nox.Session) -> None:
     """Build The Ember Book (``site/``; open ``site/index.html``, or ``mkdocs serve`` to edit live) and test it.
 
     ``mkdocs build --strict`` fails on a broken link, a missing API object or any warning. Then pytest runs
-    every Python block of ``docs/`` (blocks that need MNIST or a missing backend are skipped with the reason),
+    every Python block of ``docs/`` and of the READMEs (``README.md``, ``packages/*/README.md``,
+    ``examples/*/README.md``; blocks that need MNIST, torch, onnx or a missing backend are skipped with the reason,
+    printed outputs shown in a ``text title="Output"`` block are checked),
     checks that every name in each package's ``__all__`` is in the API reference, and opens the site in headless
     Chromium (skipped with the reason where it is not installed).
     """
     _install(session, *_packages(), extra=DOCS_TOOLS)
     env = {"NO_MKDOCS_2_WARNING": "1", "EMBER_DOCS_SITE": str(ROOT / "site")}
     session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site"), env=env)
-    session.run("pytest", "--markdown-docs", "--markdown-docs-syntax=superfences", "docs", "tests/docs",
-                *session.posargs, env=env)
+    # one set of fixtures for the Book and the READMEs: the plugin tests/docs/markdown_blocks.py (``-p``, so
+    # ``python -m pytest`` from the root, which puts the root on sys.path)
+    session.run("python", "-m", "pytest", "-p", "tests.docs.markdown_blocks", "--markdown-docs",
+                "--markdown-docs-syntax=superfences", "docs", *_readmes(), "tests/docs", *session.posargs, env=env)
+
+
+def _readmes() -> list[str]:
+    """The READMEs whose Python blocks the docs session runs: the root one, each package's and each example's."""
+    found = [ROOT / "README.md", *sorted(ROOT.glob("packages/*/README.md")), *sorted(ROOT.glob("examples/*/README.md"))]
+    return [p.relative_to(ROOT).as_posix() for p in found]
 
 
 @nox.session(python=PYTHON)

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -134,7 +135,9 @@ def test_tensorboard_missing_is_a_clear_error(tmp_path, monkeypatch):
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", no_tbx)
-    with pytest.raises(LearnerError, match=r"pip install 'ember-train\[tensorboard\]'"):
+    from ember._install import install_command
+
+    with pytest.raises(LearnerError, match=re.escape(install_command("ember-train", "tensorboard"))):
         _fit(tmp_path, TensorBoardLogger(tmp_path / "tb"), epochs=1)
 
 

@@ -103,10 +103,12 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
         try:
             from ._collectives import NumpyGlooCollectives
         except ImportError as exc:
+            from ember._install import install_command
+
             raise CollectiveError(
                 "the numpy backend runs its collectives with gloo through torch.distributed, which needs "
-                f"ember-backend-torch and torch ({exc}); install them with `pip install "
-                "ember-backend-numpy[collectives]`, or use the torch or jax backend."
+                f"ember-backend-torch and torch ({exc}); install them with "
+                f"`{install_command('ember-backend-torch')}`, or use the torch or jax backend."
             ) from exc
         return NumpyGlooCollectives()
 

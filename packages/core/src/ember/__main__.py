@@ -40,7 +40,9 @@ def _cells(info: BackendInfo) -> list[str]:
 def format_plain(infos: Sequence[BackendInfo]) -> str:
     """The backends as an aligned plain-text table; each error on an indented line below its row."""
     if not infos:
-        return "no Ember backend is installed; install one, e.g. `pip install ember-backend-numpy`.\n"
+        from ._install import install_command
+
+        return f"no Ember backend is installed; install one, e.g. `{install_command('ember-backend-numpy')}`.\n"
     rows = [list(_COLUMNS)] + [_cells(i) for i in infos]
     widths = [max(len(r[c]) for r in rows) for c in range(len(_COLUMNS))]
     lines = []

@@ -341,9 +341,12 @@ class LearnerBuilder:
         if isinstance(strategy, DistributedDataParallel):
             inner = getattr(device, "inner", device).backend
             if not getattr(inner, "supports_collectives", False):
+                from ember._install import install_command
+
                 raise LearnerError(
                     f"LearnerBuilder.build: DistributedDataParallel needs collective ops, and the {inner.name!r} "
-                    "backend has none; use torch (gloo/nccl), numpy with ember-backend-torch installed, or jax."
+                    "backend has none; use torch (gloo/nccl), numpy with ember-backend-torch installed "
+                    f"(`{install_command('ember-backend-torch')}`), or jax."
                 )
         if self._loggers is None:
             loggers = ([FileMetricLogger(self._dir / "train")], [FileMetricLogger(self._dir / "valid")])

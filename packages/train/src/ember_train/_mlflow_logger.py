@@ -28,8 +28,10 @@ def _mlflow() -> Any:
     try:
         import mlflow
     except ImportError as exc:
+        from ember._install import install_command
+
         raise LearnerError(
-            "MlflowLogger needs MLflow's client, which is not installed: pip install 'ember-train[mlflow]' "
+            f"MlflowLogger needs MLflow's client, which is not installed: {install_command('ember-train', 'mlflow')} "
             "(mlflow-skinny; or pip install mlflow for the UI server too)."
         ) from exc
     return mlflow

@@ -76,10 +76,13 @@ class Replicas:
 
         backend = device.inner.backend
         if not getattr(backend, "supports_collectives", False):
+            from ember._install import install_command
+
             raise LearnerError(
                 f"DistributedDataParallel: the {backend.name!r} backend has no collective ops, so it cannot average "
                 "gradients across processes; train with a backend that has them (torch, numpy with ember-backend-torch "
-                "installed, jax) or without the DistributedDataParallel strategy."
+                f"installed: `{install_command('ember-backend-torch')}`, jax) or without the "
+                "DistributedDataParallel strategy."
             )
         if dist.is_initialized():
             self.group = dist.get_process_group()

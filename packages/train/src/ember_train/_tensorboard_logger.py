@@ -22,8 +22,11 @@ def _summary_writer() -> Any:
     try:
         from tensorboardX import SummaryWriter
     except ImportError as exc:
+        from ember._install import install_command
+
         raise LearnerError(
-            "TensorBoardLogger needs tensorboardX, which is not installed: pip install 'ember-train[tensorboard]' "
+            "TensorBoardLogger needs tensorboardX, which is not installed: "
+            f"{install_command('ember-train', 'tensorboard')} "
             "(or pip install tensorboardX; `pip install tensorboard` for the viewer)."
         ) from exc
     return SummaryWriter

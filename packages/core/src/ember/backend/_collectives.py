@@ -148,9 +148,11 @@ class CollectiveOps:
             CollectiveError: the backend has no collectives (or, in a backend that has them, the
                 engine's library is not installed).
         """
+        from .._install import install_command
+
         raise CollectiveError(
             f"backend {self.name!r} has no collective ops, so it cannot run a distributed (multi-process) "
             "strategy. Use a backend that has them: 'torch' (torch.distributed: gloo on CPU, nccl on CUDA), "
-            "'jax' (jax.distributed) or 'numpy' with ember-backend-torch installed (gloo); or train on a "
-            "single process."
+            "'jax' (jax.distributed) or 'numpy' with ember-backend-torch installed (gloo: "
+            f"`{install_command('ember-backend-torch')}`); or train on a single process."
         )

@@ -16,6 +16,7 @@ from typing import Any
 import pluggy
 
 from .._errors import BackendError
+from .._install import install_command
 from ._base import Backend
 from ._device import Device
 from ._hookspec import BackendSpec, EmberSpec
@@ -124,10 +125,7 @@ class _Registry:
                         f"backend {name!r} ({broken[0].distribution}) failed to load: {broken[0].error}"
                     )
                 known = ", ".join(sorted(specs)) or "none"
-                raise BackendError(
-                    f"no backend named {name!r}; installed: {known}. Install one, e.g. "
-                    f"`pip install ember-backend-{name}`."
-                )
+                raise BackendError(f"no backend named {name!r}; installed: {known}. {_install_hint(name)}")
             try:
                 cls = spec.load()
             except Exception as exc:
@@ -165,6 +163,19 @@ class _Registry:
         with self._lock:
             self._specs = None
             self._instances.clear()
+
+
+#: Ember's own backends: backend name -> the distribution that provides it
+_FIRST_PARTY = {"numpy": "ember-backend-numpy", "torch": "ember-backend-torch", "jax": "ember-backend-jax"}
+
+
+def _install_hint(name: str) -> str:
+    """What to do about a backend name that no installed plugin provides."""
+    if name in _FIRST_PARTY:
+        return f"Install it with `{install_command(_FIRST_PARTY[name])}`."
+    ours = ", ".join(sorted(_FIRST_PARTY))
+    return (f"Check the name (Ember's own backends are {ours}), or install the distribution that provides it "
+            "(a plugin registers itself under the `ember` entry-point group).")
 
 
 def _check_options(name: str, cls: type[Backend], options: dict[str, Any]) -> None:

@@ -145,9 +145,11 @@ class HuggingfaceDatasetLoader:
         try:
             datasets = importlib.import_module("datasets")
         except ImportError:
+            from .._install import install_command
+
             raise DatasetError(
-                "HuggingfaceDatasetLoader needs the 'datasets' library: pip install 'ember-core[huggingface]' "
-                "(or pip install datasets)."
+                f"HuggingfaceDatasetLoader needs the 'datasets' library, which is not installed: "
+                f"{install_command('ember-core', 'huggingface')} (or pip install datasets)."
             ) from None
         kwargs: dict[str, Any] = {}
         for key, value in (("name", self._subset), ("token", self._token), ("cache_dir", self._cache_dir),

@@ -18,8 +18,21 @@ def _pop(args: list[str], flag: str) -> str | None:
     return value
 
 
+def _missing_test_tools(exc: ImportError) -> str:
+    """The message for a missing pytest (or another of ember-core's ``test`` extra): what to install."""
+    from .._install import install_command
+
+    missing = exc.name or str(exc)
+    return (f"the conformance suite runs on pytest, and {missing!r} is not installed. Install ember-core's test "
+            f"extra (pytest, hypothesis, pytest-xdist, pytest-randomly): {install_command('ember-core', 'test')}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    import pytest
+    try:
+        import pytest
+    except ImportError as exc:
+        print(f"python -m ember.testing: {_missing_test_tools(exc)}", file=sys.stderr)
+        return 2
 
     args = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []

@@ -41,8 +41,11 @@ def _onnx() -> Any:
     try:
         import onnx
     except ImportError:  # pragma: no cover - the extra is missing
+        from ember._install import install_command
+
         raise OnnxImportError(
-            "ONNX import needs the onnx package; install it with: pip install 'ember-import[onnx]'."
+            f"ONNX import needs the onnx package, which is not installed; install it with: "
+            f"{install_command('ember-import', 'onnx')}."
         ) from None
     return onnx
 

@@ -31,9 +31,11 @@ def host_device() -> Device:
             try:
                 _host = ember.backend("numpy").device()
             except Exception as exc:  # pragma: no cover - the extra pulls ember-backend-numpy
+                from ember._install import install_command
+
                 raise OnnxImportError(
                     f"ONNX import runs constants and shape arithmetic on Ember's numpy backend, which is not "
-                    f"available ({exc}); install it with: pip install 'ember-import[onnx]'."
+                    f"available ({exc}); install it with: {install_command('ember-import', 'onnx')}."
                 ) from None
         return _host
 

@@ -19,21 +19,26 @@ from ..metric._base import file_name
 
 __all__ = ["Curve", "metric_figure", "save_figure", "write_plots", "matplotlib_missing", "require_matplotlib"]
 
-_ENABLE = "pip install 'ember-train[plot]' (or pip install matplotlib)"
+
+
+def _enable() -> str:
+    from ember._install import install_command
+
+    return f"{install_command('ember-train', 'plot')} (or pip install matplotlib)"
 
 
 def matplotlib_missing() -> str | None:
     """``None`` when matplotlib can be imported, else the sentence that says how to enable plots."""
     if importlib.util.find_spec("matplotlib") is not None:
         return None
-    return (f"matplotlib is not installed; {_ENABLE} to get plots/<Metric>.png, or LearnerBuilder.plots(False) "
+    return (f"matplotlib is not installed; {_enable()} to get plots/<Metric>.png, or LearnerBuilder.plots(False) "
             "to silence this note.")
 
 
 def require_matplotlib() -> None:
     """Raises: LearnerError: matplotlib is not installed (the message says how to install it)."""
     if matplotlib_missing() is not None:
-        raise LearnerError(f"Plotting needs matplotlib, which is not installed: {_ENABLE}. "
+        raise LearnerError(f"Plotting needs matplotlib, which is not installed: {_enable()}. "
                            "`ember-train summary DIR` works without it.")
 
 
