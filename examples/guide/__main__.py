@@ -147,11 +147,14 @@ def _check_same_settings(args: argparse.Namespace) -> None:
     ``--test-items``)."""
     marker = read_marker(args.artifact_dir) or {}
     saved = marker.get("settings") or {}
-    differ = [f"--{k.replace('_', '-')} {saved[k]} (this command: {getattr(args, k)})" for k in _SETTINGS
-              if k in saved and saved[k] != getattr(args, k)]
+    differ = [k for k in _SETTINGS if k in saved and saved[k] != getattr(args, k)]
     if differ:
-        raise UsageError(f"--resume: the run in {args.artifact_dir} was started with {', '.join(differ)}: resume it "
-                         f"with `{resume_command(marker)}`.")
+        def flags(values: dict[str, Any]) -> str:
+            return ", ".join(f"--{k.replace('_', '-')} {values[k]}" if values[k] is not None
+                             else f"no --{k.replace('_', '-')}" for k in differ)
+
+        raise UsageError(f"--resume: the run in {args.artifact_dir} was started with {flags(saved)} (this command: "
+                         f"{flags(vars(args))}): resume it with `{resume_command(marker)}`.")
 
 
 def _infer(args: argparse.Namespace) -> int:
