@@ -51,9 +51,12 @@ def load_mnist(data_dir: str | os.PathLike[str] | None, splits: tuple[str, ...])
     gets the missing files downloaded, like the default directory. Nothing is created unless a download succeeds.
     """
     directory = mnist_dir(data_dir)
-    where = f"--data-dir {data_dir}" if data_dir is not None else f"the default MNIST directory {directory}"
+    where = f"the default MNIST directory {directory}"
+    if data_dir is not None:
+        resolved = directory.resolve()
+        where = f"--data-dir {data_dir}" + ("" if str(resolved) == str(data_dir) else f" (= {resolved})")
     if data_dir is not None and not directory.is_dir():
-        raise UsageError(f"--data-dir {data_dir}: no such directory (looked there for "
+        raise UsageError(f"{where}: no such directory (looked there for "
                          f"{', '.join(mnist_missing(directory, splits))}): pass the directory that holds the MNIST "
                          "files, or create it to have them downloaded there.")
     try:
