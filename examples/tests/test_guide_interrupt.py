@@ -16,12 +16,18 @@ from _guide_files import one_line_error
 STEPS = 100  # training steps an epoch: 6400 images in batches of 64
 
 
-def _guide(examples_dir: Path, *args: str, **kw) -> subprocess.Popen:
+# `python -m guide` with Ctrl-C reaching Python even when this test runs with SIGINT ignored (a background job
+# starts so, and Python then leaves it ignored); set in the child, since a preexec_fn would make subprocess fork
+# (jax, imported by other tests of this process, warns about forks)
+_INTERRUPTIBLE = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                  "runpy.run_module('guide', run_name='__main__', alter_sys=True)")
+
+
+def _guide(examples_dir: Path, *args: str, interruptible: bool = False) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(examples_dir), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-m", "guide", *args], cwd=examples_dir, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            # Ctrl-C reaches Python even when this test runs with SIGINT ignored (a background job)
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
+    command = ["-c", _INTERRUPTIBLE] if interruptible else ["-m", "guide"]
+    return subprocess.Popen([sys.executable, *command, *args], cwd=examples_dir, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _wait_for_training(proc: subprocess.Popen, log: Path, timeout: float = 300.0) -> None:
@@ -38,7 +44,7 @@ def test_ctrl_c_leaves_a_resumable_run_and_resume_finishes_it(mnist_root: Path, 
     run = tmp_path / "run"
     argv = ["train", "--epochs", "2", "--train-items", str(64 * STEPS), "--test-items", "64", "--num-workers", "0",
             "--artifact-dir", str(run), "--data-dir", str(mnist_root)]
-    proc = _guide(examples_dir, *argv)
+    proc = _guide(examples_dir, *argv, interruptible=True)
     _wait_for_training(proc, run / "experiment.log")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
