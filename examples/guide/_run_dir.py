@@ -65,6 +65,8 @@ def resume_command(marker: dict[str, Any] | None, here: bool = True, resume: boo
     """The command that resumes the run of ``marker`` (its own command with ``--resume``, without
     ``--overwrite``; without ``--resume`` either when ``resume`` is false), prefixed with ``cd DIR &&`` when
     ``here`` is false and it ran elsewhere."""
+    if not (marker or {}).get("argv"):  # written by guide.train called from Python
+        return f"guide.train(..., resume={resume})"
     argv = [a for a in (marker or {}).get("argv", []) if a not in ("--overwrite", "--resume")]
     command = shlex.join(["python", "-m", "guide", *argv, *(["--resume"] if resume else [])])
     cwd = (marker or {}).get("cwd")

@@ -105,16 +105,12 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
     rank = int(os.environ.get("RANK", "0")) if distributed else 0
     devices = list(device) if isinstance(device, (list, tuple)) else [device]
     device = devices[0]
+    # everything that can be refused is checked before the artifact directory is touched
     plan = RunPlan(Path(artifact_dir), "resume", resume_epoch=last_checkpoint(artifact_dir)) if resume else None
     if rank == 0:  # the other ranks write nothing
         plan = plan_run_dir(artifact_dir, resume=resume, overwrite=overwrite)
         if resume:
             _check_same_config(Path(artifact_dir) / "config.json", config)
-        prepare_run_dir(plan, {**(run_info or {}), "epochs": config.num_epochs})
-        if not resume:
-            config.save(Path(artifact_dir) / "config.json")  # type: ignore[attr-defined]  # added by @config
-
-    device.backend.seed(config.seed)
     batch_size = max(1, config.batch_size // world)  # per rank; MultiDevice splits each batch over its devices
 
     batcher = MnistBatcher()
@@ -146,12 +142,17 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
         builder = builder.learning_strategy(DistributedDataParallel())
     if plan is not None and plan.resume_epoch is not None:
         builder = builder.checkpoint(plan.resume_epoch)
-    model = config.model.init(device)
-    if rank:
-        device.backend.seed(config.seed + rank)  # other dropout masks on each rank (the weights are rank 0's)
-    learner = builder.build(model, config.optimizer.init(), config.learning_rate)
 
+    if rank == 0 and plan is not None:
+        prepare_run_dir(plan, {**(run_info or {}), "epochs": config.num_epochs})
+        if not resume:
+            config.save(Path(artifact_dir) / "config.json")  # type: ignore[attr-defined]  # added by @config
     try:
+        device.backend.seed(config.seed)
+        model = config.model.init(device)
+        if rank:
+            device.backend.seed(config.seed + rank)  # other dropout masks on each rank (the weights are rank 0's)
+        learner = builder.build(model, config.optimizer.init(), config.learning_rate)
         result = learner.fit(dataloader_train, dataloader_test)
     except BaseException as exc:  # the process ends: the run is not running any more
         if rank == 0:

@@ -11,8 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
-from _guide_files import fake_run, one_line_error
+from _guide_files import fake_run, one_line_error, snapshot
 
+import ember
+from ember.autodiff import Autodiff
+from ember.optim import AdamConfig
+from ember_train import LearnerError
+from guide import ModelConfig, TrainingConfig, train
 from guide.__main__ import main
 from guide._errors import UsageError
 from guide._run_dir import MARKER, RUN_ENTRIES, plan_run_dir
@@ -111,3 +116,16 @@ def test_resume_refuses_other_settings(mnist_root: Path, tmp_path: Path, capsys)
     assert ("was started with --epochs 2, no --train-items, no --test-items (this command: --epochs 1, --train-items "
             "128, --test-items 64)") in err
     assert f"resume it with `python -m guide train --epochs 2 --artifact-dir {run} --resume`" in err
+
+
+def test_train_checks_its_arguments_before_it_replaces_a_run(mnist_root: Path, tmp_path: Path) -> None:
+    """guide.train from Python: a config the Learner refuses (0 epochs) leaves a finished run as it was."""
+    run = fake_run(tmp_path / "run", "finished")
+    before = snapshot(run)
+    config = TrainingConfig(ModelConfig(10, 512), AdamConfig(), num_epochs=0)
+    with pytest.raises(LearnerError, match="num_epochs"):
+        train(run, config, Autodiff(ember.backend("numpy")).device(), data_dir=mnist_root)
+    assert snapshot(run) == before
+    with pytest.raises(UsageError, match=r"resume it with `guide.train\(\.\.\., resume=True\)`"):
+        train(fake_run(tmp_path / "api", "interrupted", 1, argv=[]), config.with_num_epochs(1),
+              Autodiff(ember.backend("numpy")).device(), data_dir=mnist_root)
