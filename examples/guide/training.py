@@ -154,17 +154,16 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
             device.backend.seed(config.seed + rank)  # other dropout masks on each rank (the weights are rank 0's)
         learner = builder.build(model, config.optimizer.init(), config.learning_rate)
         result = learner.fit(dataloader_train, dataloader_test)
+        if rank == 0 and not result.interrupted:  # a half-trained model is no final model: resume instead
+            result.model.save_file(Path(artifact_dir) / "model", CompactRecorder())
     except BaseException as exc:  # the process ends: the run is not running any more
         if rank == 0:
             update_marker(artifact_dir, state="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
                           checkpoint=last_checkpoint(artifact_dir))
         raise
     if rank == 0:
-        if result.interrupted:  # a half-trained model is no final model: resume instead
-            update_marker(artifact_dir, state="interrupted", checkpoint=result.resume_epoch)
-        else:
-            result.model.save_file(Path(artifact_dir) / "model", CompactRecorder())
-            update_marker(artifact_dir, state="finished", checkpoint=None)
+        update_marker(artifact_dir, state="interrupted" if result.interrupted else "finished",
+                      checkpoint=result.resume_epoch if result.interrupted else None)
     return result
 
 

@@ -129,3 +129,24 @@ def test_train_checks_its_arguments_before_it_replaces_a_run(mnist_root: Path, t
     with pytest.raises(UsageError, match=r"resume it with `guide.train\(\.\.\., resume=True\)`"):
         train(fake_run(tmp_path / "api", "interrupted", 1, argv=[]), config.with_num_epochs(1),
               Autodiff(ember.backend("numpy")).device(), data_dir=mnist_root)
+
+
+def test_a_run_that_raises_is_marked_failed(mnist_root: Path, tmp_path: Path) -> None:
+    """A run that ended with an error is not running any more: the marker says failed, and without a checkpoint
+    the same command may start over."""
+    from ember.data import Dataset
+
+    class Broken(Dataset):
+        def get(self, index: int):
+            raise RuntimeError("a broken dataset")
+
+        def __len__(self) -> int:
+            return 128
+
+    config = TrainingConfig(ModelConfig(10, 512), AdamConfig(), num_epochs=1, num_workers=0)
+    device = Autodiff(ember.backend("numpy")).device()
+    with pytest.raises(Exception, match="a broken dataset"):
+        train(tmp_path / "run", config, device, train_dataset=Broken(), test_dataset=Broken())
+    marker = json.loads((tmp_path / "run" / MARKER).read_text())
+    assert marker["state"] == "failed" and marker["checkpoint"] is None
+    assert plan_run_dir(tmp_path / "run").action == "replace"
