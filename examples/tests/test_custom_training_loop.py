@@ -49,3 +49,16 @@ def test_cli_mistakes_exit_2_with_one_line(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--data-dir" in err and "no such directory" in err and "root=" not in err
     assert not (tmp_path / "mistyped").exists()
+
+
+def test_onnx2ember_cli_mistakes_exit_2(tmp_path, capsys) -> None:
+    """The same checks in the onnx2ember example's command line."""
+    pytest.importorskip("torch")  # the example imports it with its package
+    from onnx2ember.__main__ import main as onnx2ember_main
+
+    with pytest.raises(SystemExit) as info:
+        onnx2ember_main(["--limit", "0"])
+    assert info.value.code == 2 and "argument --limit: expected a positive integer" in capsys.readouterr().err
+    assert onnx2ember_main(["--data-dir", str(tmp_path / "mistyped"), "--artifact-dir", str(tmp_path / "a")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
