@@ -11,8 +11,7 @@ from ember.data.vision import MnistItem
 from ember.optim import AdamConfig
 from guide.__main__ import BACKENDS, make_backend
 from guide._cli_args import positive_int
-from guide._cli_checks import load_mnist
-from guide._errors import UsageError
+from guide._cli_checks import mnist_or_say_why
 from guide.model import ModelConfig
 
 from .loop import MnistTrainingConfig, run
@@ -29,13 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-items", type=positive_int, default=None, help="use only the first N training images")
     p.add_argument("--test-items", type=positive_int, default=None, help="use only the first N test images")
     args = p.parse_args(argv)
-    train: Dataset[MnistItem]
-    test: Dataset[MnistItem]
-    try:
-        train, test = load_mnist(args.data_dir, ("train", "test"))
-    except UsageError as exc:
-        print(f"{p.prog}: error: {exc}", file=sys.stderr)
+    datasets = mnist_or_say_why(p.prog, args.data_dir)
+    if datasets is None:
         return 2
+    train: Dataset[MnistItem] = datasets[0]
+    test: Dataset[MnistItem] = datasets[1]
     if args.train_items is not None:
         train = PartialDataset(train, 0, min(args.train_items, len(train)))
     if args.test_items is not None:

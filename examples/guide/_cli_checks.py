@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from typing import Any
 
 from ember import BackendError
@@ -13,7 +14,7 @@ from ember.data.vision import MnistDataset, mnist_dir, mnist_missing
 
 from ._errors import UsageError
 
-__all__ = ["check_loggers", "device_of", "load_mnist", "one_line"]
+__all__ = ["check_loggers", "device_of", "load_mnist", "mnist_or_say_why", "one_line"]
 
 #: optional logger flag -> (module it needs, the extra that installs it)
 _LOGGERS = {"tensorboard": ("tensorboardX", "ember-train[tensorboard]"), "mlflow": ("mlflow", "ember-train[mlflow]")}
@@ -68,3 +69,13 @@ def load_mnist(data_dir: str | os.PathLike[str] | None, splits: tuple[str, ...])
         raise UsageError(f"{where}: missing {', '.join(missing)} (looked in {directory}, gzipped or not) and the "
                          "download failed: put the files there or pass --data-dir DIR holding them (--debug shows "
                          "the download errors).") from exc
+
+
+def mnist_or_say_why(prog: str, data_dir: str | os.PathLike[str] | None) -> list[MnistDataset] | None:
+    """:func:`load_mnist` of both splits for another example's command line ``prog``: the datasets, or ``None``
+    once the mistake is printed as ``prog``'s one-line error (the caller exits with status 2)."""
+    try:
+        return load_mnist(data_dir, ("train", "test"))
+    except UsageError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return None

@@ -16,8 +16,7 @@ import ember
 from ember.data import Dataset
 from ember.data.vision import MnistItem
 from guide._cli_args import positive_int
-from guide._cli_checks import load_mnist
-from guide._errors import UsageError
+from guide._cli_checks import mnist_or_say_why
 
 from . import generate_guide, import_generated, train_both
 
@@ -30,13 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=positive_int, default=None, help="use only this many training and test images")
     args = p.parse_args(argv)
 
-    train: Dataset[MnistItem]
-    test: Dataset[MnistItem]
-    try:
-        train, test = load_mnist(args.data_dir, ("train", "test"))
-    except UsageError as exc:
-        print(f"{p.prog}: error: {exc}", file=sys.stderr)
+    datasets = mnist_or_say_why(p.prog, args.data_dir)
+    if datasets is None:
         return 2
+    train: Dataset[MnistItem] = datasets[0]
+    test: Dataset[MnistItem] = datasets[1]
     if args.limit is not None:
         from ember.data import PartialDataset
 
