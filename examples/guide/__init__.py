@@ -7,9 +7,10 @@ Modules mirror the guide's files: :mod:`guide.model` (``model.rs``), :mod:`guide
 
 from __future__ import annotations
 
+from ._errors import UsageError
 from .data import MnistBatch, MnistBatcher
 from .inference import infer
 from .model import Model, ModelConfig
 from .training import TrainingConfig, train
 
-__all__ = ["MnistBatch", "MnistBatcher", "Model", "ModelConfig", "TrainingConfig", "infer", "train"]
+__all__ = ["MnistBatch", "MnistBatcher", "Model", "ModelConfig", "TrainingConfig", "UsageError", "infer", "train"]

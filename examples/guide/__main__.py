@@ -2,6 +2,10 @@
 
     python -m guide train --backend numpy --epochs 1 --artifact-dir /tmp/guide
     python -m guide infer --index 42 --artifact-dir /tmp/guide
+
+Every argument and input (device, loggers, MNIST files, artifact directory) is checked before anything is
+written. A mistake is one line on stderr and exit status 2 (``--debug`` shows the traceback); Ctrl-C during
+``train`` saves a checkpoint, prints the command that resumes it and exits with 130.
 """
 
 from __future__ import annotations
@@ -14,17 +18,25 @@ from pathlib import Path
 from typing import Any
 
 import ember
-from ember import BackendError
+from ember import EmberError
 from ember.autodiff import Autodiff
 from ember.data import Dataset, PartialDataset
-from ember.data.vision import MnistDataset, MnistItem
+from ember.data.vision import MnistItem
 from ember.optim import AdamConfig
+from ember_train import last_checkpoint
 
-from .inference import infer
+from ._cli_args import BACKENDS, parser
+from ._cli_checks import check_loggers, device_of, load_mnist, one_line
+from ._errors import UsageError
+from ._run_dir import plan_run_dir, read_marker, resume_command
+from .inference import check_finished, infer
 from .model import ModelConfig
 from .training import TrainingConfig, train
 
-BACKENDS = ("numpy", "torch", "jax")
+__all__ = ["BACKENDS", "main", "make_backend"]
+
+INTERRUPTED = 130  # the shell's status for a command ended by SIGINT (128 + 2)
+_SETTINGS = ("epochs", "seed", "train_items", "test_items")  # what a resumed run must keep
 
 
 # --8<-- [start:make_backend]
@@ -37,40 +49,6 @@ def make_backend(name: str) -> Any:
 # --8<-- [end:make_backend]
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m guide", description="Burn's MNIST guide on Ember.")
-    sub = p.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--backend", choices=BACKENDS, default="numpy", help="inner backend (default numpy)")
-    common.add_argument("--device", default=None,
-                        help="device of the backend, e.g. cuda:0 (torch) or gpu:0 (jax); default: the backend's "
-                             "default device (the CPU for numpy and torch)")
-    common.add_argument("--artifact-dir", default="/tmp/guide", help="artifact directory (default /tmp/guide)")
-    common.add_argument("--data-dir", default=None,
-                        help="directory holding the MNIST files (default: $EMBER_DATA_DIR/mnist, else "
-                             "~/.cache/ember/mnist; downloaded there when missing)")
-    t = sub.add_parser("train", parents=[common], help="train the model (recreates the artifact directory)")
-    t.add_argument("--epochs", type=int, default=10, help="number of epochs (default 10, the guide's)")
-    t.add_argument("--seed", type=int, default=42, help="seed (default 42)")
-    t.add_argument("--num-workers", type=int, default=4, help="data-loading threads (default 4)")
-    t.add_argument("--train-items", type=int, default=None, help="use only the first N training images (smoke runs)")
-    t.add_argument("--test-items", type=int, default=None, help="use only the first N test images (smoke runs)")
-    t.add_argument("--nproc", type=int, default=1,
-                   help="train data-parallel in N processes (DistributedDataParallel, started with "
-                        "ember_train.launch); each rank takes 64 // N images, so the global batch stays 64 when N "
-                        "divides 64 (else N x (64 // N), e.g. 63 for N = 3)")
-    t.add_argument("--devices", type=int, default=1,
-                   help="train data-parallel on N devices of this process (MultiDevice; jax or several CUDA devices)")
-    t.add_argument("--tensorboard", metavar="DIR", default=None,
-                   help="also write TensorBoard event files to DIR (pip install 'ember-train[tensorboard]')")
-    t.add_argument("--mlflow", metavar="URI", default=None,
-                   help="also log to the MLflow tracking URI, e.g. file:/tmp/mlruns "
-                        "(pip install 'ember-train[mlflow]')")
-    i = sub.add_parser("infer", parents=[common], help="classify one test image with the trained model")
-    i.add_argument("--index", type=int, default=42, help="index in the MNIST test set (default 42)")
-    return p
-
-
 def _relaunch(argv: list[str], nproc: int, backend: str) -> int:
     """``python -m guide train ... --nproc N``: start N ranks of this command through ``ember_train.launch``."""
     from ember_train.launch import launch
@@ -81,46 +59,112 @@ def _relaunch(argv: list[str], nproc: int, backend: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "train" and args.nproc > 1 and "RANK" not in os.environ:
-        return _relaunch(list(sys.argv[1:] if argv is None else argv), args.nproc, args.backend)
-    distributed = args.command == "train" and int(os.environ.get("WORLD_SIZE", "1")) > 1
-    # on jax, the backend joins the launcher's run (jax.distributed) itself before it makes its first device
-    backend = make_backend(args.backend)
+    """Run ``python -m guide`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status: 0, 2 for a
+    mistake (one line on stderr), 130 for an interrupted run, 1 for another error of Ember's."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
     try:
-        backend.device(args.device)
-    except BackendError as e:
-        print(f"--device: {e}", file=sys.stderr)
+        args = parser().parse_args(argv)
+        return _train(args, argv) if args.command == "train" else _infer(args)
+    except UsageError as exc:
+        if debug:
+            raise
+        print(f"python -m guide: error: {exc}", file=sys.stderr)
         return 2
-    if args.command == "train":
-        config = TrainingConfig(ModelConfig(num_classes=10, hidden_size=512), AdamConfig(),
-                                num_epochs=args.epochs, seed=args.seed, num_workers=args.num_workers)
-        train_set: Dataset[MnistItem] = MnistDataset.train(args.data_dir)
-        test_set: Dataset[MnistItem] = MnistDataset.test(args.data_dir)
-        if args.train_items is not None:
-            train_set = PartialDataset(train_set, 0, min(args.train_items, len(train_set)))
-        if args.test_items is not None:
-            test_set = PartialDataset(test_set, 0, min(args.test_items, len(test_set)))
-        start = time.perf_counter()
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print("python -m guide: interrupted (Ctrl-C).", file=sys.stderr)
+        return INTERRUPTED
+    except EmberError as exc:
+        if debug:
+            raise
+        print(f"python -m guide: error: {one_line(exc)} (--debug shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _train(args: argparse.Namespace, argv: list[str]) -> int:
+    rank = int(os.environ.get("RANK", "0"))
+    launcher = args.nproc > 1 and "RANK" not in os.environ  # this process starts the ranks, then waits
+    check_loggers(args)
+    if rank == 0:  # read-only: refuse now what train() would refuse, before any download or device
+        plan_run_dir(args.artifact_dir, resume=args.resume, overwrite=args.overwrite)
+        if args.resume:
+            _check_same_settings(args)
+    if not launcher:
+        # on jax, the backend joins the launcher's run (jax.distributed) itself before it makes its first device
+        backend, device = device_of(make_backend, args)
         autodiff = Autodiff(backend)
         devices = autodiff.devices()[:args.devices] if args.devices > 1 else [autodiff.device(args.device)]
         if len(devices) < args.devices:
-            print(f"--devices {args.devices}: the {args.backend} backend has {len(devices)} device(s) here (jax on "
-                  "CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N).", file=sys.stderr)
-            return 2
+            raise UsageError(f"--devices {args.devices}: the {args.backend} backend has {len(devices)} device(s) here "
+                             "(jax on CPU: XLA_FLAGS=--xla_force_host_platform_device_count=N).")
+    train_set: Dataset[MnistItem]
+    test_set: Dataset[MnistItem]
+    train_set, test_set = load_mnist(args.data_dir, ("train", "test"))
+    if launcher:
+        return _relaunch(argv, args.nproc, args.backend)
+    if args.train_items is not None:
+        train_set = PartialDataset(train_set, 0, min(args.train_items, len(train_set)))
+    if args.test_items is not None:
+        test_set = PartialDataset(test_set, 0, min(args.test_items, len(test_set)))
+    config = TrainingConfig(ModelConfig(num_classes=10, hidden_size=512), AdamConfig(),
+                            num_epochs=args.epochs, seed=args.seed, num_workers=args.num_workers)
+    start = time.perf_counter()
+    run_info = {"argv": argv, "cwd": os.getcwd(), "settings": {k: getattr(args, k) for k in _SETTINGS}}
+    try:
         result = train(args.artifact_dir, config, devices[0] if len(devices) == 1 else devices,
                        train_dataset=train_set, test_dataset=test_set, mlflow=args.mlflow,
                        tensorboard=None if args.tensorboard is None else Path(args.tensorboard).resolve(),
-                       distributed=distributed)
-        if int(os.environ.get("RANK", "0")) == 0:
-            print(f"Trained {result.epoch} epoch(s) on {args.backend} in {time.perf_counter() - start:.1f} s; "
-                  f"artifacts in {args.artifact_dir}")
-        return 0
-    item = MnistDataset.test(args.data_dir).get(args.index)
+                       distributed=int(os.environ.get("WORLD_SIZE", "1")) > 1, resume=args.resume,
+                       overwrite=args.overwrite, run_info=run_info)
+    except KeyboardInterrupt:  # a second Ctrl-C: no checkpoint of this moment
+        if rank == 0:
+            _print_interrupted(args.artifact_dir, "aborted (second Ctrl-C)")
+        return INTERRUPTED
+    if result.interrupted:
+        if rank == 0:
+            _print_interrupted(args.artifact_dir, f"interrupted ({result.stop_reason}) in epoch {result.epoch}")
+        return INTERRUPTED
+    if rank == 0:
+        print(f"Trained {result.epoch} epoch(s) on {args.backend} in {time.perf_counter() - start:.1f} s; "
+              f"artifacts in {args.artifact_dir}")
+    return 0
+
+
+def _print_interrupted(artifact_dir: str, what: str) -> None:
+    epoch = last_checkpoint(artifact_dir)
+    if epoch is None:
+        print(f"Training {what} before its first checkpoint; no model was saved. Start it again with the same "
+              "command.", file=sys.stderr)
+        return
+    print(f"Training {what}; checkpoint {epoch} saved, no final model written. Resume with:\n"
+          f"  {resume_command(read_marker(artifact_dir))}", file=sys.stderr)
+
+
+def _check_same_settings(args: argparse.Namespace) -> None:
+    """``--resume`` with the settings the run started with (``--epochs``, ``--seed``, ``--train-items``,
+    ``--test-items``)."""
+    marker = read_marker(args.artifact_dir) or {}
+    saved = marker.get("settings") or {}
+    differ = [k for k in _SETTINGS if k in saved and saved[k] != getattr(args, k)]
+    if differ:
+        def flags(values: dict[str, Any]) -> str:
+            return ", ".join(f"--{k.replace('_', '-')} {values[k]}" if values[k] is not None
+                             else f"no --{k.replace('_', '-')}" for k in differ)
+
+        raise UsageError(f"--resume: the run in {args.artifact_dir} was started with {flags(saved)} (this command: "
+                         f"{flags(vars(args))}): resume it with `{resume_command(marker)}`.")
+
+
+def _infer(args: argparse.Namespace) -> int:
+    _, device = device_of(make_backend, args)
+    check_finished(args.artifact_dir)
+    (test_set,) = load_mnist(args.data_dir, ("test",))
+    item = test_set.get(args.index)
     if item is None:
-        print(f"--index must be in 0..9999 (the MNIST test set), got {args.index}.", file=sys.stderr)
-        return 2
-    infer(args.artifact_dir, backend.device(args.device), item)
+        raise UsageError(f"--index must be in 0..{len(test_set) - 1} (the MNIST test set), got {args.index}.")
+    infer(args.artifact_dir, device, item)
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +12,22 @@ from ember.data import DataLoader, DataLoaderBuilder
 from ember.data.vision import MnistDataset
 from ember.optim import AdamConfig
 from ember.record import CompactRecorder
-from ember_train import DistributedDataParallel, LearnerBuilder, MlflowLogger, TensorBoardLogger, TrainingResult
+from ember_train import (
+    DistributedDataParallel,
+    LearnerBuilder,
+    MlflowLogger,
+    TensorBoardLogger,
+    TrainingResult,
+    last_checkpoint,
+)
 from ember_train.metric import AccuracyMetric, LossMetric
 
+from ._errors import UsageError
+from ._run_dir import RunPlan, plan_run_dir, prepare_run_dir, update_marker
 from .data import MnistBatch, MnistBatcher
 from .model import ModelConfig
 
-__all__ = ["TrainingConfig", "create_artifact_dir", "train"]
+__all__ = ["TrainingConfig", "train"]
 
 
 @config
@@ -46,21 +54,18 @@ class TrainingConfig:
     learning_rate: float = 1.0e-4
 
 
-def create_artifact_dir(artifact_dir: str | os.PathLike[str]) -> None:
-    """Remove the directory (checkpoints and logs of a previous run) and create it empty, as Burn's guide."""
-    shutil.rmtree(artifact_dir, ignore_errors=True)
-    Path(artifact_dir).mkdir(parents=True, exist_ok=True)
-
-
 def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: AutodiffDevice | Any,
           data_dir: str | os.PathLike[str] | None = None, *, train_dataset: Any = None,
           test_dataset: Any = None, tensorboard: str | os.PathLike[str] | None = None,
-          mlflow: str | None = None, distributed: bool = False) -> TrainingResult:
+          mlflow: str | None = None, distributed: bool = False, resume: bool = False, overwrite: bool = False,
+          run_info: dict[str, Any] | None = None) -> TrainingResult:
     """Train the guide's model with the Learner and save it as ``<artifact_dir>/model.mpk.gz``.
 
     Args:
-        artifact_dir: recreated empty; receives ``config.json``, the Learner's logs and checkpoints
-            (``checkpoint/``, ``train/``, ``valid/``, ``experiment.log``, ``summary.*``) and ``model.mpk.gz``.
+        artifact_dir: receives ``.ember-run`` (the run's marker), ``config.json``, the Learner's logs and
+            checkpoints (``checkpoint/``, ``train/``, ``valid/``, ``experiment.log``, ``summary.*``) and, once
+            training finished, ``model.mpk.gz``. A directory holding a finished run is replaced (its run files
+            only); one holding an unfinished run or other files is refused (see :mod:`guide._run_dir`).
         config: the :class:`TrainingConfig`.
         device: an autodiff device, e.g. ``Autodiff(ember.backend("numpy")).device()``; validation runs on
             its inner device.
@@ -74,9 +79,16 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
         distributed: this process is one rank of a data-parallel run (``python -m guide train --nproc N``, or
             ``torchrun``/``ember_train.launch``): train with ``DistributedDataParallel``, each rank on
             ``batch_size // WORLD_SIZE`` images of each global batch; rank 0 alone writes the artifacts.
+        resume: continue the unfinished run of ``artifact_dir`` from its last checkpoint (same ``config``).
+        overwrite: replace the run files in ``artifact_dir`` whatever it holds (other files are kept).
+        run_info: more fields for the marker: the CLI's ``argv`` (the resume command is built from it) and
+            ``settings``.
 
     ``device`` may also be a list of devices: data-parallel training on them in this process (``MultiDevice``, jax:
     one compiled step over the devices, each batch split across them).
+
+    Ctrl-C (SIGINT) stops training after the current step: the Learner writes a checkpoint to resume from, the
+    marker says ``interrupted``, no ``model.mpk.gz`` is written and ``result.interrupted`` is true.
 
     The Learner also writes ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end when matplotlib is
     installed (``ember-train[plot]``), and logs the config as the run's hyper-parameters.
@@ -86,16 +98,19 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
 
     Raises:
         ember.data.DatasetError: the MNIST files are missing and cannot be downloaded.
+        guide.UsageError: ``artifact_dir`` holds what this run must not replace, nothing to resume, or a run
+            with another config (checked before anything is written).
     """
     world = int(os.environ.get("WORLD_SIZE", "1")) if distributed else 1
     rank = int(os.environ.get("RANK", "0")) if distributed else 0
     devices = list(device) if isinstance(device, (list, tuple)) else [device]
     device = devices[0]
+    # everything that can be refused is checked before the artifact directory is touched
+    plan = RunPlan(Path(artifact_dir), "resume", resume_epoch=last_checkpoint(artifact_dir)) if resume else None
     if rank == 0:  # the other ranks write nothing
-        create_artifact_dir(artifact_dir)
-        config.save(Path(artifact_dir) / "config.json")  # type: ignore[attr-defined]  # added by @config
-
-    device.backend.seed(config.seed)
+        plan = plan_run_dir(artifact_dir, resume=resume, overwrite=overwrite)
+        if resume:
+            _check_same_config(Path(artifact_dir) / "config.json", config)
     batch_size = max(1, config.batch_size // world)  # per rank; MultiDevice splits each batch over its devices
 
     batcher = MnistBatcher()
@@ -125,12 +140,39 @@ def train(artifact_dir: str | os.PathLike[str], config: TrainingConfig, device: 
         builder = builder.with_metric_logger(MlflowLogger(mlflow, experiment_name="guide"))
     if distributed:
         builder = builder.learning_strategy(DistributedDataParallel())
-    model = config.model.init(device)
-    if rank:
-        device.backend.seed(config.seed + rank)  # other dropout masks on each rank (the weights are rank 0's)
-    learner = builder.build(model, config.optimizer.init(), config.learning_rate)
+    if plan is not None and plan.resume_epoch is not None:
+        builder = builder.checkpoint(plan.resume_epoch)
 
-    result = learner.fit(dataloader_train, dataloader_test)
+    if rank == 0 and plan is not None:
+        prepare_run_dir(plan, {**(run_info or {}), "epochs": config.num_epochs})
+        if not resume:
+            config.save(Path(artifact_dir) / "config.json")  # type: ignore[attr-defined]  # added by @config
+    try:
+        device.backend.seed(config.seed)
+        model = config.model.init(device)
+        if rank:
+            device.backend.seed(config.seed + rank)  # other dropout masks on each rank (the weights are rank 0's)
+        learner = builder.build(model, config.optimizer.init(), config.learning_rate)
+        result = learner.fit(dataloader_train, dataloader_test)
+        if rank == 0 and not result.interrupted:  # a half-trained model is no final model: resume instead
+            result.model.save_file(Path(artifact_dir) / "model", CompactRecorder())
+    except BaseException as exc:  # the process ends: the run is not running any more
+        if rank == 0:
+            update_marker(artifact_dir, state="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                          checkpoint=last_checkpoint(artifact_dir))
+        raise
     if rank == 0:
-        result.model.save_file(Path(artifact_dir) / "model", CompactRecorder())
+        update_marker(artifact_dir, state="interrupted" if result.interrupted else "finished",
+                      checkpoint=result.resume_epoch if result.interrupted else None)
     return result
+
+
+def _check_same_config(saved_path: Path, config: TrainingConfig) -> None:
+    """A resumed run trains with the config it started with (``num_workers`` aside: it changes no result)."""
+    saved = TrainingConfig.load(saved_path)  # type: ignore[attr-defined]  # added by @config
+    theirs, ours = saved.to_dict(), config.with_num_workers(saved.num_workers).to_dict()  # type: ignore[attr-defined]
+    differ = [f"{k} {theirs.get(k)!r} (this run: {ours.get(k)!r})" for k in sorted(ours)
+              if theirs.get(k) != ours.get(k)]
+    if differ:
+        raise UsageError(f"--resume: the run in {saved_path.parent} was started with {'; '.join(differ)}: resume it "
+                         "with the settings it started with.")

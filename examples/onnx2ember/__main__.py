@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 
 import ember
-from ember.data.vision import MnistDataset
+from ember.data import Dataset
+from ember.data.vision import MnistItem
+from guide._cli_args import positive_int
+from guide._cli_checks import mnist_or_say_why
 
 from . import generate_guide, import_generated, train_both
 
@@ -21,12 +24,16 @@ from . import generate_guide, import_generated, train_both
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m onnx2ember", description=__doc__.split("\n\n")[1])
     p.add_argument("--data-dir", default=None, help="folder with the four MNIST IDX files")
-    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--epochs", type=positive_int, default=1)
     p.add_argument("--artifact-dir", default="/tmp/ember-onnx2ember")
-    p.add_argument("--limit", type=int, default=None, help="use only this many training and test images")
+    p.add_argument("--limit", type=positive_int, default=None, help="use only this many training and test images")
     args = p.parse_args(argv)
 
-    train, test = MnistDataset.train(args.data_dir), MnistDataset.test(args.data_dir)
+    datasets = mnist_or_say_why(p.prog, args.data_dir)
+    if datasets is None:
+        return 2
+    train: Dataset[MnistItem] = datasets[0]
+    test: Dataset[MnistItem] = datasets[1]
     if args.limit is not None:
         from ember.data import PartialDataset
 

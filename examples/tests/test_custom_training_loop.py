@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import ember
 from custom_training_loop import MnistTrainingConfig, accuracy, run
+from custom_training_loop.__main__ import main
 from ember import Tensor
 from ember.autodiff import Autodiff
 from ember.data import PartialDataset
@@ -34,3 +37,28 @@ def test_run_one_short_epoch(mnist_root: Path, capsys) -> None:
     assert len(history) == 1
     loss, acc = history[0]
     assert 0.0 < loss < 5.0 and 0.0 <= acc <= 100.0
+
+
+def test_cli_mistakes_exit_2_with_one_line(tmp_path, capsys) -> None:
+    """The sibling of the guide's CLI checks (issue 29): numbers checked by the parser, a mistyped --data-dir
+    refused in the CLI's words and not created."""
+    with pytest.raises(SystemExit) as info:
+        main(["--epochs", "0"])
+    assert info.value.code == 2 and "expected a positive integer (1, 2, ...), got '0'" in capsys.readouterr().err
+    assert main(["--data-dir", str(tmp_path / "mistyped")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--data-dir" in err and "no such directory" in err and "root=" not in err
+    assert not (tmp_path / "mistyped").exists()
+
+
+def test_onnx2ember_cli_mistakes_exit_2(tmp_path, capsys) -> None:
+    """The same checks in the onnx2ember example's command line."""
+    pytest.importorskip("torch")  # the example imports it with its package
+    from onnx2ember.__main__ import main as onnx2ember_main
+
+    with pytest.raises(SystemExit) as info:
+        onnx2ember_main(["--limit", "0"])
+    assert info.value.code == 2 and "argument --limit: expected a positive integer" in capsys.readouterr().err
+    assert onnx2ember_main(["--data-dir", str(tmp_path / "mistyped"), "--artifact-dir", str(tmp_path / "a")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -117,14 +117,19 @@ def test_adam_steps_reduce_the_loss(mnist_root: Path) -> None:
 
 def test_train_writes_the_artifacts_and_infer_predicts(mnist_root: Path, tmp_path: Path, capsys) -> None:
     artifact = tmp_path / "guide"
-    (artifact / "stale").mkdir(parents=True)  # a previous run's file: removed (artifact dir recreated)
+    artifact.mkdir()
+    (artifact / "notes.txt").write_text("mine")  # the user's file: kept (overwrite replaces the run's files only)
+    (artifact / "checkpoint").mkdir()
+    (artifact / "checkpoint" / "model-7.mpk.gz").write_bytes(b"stale")  # a run entry: replaced
     config = TrainingConfig(ModelConfig(10, 512), AdamConfig(), num_epochs=1, num_workers=0)
     train_set = PartialDataset(MnistDataset.train(mnist_root, download=False), 0, 192)
     test_set = PartialDataset(MnistDataset.test(mnist_root, download=False), 0, 64)
     device = Autodiff(ember.backend("numpy", blas_threads=1)).device()
-    result = train(artifact, config, device, train_dataset=train_set, test_dataset=test_set)
+    result = train(artifact, config, device, train_dataset=train_set, test_dataset=test_set, overwrite=True)
 
-    assert not (artifact / "stale").exists()
+    assert (artifact / "notes.txt").read_text() == "mine"
+    assert not (artifact / "checkpoint" / "model-7.mpk.gz").exists()
+    assert json.loads((artifact / ".ember-run").read_text())["state"] == "finished"
     assert TrainingConfig.load(artifact / "config.json") == config
     assert json.loads((artifact / "config.json").read_text())["learning_rate"] == 1e-4
     for rel in ("model.mpk.gz", "experiment.log", "checkpoint/model-1.mpk.gz", "checkpoint/optim-1.mpk.gz",

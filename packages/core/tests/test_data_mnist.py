@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ember.data import DatasetError
-from ember.data.vision import MnistDataset, MnistItem, mnist_dir
+from ember.data.vision import MnistDataset, MnistItem, mnist_dir, mnist_missing
 
 # The repository is cloned with shared/ beside it: <root>/main/packages/core/tests/this.py -> <root>/shared.
 SHARED_MNIST = Path(os.environ.get("EMBER_TEST_MNIST") or
@@ -139,6 +139,39 @@ def test_offline_error_says_which_files_to_put_where(tmp_path) -> None:
     assert "EMBER_DATA_DIR" in msg and "http://127.0.0.1:9/train-images-idx3-ubyte.gz" in msg
     with pytest.raises(DatasetError, match=r"not found \(download=False\)"):
         MnistDataset.test(target, download=False)
+
+
+def test_a_failed_download_creates_no_directory(tmp_path) -> None:
+    """A mistyped root must not appear on disk because a download was tried there (issue 28)."""
+    target = tmp_path / "mistyped" / "mnist"
+    with pytest.raises(DatasetError):
+        MnistDataset.train(target, mirrors=["http://127.0.0.1:9"])
+    assert not (tmp_path / "mistyped").exists()
+    with pytest.raises(DatasetError):
+        MnistDataset.test()  # the default cache directory: not created either
+    assert not (tmp_path / "xdg-cache").exists()
+
+
+@needs_mnist
+def test_a_rejected_download_creates_no_directory(server, tmp_path) -> None:
+    target = tmp_path / "mistyped" / "mnist"
+    with pytest.raises(DatasetError, match="SHA-256 mismatch"):
+        MnistDataset.test(target, mirrors=[f"{server}/bad"])
+    assert not (tmp_path / "mistyped").exists()
+    assert len(MnistDataset.test(target, mirrors=[f"{server}/good"])) == 10000  # created once a download succeeds
+    assert sorted(p.name for p in target.iterdir()) == ["t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
+
+
+def test_mnist_missing_names_the_absent_files(tmp_path) -> None:
+    assert mnist_missing(tmp_path / "nowhere") == ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                                   "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
+    assert not (tmp_path / "nowhere").exists()
+    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(b"")  # decompressed copies count
+    (tmp_path / "train-labels-idx1-ubyte.gz").write_bytes(b"")
+    assert mnist_missing(tmp_path) == ["train-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
+    assert mnist_missing(tmp_path, splits=("test",)) == ["t10k-labels-idx1-ubyte.gz"]
+    with pytest.raises(ValueError, match="'train' and 'test'"):
+        mnist_missing(tmp_path, splits=("valid",))
 
 
 def _write_gz(path: Path, data: bytes) -> None:

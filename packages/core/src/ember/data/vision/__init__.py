@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ._mnist import MIRRORS, MnistDataset, MnistItem, mnist_dir
+from ._mnist import MIRRORS, MnistDataset, MnistItem, mnist_dir, mnist_missing
 
-__all__ = ["MIRRORS", "MnistDataset", "MnistItem", "mnist_dir"]
+__all__ = ["MIRRORS", "MnistDataset", "MnistItem", "mnist_dir", "mnist_missing"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -44,27 +45,46 @@ def download_verified(name: str, urls: Sequence[str], dest: Path, sha256: str, s
 
     A file is accepted when the SHA-256 of its bytes is ``sha256`` or, for a gzip file, the SHA-256 of
     its decompressed content is ``sha256_content`` (mirrors sometimes recompress). The download goes to a
-    temporary file beside ``dest`` and is renamed into place only once verified.
+    temporary directory of the system (``tempfile``), so a failed download creates nothing at ``dest``, not even
+    its directory; a verified file is then copied beside ``dest`` and renamed into place (atomic), the missing
+    directories of ``dest`` being created only then.
 
     Returns the list of failures (one line per URL tried) when no URL succeeded, else ``[]``.
+
+    Raises:
+        OSError: the verified file cannot be written at ``dest`` (the directory cannot be created or written).
     """
     failures = []
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    for url in urls:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-        tmp = Path(tmp_name)
-        try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-                while chunk := resp.read(_CHUNK):
-                    out.write(chunk)
+    with tempfile.TemporaryDirectory(prefix="ember-download-") as scratch:
+        tmp = Path(scratch) / dest.name
+        for url in urls:
+            try:
+                with open(tmp, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+                    while chunk := resp.read(_CHUNK):
+                        out.write(chunk)
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                failures.append(f"{url}: {reason}")
+                continue
             if not _matches(tmp, sha256, sha256_content):
                 failures.append(f"{url}: SHA-256 mismatch (got {sha256_file(tmp)}, expected {sha256})")
                 continue
-            os.replace(tmp, dest)
+            _place(tmp, dest)
             return []
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", None) or exc
-            failures.append(f"{url}: {reason}")
-        finally:
-            tmp.unlink(missing_ok=True)
     return failures
+
+
+def _place(verified: Path, dest: Path) -> None:
+    """Copy ``verified`` to a temporary file beside ``dest`` (creating ``dest``'s directories), fsync it and
+    rename it into place; the temporary file is removed when anything fails."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, part_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    part = Path(part_name)
+    try:
+        with os.fdopen(fd, "wb") as out, open(verified, "rb") as src:
+            shutil.copyfileobj(src, out, _CHUNK)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(part, dest)
+    finally:
+        part.unlink(missing_ok=True)

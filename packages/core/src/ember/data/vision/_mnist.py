@@ -17,7 +17,7 @@ from .._errors import DatasetError
 from ._download import download_verified
 from ._idx import read_idx
 
-__all__ = ["MnistDataset", "MnistItem", "MIRRORS", "FILES", "mnist_dir"]
+__all__ = ["MnistDataset", "MnistItem", "MIRRORS", "FILES", "mnist_dir", "mnist_missing"]
 
 WIDTH = 28
 HEIGHT = 28
@@ -91,6 +91,24 @@ def _find(directory: Path, stem: str) -> Path | None:
         if p.is_file():
             return p
     return None
+
+
+def mnist_missing(root: str | os.PathLike[str] | None = None,
+                  splits: Sequence[str] = ("train", "test")) -> list[str]:
+    """The MNIST files of ``splits`` absent from :func:`mnist_dir` ``(root)``, as their distributed names
+    (``train-images-idx3-ubyte.gz``, ...; a decompressed copy counts as present), in the order train images,
+    train labels, test images, test labels. Reads nothing and creates nothing: for a program that checks its
+    inputs before it starts.
+
+    Raises:
+        ValueError: a split other than ``"train"`` and ``"test"``.
+    """
+    unknown = [s for s in splits if s not in _SPLITS]
+    if unknown:
+        raise ValueError(f"mnist_missing: splits are 'train' and 'test', got {unknown}.")
+    directory = mnist_dir(root)
+    stems = [stem for split in _SPLITS if split in splits for stem in _SPLITS[split][:2]]
+    return [stem + ".gz" for stem in stems if _find(directory, stem) is None]
 
 
 def _read(path: Path) -> np.ndarray:
