@@ -334,7 +334,12 @@ class JaxNumericOps:
 
     @staticmethod
     def index_bounds(a: Any) -> tuple[int, int]:
-        lo, hi = np.asarray(_bounds(a)).tolist()  # one transfer of two scalars
+        if all(d.platform == "cpu" for d in a.devices()):
+            # host memory: numpy reads it without a copy, and its two passes (~4 µs for 4096 indices) beat
+            # an XLA CPU reduction's dispatch (~150 µs measured)
+            h = np.asarray(a)
+            return int(h.min()), int(h.max())
+        lo, hi = np.asarray(_bounds(a)).tolist()  # accelerators: one fused kernel, one transfer of two scalars
         return int(lo), int(hi)
 
     @staticmethod
