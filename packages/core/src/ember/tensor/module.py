@@ -26,6 +26,8 @@ same errors and every op is differentiable under ``ember.autodiff.Autodiff``:
   than the padded input, an empty output, pooling padding above half the kernel;
 - :class:`ValueError`: a negative padding, a non-positive stride, dilation, groups or size, an
   unknown interpolation mode.
+- ``ember.IndexError``: an embedding index outside ``[0, num_embeddings)``, negative ones included
+  (:mod:`ember.tensor._index_check`).
 
 Example::
 
