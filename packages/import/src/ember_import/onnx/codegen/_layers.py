@@ -21,7 +21,7 @@ from ember import TensorData
 
 from ..._layers import transpose
 from .._ir import Node
-from ._gen import Gen, literal
+from ._gen import Gen, literal, wrap_source
 from ._names import identifier, scope_path
 
 __all__ = ["RECOGNIZERS"]
@@ -277,11 +277,11 @@ def embedding(g: Gen, node: Node) -> list[Node] | None:
     init = f"nn.EmbeddingConfig({table.shape[0]}, {table.shape[1]}).init(device)"
     base, source = _base(g, node, 0, "embedding")
     field = g.add_field(base, "nn.Embedding", init, {"weight": table}, source, "Embedding")
-    # ONNX counts negative indices from the end, Ember's embedding rejects them: wrap them as the runtime's
-    # Gather converter does (floor modulo), unless the indices are known constants that are all non-negative
+    # ONNX counts negative indices from the end, Ember's embedding rejects them: add the table size to them as
+    # the runtime's Gather converter does, unless the indices are known constants that are all non-negative
     ids = g.tensor(node, 1)
     if not (idx.known and isinstance(idx.const, list) and all(i >= 0 for i in idx.const)):
-        ids = f"{ids}.remainder({table.shape[0]})"
+        ids = wrap_source(ids, str(table.shape[0]))
     _call(g, node, field, ids)
     return [node]
 
