@@ -289,6 +289,16 @@ class _StyleNet(torch.nn.Module):
         return torch.sigmoid(y) * torch.tanh(y)
 
 
+def _generate_and_load(path: Path, out_dir: Path, module_name: str, dev: Any) -> Any:
+    """The module ModelGen writes for the ONNX file ``path``, imported and loaded on ``dev``."""
+    py = ModelGen().input(path).out_dir(out_dir).run()
+    spec = importlib.util.spec_from_file_location(module_name, py)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return _load(mod, py, dev)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(("name", "layers"), [("gru", {"Embedding": 1, "Gru": 1, "Linear": 1}),
                                               ("style", {"Conv2d": 2, "InstanceNorm": 1, "LeakyRelu": 1,
@@ -304,12 +314,34 @@ def test_gru_instance_norm_and_activations(name: str, layers: dict[str, int], ba
             p.add_(torch.empty_like(p).uniform_(-0.1, 0.1))
         want = model(torch.from_numpy(x)).double().numpy()
     path = export(model, x, tmp_path / f"{name}.onnx", optimize=False)
-    py = ModelGen().input(path).out_dir(tmp_path / name).run()
-    spec = importlib.util.spec_from_file_location(f"_generated_extra_{name}_{backend}", py)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     dev = ember.backend(backend).device()
-    net = _load(mod, py, dev)
+    net = _generate_and_load(path, tmp_path / name, f"_generated_extra_{name}_{backend}", dev)
     assert dict(_layers(net)) == layers
     _close(_np(net(_input(x, dev))), want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gather_on_a_table_with_negative_ids_equals_the_runtime_and_onnxruntime(backend: str, tmp_path: Path) -> None:
+    # ONNX Gather counts negative indices from the end; Ember's embedding rejects them (issue 28), so the
+    # generated Embedding call and the runtime's Gather converter both wrap them first
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ids = np.array([[0, -1], [3, -4]], np.int64)
+    node = helper.make_node("Gather", ["w", "ids"], ["y"], axis=0)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, [2, 2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 2, 3])],
+                              initializer=[numpy_helper.from_array(table, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "table.onnx"
+    onnx.save(model, path)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"ids": ids})[0]
+    dev = ember.backend(backend).device()
+    net = _generate_and_load(path, tmp_path / "table", f"_generated_table_{backend}", dev)
+    assert dict(_layers(net)) == {"Embedding": 1}
+    x = Tensor.from_data(ids, dev, dtype="int64")
+    np.testing.assert_array_equal(_np(net(x)), want)
+    np.testing.assert_array_equal(_np(load_model(path, dev)(x)), want)

@@ -164,3 +164,27 @@ def test_tensor_scatter_circular_kv_cache_update(backend: str) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+
+
+@pytest.mark.parametrize(("op", "bad"), [("Gather", 4), ("Gather", -5), ("GatherElements", 4),
+                                         ("GatherElements", -5), ("ScatterElements", 4)])
+def test_indices_outside_minus_n_to_n_raise_as_in_onnxruntime(backend: str, op: str, bad: int) -> None:
+    # -n..-1 count from the end (ONNX); beyond that the Ember op's ember.IndexError names the value (issue 28),
+    # where a floor modulo would have wrapped it silently
+    import ember
+    from ember_import.onnx import OnnxImportError
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    ind = np.array([[0, -1], [bad, 1]], np.int64)
+    ins = ["x", "i", "u"] if op == "ScatterElements" else ["x", "i"]
+    node = helper.make_node(op, ins, ["y0"], axis=1)
+    inits = {"u": np.ones((2, 2), np.float32)} if op == "ScatterElements" else {}
+    model = _model(node, {"x": x, "i": ind}, inits, opset=13)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - onnxruntime's own error type
+        _ort(model, {"x": x, "i": ind})
+    seen = bad + 4 if bad < 0 else bad  # the value after the converter's wrap
+    with pytest.raises(OnnxImportError, match=rf"index {seen} is out of range for dim 1 of size 4") as info:
+        _run(model, {"x": x, "i": ind}, backend)
+    assert isinstance(info.value.__cause__, ember.IndexError)
+    ok = np.array([[0, -1], [-4, 1]], np.int64)
+    np.testing.assert_array_equal(_run(model, {"x": x, "i": ok}, backend)[0], _ort(model, {"x": x, "i": ok})[0])

@@ -173,6 +173,11 @@ def _min(a: Any, dim: int | None) -> Any:
     return jnp.min(a).reshape(1) if dim is None else jnp.min(a, axis=dim, keepdims=True)
 
 
+@kernel()
+def _bounds(a: Any) -> Any:
+    return jnp.stack([jnp.min(a), jnp.max(a)])  # one program: XLA fuses the two reductions
+
+
 @kernel(1)
 def _max_abs(a: Any, dim: int | None) -> Any:
     b = jnp.abs(a)
@@ -326,6 +331,16 @@ class JaxNumericOps:
     @staticmethod
     def min(a: Any) -> Any:
         return _min(a, None)
+
+    @staticmethod
+    def index_bounds(a: Any) -> tuple[int, int]:
+        if all(d.platform == "cpu" for d in a.devices()):
+            # host memory: numpy reads it without a copy, and its two passes (~4 µs for 4096 indices) beat
+            # an XLA CPU reduction's dispatch (~150 µs measured)
+            h = np.asarray(a)
+            return int(h.min()), int(h.max())
+        lo, hi = np.asarray(_bounds(a)).tolist()  # accelerators: one fused kernel, one transfer of two scalars
+        return int(lo), int(hi)
 
     @staticmethod
     def max_dim(a: Any, dim: int) -> Any:

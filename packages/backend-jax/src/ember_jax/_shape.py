@@ -8,10 +8,10 @@ functional ``.at[...]`` updates (``.at[].set`` / ``.at[].add``) or ``jnp.where``
 new array and never touch their input.
 
 Index values: jax never raises for an out-of-range index (gathers fill, scatters drop the
-update). When the indices are concrete the backend checks them on the host first and raises
-``IndexError`` (the core turns it into ``ember.IndexError`` naming the op); a traced index (inside
-``jax.jit``) is not checked and jax's fill/drop behaviour applies. ``nonzero`` and ``argwhere``
-have data-dependent shapes: they run eagerly on the host and cannot be traced.
+update, negative indices count from the end). The core checks concrete index values before it
+calls these primitives (:mod:`ember.tensor._index_check`, one fused min/max kernel,
+``index_bounds``); a traced index (inside ``jax.jit``) is not checked and jax's behaviour applies.
+``nonzero`` and ``argwhere`` have data-dependent shapes: they run eagerly on the host and cannot be traced.
 """
 
 from __future__ import annotations
@@ -38,19 +38,6 @@ def _triples(slices: tuple[_Slice, ...], shape: tuple[int, ...]) -> _Triples:
     out = [s.indices(n) for s, n in zip(slices, shape)]
     out += [(0, n, 1) for n in shape[len(slices) :]]
     return tuple(out)
-
-
-def check_indices(op: str, idx: Any, size: int) -> None:
-    """Raise ``IndexError`` if a concrete ``idx`` holds a value outside ``[0, size)``."""
-    if is_tracer(idx):
-        return
-    h = np.asarray(idx)
-    if h.size == 0:
-        return
-    lo, hi = int(h.min()), int(h.max())
-    if lo < 0 or hi >= size:
-        bad = lo if lo < 0 else hi
-        raise IndexError(f"{op}: index {bad} is out of range for a dim of size {size}")
 
 
 # ---------------------------------------------------------------- kernels
@@ -190,22 +177,18 @@ class JaxShapeOps:
 
     @staticmethod
     def gather(a: Any, dim: int, indices: Any) -> Any:
-        check_indices("gather", indices, a.shape[dim])
         return _gather(a, dim, indices)
 
     @staticmethod
     def scatter_add(a: Any, dim: int, indices: Any, values: Any) -> Any:
-        check_indices("scatter_add", indices, a.shape[dim])
         return _scatter_add(a, dim, indices, values)
 
     @staticmethod
     def select(a: Any, dim: int, indices: Any) -> Any:
-        check_indices("select", indices, a.shape[dim])
         return _select(a, dim, indices)
 
     @staticmethod
     def select_add(a: Any, dim: int, indices: Any, values: Any) -> Any:
-        check_indices("select_add", indices, a.shape[dim])
         return _select_add(a, dim, indices, values)
 
     @staticmethod

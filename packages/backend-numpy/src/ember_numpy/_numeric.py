@@ -149,6 +149,11 @@ class NumpyNumericOps:
         return _min_reduce(a, None, None, None, True).reshape(1)
 
     @staticmethod
+    def index_bounds(a: Any) -> tuple[int, int]:
+        # two passes over the index array (numpy has no fused min/max), no temporaries
+        return int(_min_reduce(a, None)), int(_max_reduce(a, None))
+
+    @staticmethod
     @quiet
     def max_dim(a: Any, dim: int) -> Any:
         return _max_reduce(a, dim, None, None, True)

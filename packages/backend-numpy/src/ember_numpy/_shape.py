@@ -7,8 +7,8 @@ because no op ever writes into an array it did not allocate; ops that write (``s
 ``scatter_add``, ``select_add``) copy first. Smaller ``expand`` results are materialized, which is
 faster than building a broadcast view.
 
-Index values out of range raise numpy's ``IndexError``, which the core turns into
-``ember.IndexError`` naming the op. Negative index values are not part of the contract.
+Index values arrive checked by the core (``[0, size)``, :mod:`ember.tensor._index_check`): numpy
+would count negative ones from the end. Negative index values are not part of the contract.
 """
 
 from __future__ import annotations

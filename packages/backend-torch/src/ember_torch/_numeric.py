@@ -149,6 +149,11 @@ class TorchNumericOps:
         return torch.min(a).view(1)
 
     @staticmethod
+    def index_bounds(a: Any) -> tuple[int, int]:
+        lo, hi = torch.aminmax(a)  # one fused reduction
+        return int(lo), int(hi)
+
+    @staticmethod
     def max_dim(a: Any, dim: int) -> Any:
         return torch.amax(a, dim, keepdim=True)
 

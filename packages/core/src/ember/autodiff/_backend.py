@@ -52,7 +52,7 @@ DELEGATED: frozenset[str] = frozenset({
     "is_nan", "is_inf", "is_finite", "contains_nan", "is_close", "nonzero", "argwhere",
     "int_div", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not",
-    "bool_into_int", "float_into_int", "to_numpy", "dtype", "device_handle",
+    "bool_into_int", "float_into_int", "to_numpy", "dtype", "device_handle", "index_bounds",
 })
 """Primitives whose result is not Float, or which read data: Autodiff unwraps the arguments and calls the inner op."""
 #: creation ops: the inner result, wrapped untracked when it is Float

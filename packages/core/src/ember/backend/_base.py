@@ -173,13 +173,16 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         return True
 
     def checks_index_values(self, handle: Any) -> bool:
-        """Whether an index value out of range on the device ``handle`` raises ``IndexError``.
+        """Whether index values out of range on the device ``handle`` are reported as ``ember.IndexError``.
 
-        The contract: gathers, selects, scatters and embeddings given an index outside ``[0, size)``
-        raise ``IndexError`` (``ember.IndexError`` at the Tensor API). A backend returns ``False`` for a
-        device where its kernels cannot report that to the host without a synchronisation per op:
-        PyTorch on CUDA stops with a device-side assert there, which also leaves the CUDA context
-        unusable, exactly as it does in raw PyTorch. Default: ``True``.
+        The contract: every Tensor op that takes indices (gathers, selects, scatters, ``take``,
+        ``embedding``, ``one_hot``, ``CrossEntropyLoss`` targets) rejects an index outside ``[0, size)``,
+        negative ones included, with ``ember.IndexError``. The core checks that before calling the backend
+        (:mod:`ember.tensor._index_check`: one :meth:`index_bounds` reduction and a read of two scalars), so
+        backends need not check in their kernels. A backend returns ``False`` for a device where that read
+        would cost a host synchronisation per op: the core then skips the check and the library's own
+        behaviour applies (PyTorch on CUDA stops with a device-side assert, which also leaves the CUDA
+        context unusable, exactly as it does in raw PyTorch). Default: ``True``.
         """
         return True
 

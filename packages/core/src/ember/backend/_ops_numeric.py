@@ -204,6 +204,17 @@ class NumericOps:
     def min(self, a: Any) -> Any:
         return _req("min")
 
+    def index_bounds(self, a: Any) -> tuple[int, int]:
+        """``(min, max)`` of a non-empty Int primitive as Python ints, read on the host: the core's
+        index-value checks (:func:`ember.tensor._index_check.check_index_values`) call it once per
+        index tensor, so a backend makes it one fused reduction plus one read of two scalars
+        (``torch.aminmax``, one jitted kernel). Called on concrete values only (never on a tracer).
+
+        Default: ``min`` and ``max``, joined with ``cat`` and read with one ``to_numpy``.
+        """
+        v = self.to_numpy(self.cat([self.min(a), self.max(a)], 0))  # type: ignore[attr-defined]
+        return int(v[0]), int(v[1])
+
     def max_dim(self, a: Any, dim: int) -> Any:
         """Largest element along ``dim`` (kept, size 1); NaN propagates. ``dim`` is not empty."""
         return _req("max_dim")

@@ -7,9 +7,10 @@ into a primitive it did not create; ops that write (``slice_assign``, ``scatter_
 
 The core (``ember.tensor._basic`` / ``._indexing``) does all validation: dims are in range,
 slices have a positive step and clipped bounds (negative steps arrive as a slice plus a
-``flip``), shapes fit. Index *values* are not checked by the core: a backend raises its own
-``IndexError`` for out-of-range values where the library detects them (the core maps it to
-``ember.IndexError``); negative index values are outside the contract. Composite tensor ops
+``flip``), shapes fit, and concrete index *values* lie in ``[0, size)`` (one ``index_bounds``
+reduction, :mod:`ember.tensor._index_check`; skipped for traced values and where
+``Backend.checks_index_values`` is false, where a backend may still raise its own ``IndexError``,
+which the core maps to ``ember.IndexError``). Negative index values are outside the contract. Composite tensor ops
 (``flatten``, ``squeeze``, ``transpose``, ``narrow``, ``chunk``, ``split``, ``roll``, ``take``,
 ``gather_nd``, ``scatter_nd``, ``triu``/``tril``, reflect/edge ``pad`` ...) are built in the core from
 these primitives, so a backend only implements this list.

@@ -42,8 +42,8 @@ class Embedding(Module):
     Shapes: indices Int ``[batch, seq_length]`` (any shape) -> ``[batch, seq_length, d_model]``.
 
     Raises (forward):
-        KindError: non-Int indices. IndexError: an index outside ``[0, n_embedding)`` (where the
-        backend detects it).
+        KindError: non-Int indices. ember.IndexError: an index outside ``[0, n_embedding)``,
+        negative ones included (as :func:`ember.tensor.module.embedding`).
     """
 
     weight: Param

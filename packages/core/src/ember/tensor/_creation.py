@@ -14,6 +14,7 @@ from .._errors import DTypeError, EmberError, KindError, ShapeError
 from .._kind import Bool, Float, Int, Kind, kind_of
 from ..backend._device import Device
 from . import _core
+from ._index_check import check_index_values
 from ._util import as_shape
 
 _BY_NUMPY_KIND = {"b": Bool, "i": Int, "u": Int, "f": Float}
@@ -214,7 +215,7 @@ class CreationOps:
         """One-hot encoding: a new last dim of ``num_classes``, 1 at each value, same kind.
 
         Raises:
-            ValueError: a value outside ``[0, num_classes)``.
+            ember.IndexError: a value outside ``[0, num_classes)`` (as :meth:`one_hot_fill`).
         """
         return self.one_hot_fill(num_classes, 1, 0, -1)
 
@@ -222,22 +223,19 @@ class CreationOps:
         """One-hot with ``on_value``/``off_value`` placed on a new dim ``axis`` (Burn's ``one_hot_fill``);
         output kind Float for Float input, else Int.
 
-        The range check reads the smallest and largest value on the host, so it runs on concrete data only:
-        inside a compiled step (``ember_jax.jit``, the values are traced) it is skipped, and a value outside
-        ``[0, num_classes)`` then gives a row of ``off_value`` (no position matches).
+        The range check is the core's index-value check (:mod:`ember.tensor._index_check`: one min/max
+        reduction read on the host), so it runs on concrete data only: inside a compiled step
+        (``ember_jax.jit``, the values are traced) it is skipped, and a value outside ``[0, num_classes)``
+        then gives a row of ``off_value`` (no position matches).
 
         Raises:
-            KindError: a Bool tensor. ValueError: values outside ``[0, num_classes)`` (concrete data).
+            KindError: a Bool tensor. ember.IndexError: a value outside ``[0, num_classes)``, negative
+            ones included (concrete data).
         """
         if self.kind is Bool:  # type: ignore[attr-defined]
             raise KindError("one_hot needs an Int (or Float with integral values) tensor, got Bool.")
         idx = self.int()  # type: ignore[attr-defined]
-        if idx.num_elements() and idx.ops.is_concrete(idx.primitive):
-            lo, hi = int(idx.min().into_scalar()), int(idx.max().into_scalar())
-            if lo < 0 or hi >= num_classes:
-                raise ValueError(
-                    f"one_hot: values must lie in [0, {num_classes}), found range [{lo}, {hi}]."
-                )
+        check_index_values("one_hot", idx, num_classes, what="class", where=f"num_classes {num_classes}")
         classes = type(self).arange(0, num_classes, self.device)  # type: ignore[attr-defined]
         hot = idx.unsqueeze_dim(idx.rank).equal(classes.reshape([1] * idx.rank + [num_classes]))
         out_kind = Float if self.kind is Float else Int  # type: ignore[attr-defined]

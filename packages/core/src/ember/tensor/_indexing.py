@@ -5,10 +5,13 @@ Conventions shared by every op here:
 
 - Index tensors are ``Int`` tensors on the tensor's device (an ``Autodiff`` device and its inner
   device count as the same); Python lists of ints and integer numpy arrays are accepted too.
-- Index *values* must lie in ``[0, size)`` of the indexed dim. They are not scanned before the
-  call (that would cost a pass over the indices and a device sync); a backend that detects an
-  out-of-range value raises, and the error becomes ``ember.IndexError`` naming the op. Python
-  lists given to ``t[...]`` may hold negative indices (numpy semantics).
+- Index *values* must lie in ``[0, size)`` of the indexed dim; negative values are out of range
+  (they are not counted from the end). The core checks them before the backend call with one
+  min/max reduction (:mod:`ember.tensor._index_check`), so every backend raises the same
+  ``ember.IndexError`` naming the op, the value, the dim and its size. Not checked, and the
+  library's behaviour applies, for traced values (inside ``ember_jax.jit``) and on devices where
+  ``Backend.checks_index_values`` is false (torch on CUDA). Python lists given to ``t[...]`` may
+  hold negative indices (numpy semantics).
 - Ops that "assign" return a new tensor: tensors are immutable values.
 """
 
@@ -23,6 +26,7 @@ from .._errors import EmberError, IndexError_, KindError, ShapeError
 from .._kind import Bool, Int
 from . import _core
 from ._core import op_error, wrap
+from ._index_check import check_index_values, index_bounds, out_of_range
 from ._util import broadcast_shapes, check_same, norm_dim, numel, require_device
 
 _FULL = slice(None)
@@ -313,13 +317,15 @@ class IndexingOps:
         Indices may repeat.
 
         Raises:
-            IndexError_: ``dim`` out of range, or an index value out of range (reported by the
-            backend). ShapeError: indices not 1-D (use :meth:`take`). KindError/DeviceError.
+            IndexError_: ``dim`` out of range, or an index value outside ``[0, size)``, negative
+            ones included (checked on concrete values, see the module docstring). ShapeError:
+            indices not 1-D (use :meth:`take`). KindError/DeviceError.
         """
         d = norm_dim("select", dim, self.rank)  # type: ignore[attr-defined]
         idx = index_arg("select", self, indices)
         if idx.rank != 1:
             raise ShapeError(f"select: indices must be 1-D, got shape {list(idx.shape)}; use take for any rank.")
+        check_index_values("select", idx, self.shape[d], d)  # type: ignore[attr-defined]
         try:
             p = self.ops.select(self.primitive, d, idx.primitive)  # type: ignore[attr-defined]
         except Exception as exc:
@@ -341,6 +347,7 @@ class IndexingOps:
         if idx.rank != 1:
             raise ShapeError(f"select_assign: indices must be 1-D, got shape {list(idx.shape)}.")
         self._check_values("select_assign", values, shape[:d] + idx.shape + shape[d + 1:])
+        check_index_values("select_assign", idx, shape[d], d)
         try:
             p = self.ops.select_add(self.primitive, d, idx.primitive, values.primitive)  # type: ignore[attr-defined]
         except Exception as exc:
@@ -372,6 +379,7 @@ class IndexingOps:
         shape = self.shape  # type: ignore[attr-defined]
         d = norm_dim(op, dim, len(shape))
         idx = index_arg(op, self, indices)
+        check_index_values(op, idx, shape[d], d)
         ishape = idx.shape
         ops = self.ops  # type: ignore[attr-defined]
         try:
@@ -399,6 +407,7 @@ class IndexingOps:
                 f"{op}: indices of shape {list(ishape)} do not fit the tensor of shape {list(shape)} on dim {dim}; "
                 "indices need the tensor's rank and its sizes on every other dim."
             )
+        check_index_values(op, idx, shape[d], d)
         return d, idx
 
     def gather(self, dim: int, indices: Any) -> Any:
@@ -407,14 +416,20 @@ class IndexingOps:
         but ``dim``; the result has the shape of ``indices``.
 
         Raises:
-            ShapeError: indices of another rank or size. IndexError_: ``dim`` or an index value out
-            of range. KindError/DeviceError: indices not Int or on another device.
+            ShapeError: indices of another rank or size. IndexError_: ``dim`` out of range, or an
+            index value outside ``[0, size)`` of ``dim``, negative ones included (as :meth:`select`).
+            KindError/DeviceError: indices not Int or on another device.
         """
         d, idx = self._gs_check("gather", dim, indices)
+        return self._gather("gather", d, idx)
+
+    def _gather(self, op: str, d: int, idx: Any) -> Any:
+        """:meth:`gather` on a non-negative ``d`` with an Int tensor ``idx`` of the right shape whose values
+        the caller has checked (``CrossEntropyLoss`` checks its targets under its own name)."""
         try:
             p = self.ops.gather(self.primitive, d, idx.primitive)  # type: ignore[attr-defined]
         except Exception as exc:
-            raise fail("gather", exc, self, idx) from exc
+            raise fail(op, exc, self, idx) from exc
         return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
 
     def scatter(self, dim: int, indices: Any, values: Any) -> Any:
@@ -437,8 +452,10 @@ class IndexingOps:
 
     def _nd_flat(self, op: str, indices: Any) -> tuple[Any, int, tuple[int, ...], tuple[int, ...]]:
         """Flat row numbers of ``indices [..., k]`` into the first ``k`` dims, with rows that hold
-        any component outside ``[0, size)`` mapped to the out-of-range row ``prod(shape[:k])`` so
-        that the backend reports them instead of aliasing another row."""
+        any component outside ``[0, size)`` mapped to the out-of-range row ``prod(shape[:k])``
+        instead of aliasing another row: one min/max check of the flat rows then finds them (the
+        error names the first bad component), and where values are not checked (traced, torch on
+        CUDA) the library sees an out-of-range row."""
         shape = self.shape  # type: ignore[attr-defined]
         idx = index_arg(op, self, indices)
         ishape = idx.shape
@@ -465,6 +482,11 @@ class IndexingOps:
             flat = iops.reshape(flat, (m,))
         except Exception as exc:
             raise fail(op, exc, self, idx) from exc
+        b = index_bounds(iops, flat, dev)
+        if b is not None and b[1] >= total:  # a row with a component out of range: name the first one
+            rows = idx.to_numpy().reshape(m, k)
+            r, c = np.argwhere((rows < 0) | (rows >= np.asarray(lead)))[0]
+            raise out_of_range(op, int(rows[r, c]), lead[c], int(c), "coordinate")
         return flat, total, ishape[:-1], rest
 
     def gather_nd(self, indices: Any) -> Any:
@@ -474,8 +496,9 @@ class IndexingOps:
         gives ``[n, 5]`` rows ``x[i, j, :]``.
 
         Raises:
-            ShapeError: ``k`` is 0 or larger than the rank. IndexError_: a coordinate out of
-            range. KindError/DeviceError: indices not Int or on another device.
+            ShapeError: ``k`` is 0 or larger than the rank. IndexError_: a coordinate outside
+            ``[0, size)`` of its dim, negative ones included. KindError/DeviceError: indices not
+            Int or on another device.
         """
         flat, total, lead_out, rest = self._nd_flat("gather_nd", indices)
         ops = self.ops  # type: ignore[attr-defined]
@@ -492,7 +515,8 @@ class IndexingOps:
         ``values`` has shape ``indices.shape[:-1] + self.shape[k:]``.
 
         Raises:
-            ShapeError: bad ``k`` or values shape. IndexError_: a coordinate out of range.
+            ShapeError: bad ``k`` or values shape. IndexError_: a coordinate outside ``[0, size)``
+            of its dim, negative ones included.
             KindError/DeviceError: indices or values of the wrong kind or device.
         """
         shape = self.shape  # type: ignore[attr-defined]
@@ -594,7 +618,8 @@ class IndexingOps:
         list's dims come first in the result.
 
         Raises:
-            IndexError_: too many indices or an int out of range. TypeError: bools, Bool masks
+            IndexError_: too many indices, an int or list entry out of range, or an Int tensor
+            value outside ``[0, size)`` (as :meth:`take`). TypeError: bools, Bool masks
             (use ``mask_where``/``nonzero``) or several index tensors (use ``gather_nd``).
         """
         fast = self._getitem_basic(key)

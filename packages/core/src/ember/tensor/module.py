@@ -26,6 +26,8 @@ same errors and every op is differentiable under ``ember.autodiff.Autodiff``:
   than the padded input, an empty output, pooling padding above half the kernel;
 - :class:`ValueError`: a negative padding, a non-positive stride, dilation, groups or size, an
   unknown interpolation mode.
+- ``ember.IndexError``: an embedding index outside ``[0, num_embeddings)``, negative ones included
+  (:mod:`ember.tensor._index_check`).
 
 Example::
 
@@ -46,6 +48,7 @@ from .._kind import Float, Int
 from ..backend import _module_geometry as geo
 from . import _core
 from ._core import wrap
+from ._index_check import check_index_values
 from ._module_attention import scaled_dot_product_attention
 from ._module_norm import batch_norm, batch_norm_running, group_norm, layer_norm, rms_norm
 from ._module_rnn import lstm
@@ -484,7 +487,10 @@ def embedding(weights: Tensor, indices: Tensor) -> Tensor:
     Raises:
         KindError: Float indices or non-Float weights.
         ShapeError: ``weights`` is not 2-D.
-        IndexError: an index outside ``[0, num_embeddings)``, where the backend detects it.
+        IndexError: an index outside ``[0, num_embeddings)``, negative ones included (``ember.IndexError``;
+            checked in the core with one min/max reduction, on concrete values and where
+            ``Backend.checks_index_values`` holds: see :mod:`ember.tensor._index_check`). The backward pass
+            reuses the checked indices.
     """
     op = "embedding"
     _tensor(op, "weights", weights)
@@ -492,6 +498,8 @@ def embedding(weights: Tensor, indices: Tensor) -> Tensor:
     _rank(op, "weights", weights, 2, "[num_embeddings, dim]")
     if indices.device is not weights.device:
         raise _device_error(op, weights, indices)
+    n = weights.shape[0]
+    check_index_values(op, indices, n, 0, where=f"{n} embeddings (weights {list(weights.shape)})")
     return wrap(_call(op, lambda: weights.ops.embedding(weights.primitive, indices.primitive), weights, indices),
                 weights, Float)
 

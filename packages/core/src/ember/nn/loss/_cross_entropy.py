@@ -9,6 +9,7 @@ from ...config import config
 from ...module import Module
 from ...tensor import Tensor
 from ...tensor import activation as A
+from ...tensor._index_check import check_index_values
 from .._checks import check_float, check_int, config_error
 
 __all__ = ["CrossEntropyLossConfig", "CrossEntropyLoss"]
@@ -61,6 +62,9 @@ class CrossEntropyLoss(Module):
     Raises (forward):
         ShapeError: wrong ranks, a batch mismatch, or weights not of length ``num_classes``.
         KindError: non-Float logits or non-Int targets.
+        ember.IndexError: a target outside ``[0, num_classes)`` that is not a pad token, negative ones
+            included (PyTorch raises too; numpy indexing would count ``-1`` from the end). Checked with one
+            min/max reduction on concrete values (not inside ``ember_jax.jit``; :mod:`ember.tensor._index_check`).
     """
 
     weights: Tensor | None = None
@@ -85,15 +89,17 @@ class CrossEntropyLoss(Module):
                 pad = pad.bool_or(targets.equal_elem(p))
             keep = pad.bool_not().float()
             tgt = tgt.mask_fill(pad.reshape([batch, 1]), 0)
+        check_index_values(name, tgt, n, 1, "target", where=f"{n} classes (logits {list(logits.shape)})",
+                           hint="list targets to ignore in pad_tokens (PyTorch's ignore_index)")
         if self.weights is not None:
             if self.weights.shape != (n,):
                 raise ShapeError(f"{name}: {self.weights.shape[0]} class weights for {n} classes.")
             w_all = self.weights.to_device(logits.device) if self.weights.device is not logits.device else self.weights
-            w_t = w_all.reshape([n, 1]).gather(0, tgt).reshape([batch])
+            w_t = w_all.reshape([n, 1])._gather(name, 0, tgt).reshape([batch])
         else:
             w_all = None
             w_t = None
-        nll = logp.gather(1, tgt).reshape([batch]).neg()
+        nll = logp._gather(name, 1, tgt).reshape([batch]).neg()
         if w_t is not None:
             nll = nll * w_t
         a = self.smoothing or 0.0

@@ -116,7 +116,9 @@ class CTCLoss(Module):
         else:
             no_skip = Tensor.full([batch, width], True, dev, Bool)
         # emissions [time, batch, width]
-        lp = log_probs.gather(2, ext.unsqueeze_dim(0).expand([steps, batch, width]))
+        # ext holds the blank and clamped labels, in [0, classes) by construction: no index-value check (a
+        # min/max over [time, batch, width])
+        lp = log_probs._gather(name, 2, ext.unsqueeze_dim(0).expand([steps, batch, width]))
         emit = lp.split(1, 0)
         neg_col = Tensor.full([batch, 1], _NEG, dev)
         neg_two = Tensor.full([batch, 2], _NEG, dev)

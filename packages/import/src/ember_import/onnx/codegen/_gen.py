@@ -18,7 +18,7 @@ from ._errors import ModelGenError
 from ._expr import Attr, Call, Expr, Name, Shared, literal, source
 from ._names import FIELD_RESERVED, Namer, identifier, scope_path
 
-__all__ = ["Field", "Gen", "Val", "host_list", "items_of", "literal"]
+__all__ = ["Field", "Gen", "Val", "host_list", "items_of", "literal", "wrap_source"]
 
 #: constants with at most this many elements are written into the code; larger ones are stored as fields
 INLINE_LIMIT = 64
@@ -90,6 +90,12 @@ class Field:
     def init(self) -> str:
         """The source of :attr:`ctor`."""
         return source(self.ctor)
+
+
+def wrap_source(idx: str, n: str) -> str:
+    """Source of the runtime's ``wrap_index`` (``ops/_indexing.py``) on the index tensor ``idx`` (a name or
+    field) and the size ``n``: ``n`` added to the negative indices; others out of range stay so and raise."""
+    return f"{idx}.mask_where({idx}.lower_elem(0), {idx}.add_scalar({n}))"
 
 
 def python_value(data: TensorData) -> Any:

@@ -24,7 +24,7 @@ from ..._layers import transpose
 from .._ir import Node
 from ._errors import ModelGenError
 from ._expr import Attr, Call, Expr, Name, layer
-from ._gen import Gen
+from ._gen import Gen, wrap_source
 from ._names import identifier, scope_path
 
 __all__ = ["RECOGNIZERS"]
@@ -286,7 +286,12 @@ def embedding(g: Gen, node: Node) -> list[Node] | None:
     init = layer("EmbeddingConfig", int(table.shape[0]), int(table.shape[1]))
     base, source = _base(g, node, 0, "embedding")
     field = g.add_field(base, "nn.Embedding", init, {"weight": table}, source, "Embedding")
-    _call(g, node, field, g.tensor(node, 1))
+    # ONNX counts negative indices from the end, Ember's embedding rejects them: add the table size to them as
+    # the runtime's Gather converter does, unless the indices are known constants that are all non-negative
+    ids = g.tensor(node, 1)
+    if not (idx.known and isinstance(idx.const, list) and all(i >= 0 for i in idx.const)):
+        ids = wrap_source(ids, str(table.shape[0]))
+    _call(g, node, field, ids)
     return [node]
 
 

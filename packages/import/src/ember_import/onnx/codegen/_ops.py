@@ -18,7 +18,7 @@ from .._dtypes import dtype_of
 from .._ir import Node
 from ._errors import ModelGenError
 from ._expr import literal
-from ._gen import Gen, Val, host_list, items_of
+from ._gen import Gen, Val, host_list, items_of, wrap_source
 
 __all__ = ["EMITTERS"]
 
@@ -140,11 +140,12 @@ def gather(g: Gen, node: Node) -> None:
         info = g.info(node.inputs[0])
         dim = None if info is None or info.shape is None else info.shape[ax]
         if iv.known and isinstance(iv.const, list) and isinstance(dim, int):
-            idx = g.host_tensor(Val(expr=literal([i % dim for i in iv.const]), host=True), DType.INT64)
+            idx = g.host_tensor(Val(expr=literal([i + dim if i < 0 else i for i in iv.const]), host=True),
+                                DType.INT64)
         elif iv.known and isinstance(iv.const, list) and all(i >= 0 for i in iv.const):
             idx = g.tensor(node, 1)
-        else:  # indices may be negative (ONNX counts them from the end)
-            idx = f"{g.tensor(node, 1)}.remainder({x}.shape[{ax}])"
+        else:  # indices may be negative (ONNX counts them from the end); as the runtime's wrap_index
+            idx = wrap_source(g.tensor(node, 1), f"{x}.shape[{ax}]")
         g.emit(node, f"{x}.select({ax}, {idx})")
         return
     raise ModelGenError(f"{node.where()}: Gather with {ri}-D tensor indices is not supported in generated code.")

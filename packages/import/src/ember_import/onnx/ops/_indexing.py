@@ -1,11 +1,13 @@
 """Element indexing: ``GatherElements``, ``GatherND``, ``Scatter``, ``ScatterElements``, ``ScatterND``,
 ``Compress`` and ``NonZero``.
 
-Negative indices wrap (``i + n``), as ONNX allows from opset 11. Scatters with ``reduction='none'`` replace
-(the positions are cleared, then the updates added, which is exact); ``'add'`` adds; ``'mul'``/``'max'``/``'min'``
-combine one index slice at a time (within a slice the positions are distinct), which also gives the reference's
-last-write-wins order for repeated indices. ``Compress`` and ``NonZero`` have data-dependent output shapes: they
-read their condition on the host, so they run eagerly but not under ``ember_jax.jit``.
+Negative indices wrap (``i + n``), as ONNX allows from opset 11; indices outside ``[-n, n)`` raise (the Ember
+op's ``ember.IndexError``, inside an ``OnnxImportError`` naming the node), as in onnxruntime. Scatters with
+``reduction='none'`` replace (the positions are cleared, then the updates added, which is exact); ``'add'``
+adds; ``'mul'``/``'max'``/``'min'`` combine one index slice at a time (within a slice the positions are
+distinct), which also gives the reference's last-write-wins order for repeated indices. ``Compress`` and
+``NonZero`` have data-dependent output shapes: they read their condition on the host, so they run eagerly but
+not under ``ember_jax.jit``.
 Semantics: onnx/docs/Operators.md and onnx/reference/ops.
 """
 
@@ -26,10 +28,12 @@ __all__ = ["wrap_index"]
 
 
 def wrap_index(idx: Tensor, n: int | Tensor) -> Tensor:
-    """Indices in ``[-n, n)`` as ``[0, n)`` (floor modulo; ``n`` may be a broadcasting Int tensor)."""
-    if isinstance(n, int) and n <= 0:
-        return idx
-    return idx.remainder(n)
+    """Indices in ``[-n, n)`` as ``[0, n)``: ``n`` is added to the negative ones (ONNX counts them from the end;
+    ``n`` may be a broadcasting Int tensor). Values outside ``[-n, n)`` stay out of range, so the Ember op rejects
+    them with ``ember.IndexError`` as onnxruntime rejects them (a floor modulo would wrap them silently)."""
+    if isinstance(n, int):
+        return idx if n <= 0 else idx.mask_where(idx.lower_elem(0), idx.add_scalar(n))
+    return idx.mask_where(idx.lower_elem(0), idx.add(n))
 
 
 @converter("GatherElements", since=11)

@@ -17,6 +17,7 @@ from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from ._axes import norm_axis
+from ._indexing import wrap_index
 
 __all__ = ["slice_bounds", "pad_tensor"]
 
@@ -128,10 +129,7 @@ def gather(ctx: Context, node: Node, data: Tensor, indices: Tensor) -> Tensor:
     """``Gather`` (1, 11: negative indices, 13): ``numpy.take(data, indices, axis)``; the output has rank
     ``rank(data) - 1 + rank(indices)``."""
     axis = norm_axis(node, int(node.attr("axis", 0)), data.rank)
-    n = data.shape[axis]
-    if n > 0:
-        indices = indices.remainder(n)  # -n..-1 wrap to 0..n-1 (floor modulo)
-    return data.take(axis, indices)
+    return data.take(axis, wrap_index(indices, data.shape[axis]))  # -n..-1 count from the end
 
 
 def _wrap_pad(x: Tensor, pairs: Sequence[tuple[int, int]]) -> Tensor:
