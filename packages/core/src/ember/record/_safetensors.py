@@ -4,7 +4,7 @@ Each tensor is stored under its dotted path (``encoder.layers.0.weight``; a para
 parameter's path, without ``.param``), so other tools (``safetensors.numpy.load_file``, PyTorch, JAX)
 read the weights directly. The header's ``__metadata__`` holds the envelope's metadata fields as strings
 plus ``"item"``: the record's named JSON tree in which each tensor is ``{"$type": "tensor", "key": <name>,
-"dtype", "shape", "checksum"}`` (so ids, scalars, lists and None survive). Files written by other tools
+"dtype", "shape", "digest"}`` (so ids, scalars, lists and None survive). Files written by other tools
 (no ``"item"``) load as nested dicts split on dots.
 """
 
@@ -20,10 +20,10 @@ import numpy as np
 from .._data import TensorData
 from .._errors import RecordError
 from ._atomic import atomic_path
-from ._checksum import sum64
-from ._codec import TYPE_KEY, decode_named, encode
+from ._checksum import digest_of, legacy, mismatch, parse_digest
+from ._codec import MAX_DEPTH, TYPE_KEY, decode_named, encode
 from ._recorder import FileRecorder, check_metadata, sniff
-from ._safetensors_format import read_header, read_into
+from ._safetensors_format import read_header, read_into, short_repr
 
 __all__ = ["SafetensorsFileRecorder"]
 
@@ -61,10 +61,11 @@ class SafetensorsFileRecorder(FileRecorder):
             arrays[key] = np.ascontiguousarray(data.as_bits())
             return key
 
-        item = encode(record, self.settings, put, checksum=True)
+        item = encode(record, self.settings, put, digest=self.digest)
         meta = {k: str(v) for k, v in self.metadata().items()}
         meta["item"] = json.dumps(_refs(item), allow_nan=True)
-        meta["checksum"] = str(_meta_checksum(meta))
+        if self.digest:
+            meta["digest"] = digest_of(_meta_body(meta), self.digest)
         return arrays, meta
 
     def _write(self, f: Any, item: Any) -> None:  # pragma: no cover - record() is overridden
@@ -93,33 +94,38 @@ class SafetensorsFileRecorder(FileRecorder):
             meta = header.get("__metadata__") or {}
             arrays = _read_arrays(f, header, data_start, origin)
         if not _EMBER_KEYS & set(meta):
-            return _nest(arrays)  # written by another tool
+            return _nest(arrays, origin)  # written by another tool
         if "item" not in meta:
             raise RecordError(f"{origin}: the header metadata has no 'item' entry (corrupted header).")
-        if self.verify and meta.get("checksum") != str(_meta_checksum(meta)):
-            raise RecordError(f"{origin}: the header metadata fails its checksum (corrupted).")
+        if self.verify:
+            _verify_metadata(meta, origin)
         check_metadata(meta, origin, self.format, type(self).__name__)
         try:
-            item = json.loads(meta["item"])
-        except ValueError as exc:
-            raise RecordError(f"{origin}: the header's 'item' is not valid JSON ({exc}).") from None
+            item = _unrefs(json.loads(meta["item"]))
+        except (ValueError, RecursionError) as exc:
+            raise RecordError(
+                f"{origin}: the header's 'item' is not valid JSON or nests too deeply ({type(exc).__name__}: "
+                f"{str(exc)[:200]})."
+            ) from None
 
         used: set[str] = set()
 
         def resolve(body: Any, p: str) -> Any:
             if not isinstance(body, str) or body not in arrays:
-                raise RecordError(f"{origin}: the tensor at {p!r} names a missing entry {body!r}.")
+                raise RecordError(f"{origin}: the tensor at {short_repr(p)} names a missing entry {short_repr(body)}.")
             used.add(body)
             return arrays[body]
 
-        record = decode_named(_unrefs(item), origin, self.verify, resolve=resolve)
+        record = decode_named(item, origin, self.verify, resolve=resolve)
         extra = sorted(set(arrays) - used)
         if extra:
-            raise RecordError(f"{origin}: tensors {extra} are not referenced by the record's metadata.")
+            raise RecordError(
+                f"{origin}: {len(extra)} tensors ({short_repr(extra)}) are not referenced by the record's metadata."
+            )
         return record
 
 
-_EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum"}
+_EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum", "digest"}
 
 #: safetensors dtype -> numpy dtype: Ember's element types (bfloat16, which numpy lacks, is read by
 #: ``ember_import``; float8 and other types Ember lacks are refused by name when the header is checked)
@@ -145,17 +151,36 @@ def _read_arrays(f: Any, header: dict[str, Any], data_start: int, origin: str) -
         buf = np.empty(end - begin, dtype=np.uint8)
         f.seek(data_start + begin)
         if read_into(f, buf.data) != end - begin:
-            raise RecordError(f"{origin}: the data of tensor {key!r} ends early (the file was truncated while "
-                              "reading).")
+            raise RecordError(f"{origin}: the data of tensor {short_repr(key)} ends early (the file was truncated "
+                              "while reading).")
         buf.flags.writeable = False
         out[key] = buf.view(_NUMPY[info["dtype"]]).reshape(info["shape"])
     return out
 
 
-def _meta_checksum(meta: dict[str, str]) -> int:
-    """sum64 of the UTF-8 JSON of the metadata without ``checksum`` (sorted keys, no spaces)."""
-    body = {k: v for k, v in meta.items() if k != "checksum"}
-    return sum64(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+def _meta_body(meta: dict[str, str]) -> bytes:
+    """What the metadata digest hashes: the UTF-8 JSON of the metadata without ``digest`` and ``checksum``
+    (sorted keys, no spaces)."""
+    body = {k: v for k, v in meta.items() if k not in ("checksum", "digest")}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _verify_metadata(meta: dict[str, str], origin: str) -> None:
+    """Check the metadata's ``digest`` (or an old file's sum64 ``checksum``, a decimal string)."""
+    if "digest" in meta:
+        stored = meta["digest"]
+        algorithm = parse_digest(stored, origin, "__metadata__")
+    elif "checksum" in meta:
+        value = meta["checksum"]
+        if not value.isdigit() or len(value) > 20:
+            raise RecordError(f"{origin}: the header metadata's checksum is not a decimal number; the file is "
+                              "corrupted or was changed.")
+        stored, algorithm = legacy(int(value)), "sum64"
+    else:
+        return
+    actual = digest_of(_meta_body(meta), algorithm)
+    if actual != stored:
+        raise mismatch(origin, stored, actual, "__metadata__")
 
 
 def _refs(node: Any) -> Any:
@@ -171,20 +196,26 @@ def _refs(node: Any) -> Any:
     return node
 
 
-def _unrefs(node: Any) -> Any:
-    """Inverse of :func:`_refs` (tensor nodes get their ``bytes`` field back, holding the key)."""
+def _unrefs(node: Any, depth: int = 0) -> Any:
+    """Inverse of :func:`_refs` (tensor nodes get their ``bytes`` field back, holding the key).
+
+    Raises:
+        RecursionError: nesting deeper than ``MAX_DEPTH`` (reported by the caller, naming the file).
+    """
+    if depth > MAX_DEPTH:
+        raise RecursionError(f"maps/lists nested deeper than {MAX_DEPTH} levels")
     if isinstance(node, dict):
         if node.get(TYPE_KEY) == "tensor" and "key" in node and "bytes" not in node:
             out = {k: v for k, v in node.items() if k != "key"}
             out["bytes"] = node["key"]
             return out
-        return {k: _unrefs(v) for k, v in node.items()}
+        return {k: _unrefs(v, depth + 1) for k, v in node.items()}
     if isinstance(node, list):
-        return [_unrefs(v) for v in node]
+        return [_unrefs(v, depth + 1) for v in node]
     return node
 
 
-def _nest(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+def _nest(arrays: dict[str, np.ndarray], origin: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, arr in arrays.items():
         parts = key.split(".")
@@ -192,7 +223,9 @@ def _nest(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
         for p in parts[:-1]:
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
-                raise RecordError(f"safetensors: key {key!r} nests under the tensor {p!r}.")
+                raise RecordError(f"{origin}: the key {short_repr(key)} nests under the tensor {short_repr(p)}.")
             node = nxt
+        if isinstance(node.get(parts[-1]), dict):
+            raise RecordError(f"{origin}: tensors nest under the tensor {short_repr(key)} (keys split on '.').")
         node[parts[-1]] = TensorData(arr)
     return out
