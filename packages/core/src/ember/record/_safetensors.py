@@ -20,7 +20,7 @@ import numpy as np
 from .._data import TensorData
 from .._errors import RecordError
 from ._atomic import atomic_path
-from ._checksum import digest_of, legacy, mismatch, parse_digest
+from ._checksum import digest_of, format_digest, legacy, mismatch, new_hasher, parse_digest
 from ._codec import MAX_DEPTH, TYPE_KEY, decode_named, encode
 from ._recorder import FileRecorder, check_metadata, sniff
 from ._safetensors_format import read_header, read_into, short_repr
@@ -92,21 +92,11 @@ class SafetensorsFileRecorder(FileRecorder):
                 hint = f" It looks like {guess}." if guess and "safetensors" not in guess else ""
                 raise RecordError(f"{exc}{hint}") from None
             meta = header.get("__metadata__") or {}
-            arrays = _read_arrays(f, header, data_start, origin)
-        if not _EMBER_KEYS & set(meta):
+            item = self._item(meta, origin) if _EMBER_KEYS & set(meta) else None
+            digests = _stored_digests(item, origin) if self.verify and item is not None else {}
+            arrays = _read_arrays(f, header, data_start, origin, digests)
+        if item is None:
             return _nest(arrays, origin)  # written by another tool
-        if "item" not in meta:
-            raise RecordError(f"{origin}: the header metadata has no 'item' entry (corrupted header).")
-        if self.verify:
-            _verify_metadata(meta, origin)
-        check_metadata(meta, origin, self.format, type(self).__name__)
-        try:
-            item = _unrefs(json.loads(meta["item"]))
-        except (ValueError, RecursionError) as exc:
-            raise RecordError(
-                f"{origin}: the header's 'item' is not valid JSON or nests too deeply ({type(exc).__name__}: "
-                f"{str(exc)[:200]})."
-            ) from None
 
         used: set[str] = set()
 
@@ -116,13 +106,29 @@ class SafetensorsFileRecorder(FileRecorder):
             used.add(body)
             return arrays[body]
 
-        record = decode_named(item, origin, self.verify, resolve=resolve)
+        record = decode_named(item, origin, False, resolve=resolve)  # (tensor digests: checked while reading)
         extra = sorted(set(arrays) - used)
         if extra:
             raise RecordError(
                 f"{origin}: {len(extra)} tensors ({short_repr(extra)}) are not referenced by the record's metadata."
             )
         return record
+
+    def _item(self, meta: dict[str, str], origin: str) -> Any:
+        """The record's item tree in an Ember header's metadata (after its digest and fields are checked), with
+        each tensor's ``bytes`` naming its entry."""
+        if "item" not in meta:
+            raise RecordError(f"{origin}: the header metadata has no 'item' entry (corrupted header).")
+        if self.verify:
+            _verify_metadata(meta, origin)
+        check_metadata(meta, origin, self.format, type(self).__name__)
+        try:
+            return _unrefs(json.loads(meta["item"]))
+        except (ValueError, RecursionError) as exc:
+            raise RecordError(
+                f"{origin}: the header's 'item' is not valid JSON or nests too deeply ({type(exc).__name__}: "
+                f"{str(exc)[:200]})."
+            ) from None
 
 
 _EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum", "digest"}
@@ -135,9 +141,15 @@ _NUMPY = {
 }
 
 
-def _read_arrays(f: Any, header: dict[str, Any], data_start: int, origin: str) -> dict[str, np.ndarray]:
+_PIECE = 1 << 20  # bytes read, then hashed while in cache, at a time
+
+
+def _read_arrays(
+    f: Any, header: dict[str, Any], data_start: int, origin: str, digests: dict[str, tuple[str, str, str]],
+) -> dict[str, np.ndarray]:
     """Each tensor of the checked ``header`` (:func:`read_header`) read with ``readinto`` into its own read-only
-    array, from the handle the header was read from.
+    array, from the handle the header was read from; a tensor with an entry in ``digests`` (key -> stored
+    digest, algorithm, record path) is hashed piece by piece as it is read and checked.
 
     Reading each tensor once, instead of through a memory map of the file, keeps the file's pages out of the
     process's memory next to the loaded tensors; the arrays are read-only (their buffers too), which the numpy
@@ -148,13 +160,56 @@ def _read_arrays(f: Any, header: dict[str, Any], data_start: int, origin: str) -
         if key == "__metadata__":
             continue
         begin, end = info["data_offsets"]
-        buf = np.empty(end - begin, dtype=np.uint8)
+        n = end - begin
+        buf = np.empty(n, dtype=np.uint8)
         f.seek(data_start + begin)
-        if read_into(f, buf.data) != end - begin:
-            raise RecordError(f"{origin}: the data of tensor {short_repr(key)} ends early (the file was truncated "
-                              "while reading).")
+        check = digests.get(key)
+        hasher = new_hasher(check[1]) if check else None
+        got = 0
+        while got < n:
+            piece = buf.data[got:got + _PIECE]
+            k = read_into(f, piece)
+            if k != len(piece):
+                raise RecordError(f"{origin}: the data of tensor {short_repr(key)} ends early (the file was "
+                                  "truncated while reading).")
+            if hasher is not None:
+                hasher.update(piece)
+            got += k
+        if check and hasher is not None:
+            actual = format_digest(check[1], hasher)
+            if actual != check[0]:
+                raise mismatch(origin, check[0], actual, check[2])
         buf.flags.writeable = False
         out[key] = buf.view(_NUMPY[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+def _stored_digests(item: Any, origin: str, path: str = "") -> dict[str, tuple[str, str, str]]:
+    """Entry name -> ``(stored digest, algorithm, record path)`` of each tensor node in ``item`` that has a
+    ``digest`` (or an old file's sum64 ``checksum``). ``item`` nests at most ``MAX_DEPTH`` levels (:func:`_unrefs`).
+
+    Raises:
+        RecordError: a malformed digest, an unknown algorithm, two tensors naming one entry.
+    """
+    out: dict[str, tuple[str, str, str]] = {}
+    nodes = [(item, path)]
+    while nodes:
+        node, where = nodes.pop()
+        if isinstance(node, list):
+            nodes += [(v, f"{where}.{i}" if where else str(i)) for i, v in enumerate(node)]
+        elif isinstance(node, dict) and node.get(TYPE_KEY) != "tensor":
+            nodes += [(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()]
+        elif isinstance(node, dict):
+            key, stored = node.get("bytes"), node.get("digest", node.get("checksum"))
+            if not isinstance(key, str) or stored is None:
+                continue  # (decoding reports a missing or malformed key)
+            if key in out:
+                raise RecordError(f"{origin}: two tensors of the record name the entry {short_repr(key)}.")
+            shown = where if len(where) <= 200 else f"{where[:90]}...{where[-90:]}"  # (paths come from the file)
+            if isinstance(stored, int) and not isinstance(stored, bool):
+                out[key] = (legacy(stored), "sum64", shown)
+            else:
+                out[key] = (stored, parse_digest(stored, origin, shown), shown)
     return out
 
 
