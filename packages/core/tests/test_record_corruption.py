@@ -432,3 +432,53 @@ def test_files_written_before_digests_load_and_are_verified(tmp_path, recorder_c
     with pytest.raises(RecordError, match=r"old\..*digest mismatch: the file stores sum64:[0-9a-f]{16} but .* "
                                           r"sum64:[0-9a-f]{16}"):
         _load(r, path, rec)
+
+
+# ------------------------------------------------------------------------------------------ hostile files
+# (the fault suite's corpus, tests/fault/corpus_record.py, holds many more, run in children under memory limits)
+def test_gzip_bomb_declared_small_is_refused_before_inflating(tmp_path):
+    import struct
+    import zlib
+
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join(z.compress(b"\0" * (1 << 20)) for _ in range(64)) + z.flush()  # 64 MiB of zeros
+    bomb = bomb[:-4] + struct.pack("<I", 100)  # the trailer declares 100 bytes
+    for recorder_cls in (NamedMpkGzFileRecorder, JsonGzFileRecorder):
+        path = tmp_path / f"bomb.{recorder_cls.extension}"
+        path.write_bytes(bomb)
+        with pytest.raises(RecordError, match=r"bomb\..*inflates beyond the 100 bytes its trailer allows"):
+            recorder_cls().load(path)
+
+
+def test_gzip_trailing_data_is_refused(tmp_path):
+    r = NamedMpkGzFileRecorder()
+    path = r.record({"x": 1}, tmp_path / "m")
+    path.write_bytes(path.read_bytes() * 2)
+    with pytest.raises(RecordError, match="m.mpk.gz.*data follows the gzip stream"):
+        r.load(path)
+
+
+def test_overlapping_safetensors_entries_are_refused(tmp_path):
+    entries = {f"t{i}": {"dtype": "U8", "shape": [64], "data_offsets": [0, 64]} for i in range(3)}
+    text = json.dumps(entries).encode()
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(len(text).to_bytes(8, "little") + text + b"\0" * 64)
+    with pytest.raises(RecordError, match="m.safetensors.*the data of tensors 't0' and 't1' overlap"):
+        SafetensorsFileRecorder().load(path)
+
+
+def test_nesting_beyond_256_levels_is_refused(tmp_path):
+    p = tmp_path / "deep.mpk"
+    p.write_bytes(msgpack.packb({"metadata": msgpack.unpackb(_envelope())["metadata"], "item": [[[]]]})
+                  .replace(b"\x91\x91\x90", b"\x91" * 300 + b"\x90"))
+    with pytest.raises(RecordError, match="deep.mpk.*nested deeper than 256 levels"):
+        NamedMpkFileRecorder().load(p)
+
+
+def test_messages_quote_hostile_values_shortened(tmp_path):
+    item = {"w": {"$type": "tensor", "dtype": "f" * 1_000_000, "shape": [2], "bytes": b"\0" * 8}}
+    p = tmp_path / "m.mpk"
+    p.write_bytes(msgpack.packb({"metadata": msgpack.unpackb(_envelope())["metadata"], "item": item}))
+    with pytest.raises(RecordError, match="m.mpk.*unknown tensor dtype 'fff") as info:
+        NamedMpkFileRecorder().load(p)
+    assert len(str(info.value)) < 500
