@@ -20,7 +20,16 @@ what can cause an out-of-memory). Save baselines include the model itself (peak 
 load children start from a module of zeros (untouched ``calloc`` pages), so the result is the loaded
 weights plus transients.
 
+Digests (issue 28, ``--digests``): the cost of each candidate record digest on save and load of a ResNet-18-sized
+record (11.7M float32 parameters, 45 MiB, 102 tensors) and a small one (an MLP, 0.1M parameters, 4 tensors), with
+``NamedMpkFileRecorder`` (digest streamed) and ``SafetensorsFileRecorder`` (per-tensor digests), interleaved in one
+process: ``none`` (no digest written, nothing verified), ``sum64`` (the checksum before digests), XXH3-64
+(``xxhash``), CRC32C (``crc32c`` and ``google-crc32c``, which only takes ``bytes``: one copy per piece), BLAKE2b-256
+and SHA-256 (``hashlib``). Reported as throughput ratios against ``none`` (1.00 = free, 0.50 = twice the time).
+Candidates whose library is not installed are skipped.
+
 Run: python bench/record.py [--params N] [--rounds R] [--dir DIR] [--skip-memory]
+     python bench/record.py --digests [--rounds R] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -205,12 +214,124 @@ def memory(args: argparse.Namespace, directory: Path) -> None:
     print("(save: model + transients; load: loaded weights + transients. Target <= 1.5x)")
 
 
+# ---------------------------------------------------------------------------- digests (issue 28)
+def resnet18_record() -> dict[str, Any]:
+    """The tensors of a ResNet-18 (He et al. 2016; torchvision's layout): convs, batch norms (4 vectors each), fc."""
+    rng = np.random.default_rng(0)
+    out: dict[str, Any] = {}
+
+    def conv(name: str, c_out: int, c_in: int, k: int) -> None:
+        out[name] = rng.standard_normal((c_out, c_in, k, k), dtype=np.float32)
+
+    def bn(name: str, c: int) -> None:
+        for field in ("weight", "bias", "running_mean", "running_var"):
+            out[f"{name}.{field}"] = rng.standard_normal(c, dtype=np.float32)
+
+    conv("conv1", 64, 3, 7)
+    bn("bn1", 64)
+    c_in = 64
+    for i, c in enumerate((64, 128, 256, 512), start=1):
+        for b in range(2):
+            p = f"layer{i}.{b}"
+            conv(f"{p}.conv1", c, c_in if b == 0 else c, 3)
+            bn(f"{p}.bn1", c)
+            conv(f"{p}.conv2", c, c, 3)
+            bn(f"{p}.bn2", c)
+            if b == 0 and c != c_in:
+                conv(f"{p}.downsample.0", c, c_in, 1)
+                bn(f"{p}.downsample.1", c)
+        c_in = c
+    out["fc.weight"] = rng.standard_normal((1000, 512), dtype=np.float32)
+    out["fc.bias"] = rng.standard_normal(1000, dtype=np.float32)
+    return {k.replace(".", "_"): ember.TensorData(v) for k, v in out.items()}
+
+
+def small_record() -> dict[str, Any]:
+    rng = np.random.default_rng(1)
+    shapes = {"w1": (784, 128), "b1": (128,), "w2": (128, 10), "b2": (10,)}
+    return {k: ember.TensorData(rng.standard_normal(s, dtype=np.float32)) for k, s in shapes.items()}
+
+
+class _GoogleCrc32c:
+    """google-crc32c's Checksum as a hasher (its update takes only read-only bytes: a copy per piece)."""
+
+    def __init__(self) -> None:
+        import google_crc32c
+
+        self._c = google_crc32c.Checksum()
+
+    def update(self, data: Any) -> None:
+        self._c.update(bytes(data))
+
+    def hexdigest(self) -> str:
+        return self._c.hexdigest().decode()  # type: ignore[no-any-return]
+
+
+def _register_candidates() -> list[str | None]:
+    """The candidate algorithms (None: no digest), registering the bench-only ones with the record module."""
+    from ember.record import _checksum
+
+    names: list[str | None] = [None, "sum64", "xxh3-64"]
+    _checksum.ALGORITHMS["sum64"] = _checksum.Sum64  # written here only to time it
+    try:
+        import crc32c
+
+        _checksum.ALGORITHMS["crc32c"] = crc32c.CRC32CHash
+        names.append("crc32c")
+    except ImportError:
+        print("crc32c not installed: skipped")
+    try:
+        import google_crc32c  # noqa: F401
+
+        _checksum.ALGORITHMS["google-crc32c"] = _GoogleCrc32c
+        names.append("google-crc32c")
+    except ImportError:
+        print("google-crc32c not installed: skipped")
+    return [*names, "blake2b-256", "sha256"]
+
+
+def digests(args: argparse.Namespace, directory: Path) -> None:
+    records = {"resnet18": resnet18_record(), "small": small_record()}
+    candidates = _register_candidates()
+    kinds = {"mpk": NamedMpkFileRecorder, "safetensors": SafetensorsFileRecorder}
+    for rname, record in records.items():
+        size = sum(t.to_numpy().nbytes for t in record.values())
+        reps = 1 if size > 1 << 20 else 50  # small records: time 50 saves/loads per sample
+        print(f"\n{rname}: {len(record)} tensors, {size / 2**20:.2f} MiB; median of {args.rounds} interleaved rounds"
+              f"{f' of {reps} repetitions' if reps > 1 else ''}")
+        print(f"{'format':12s} {'digest':14s} {'save':>9s} {'ratio':>6s} {'load':>9s} {'ratio':>6s}")
+        for kname, cls in kinds.items():
+            times: dict[tuple[str | None, str], list[float]] = {}
+            for _ in range(args.rounds):
+                for alg in candidates:  # interleaved: machine noise hits every candidate alike
+                    rec = cls(digest=alg)
+                    path = directory / f"{rname}-{alg}.{rec.extension}"
+
+                    def save(rec: Any = rec, path: Path = path, record: Any = record, reps: int = reps) -> None:
+                        for _ in range(reps):
+                            rec.record(record, path)
+
+                    def load(rec: Any = rec, path: Path = path, reps: int = reps) -> None:
+                        for _ in range(reps):
+                            rec.load(path)
+
+                    times.setdefault((alg, "save"), []).append(timed(save) / reps)
+                    times.setdefault((alg, "load"), []).append(timed(load) / reps)
+            med = {k: statistics.median(v) for k, v in times.items()}
+            for alg in candidates:
+                s, lo = med[(alg, "save")], med[(alg, "load")]
+                print(f"{kname:12s} {alg or 'none':14s} {s * 1e3:7.2f}ms {med[(None, 'save')] / s:6.2f} "
+                      f"{lo * 1e3:7.2f}ms {med[(None, 'load')] / lo:6.2f}")
+    print("(ratio: throughput against no digest; 1.00 = free. Saves include the fsync of the atomic write.)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--params", type=int, default=100_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--digests", action="store_true", help="time the record digest candidates (issue 28)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -218,6 +339,9 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         directory = Path(tmp)
+        if args.digests:
+            digests(args, directory)
+            return
         throughput(args, directory)
         if not args.skip_memory:
             memory(args, directory)

@@ -10,6 +10,7 @@ import stat
 import msgpack
 import numpy as np
 import pytest
+import xxhash
 
 import ember
 from ember import RecordError, Tensor, TensorData
@@ -262,14 +263,13 @@ def test_named_mpk_layout_matches_the_documentation(tmp_path):
     path = model.save_file(tmp_path / "m")
     raw = path.read_bytes()
     env = msgpack.unpackb(raw, raw=False)
-    assert list(env) == ["metadata", "item", "checksum"]
+    assert list(env) == ["metadata", "item", "digest"]
     assert env["metadata"] == {"format": "named-mpk", "version": 1, "float": "f32", "int": "i32",
                                "settings": "FullPrecisionSettings", "ember_version": ember.__version__}
-    # checksum: sum of little-endian u64 words (zero padded) of every byte before the "checksum" key
-    body = raw[: len(raw) - 19]
-    padded = body + b"\0" * (-len(body) % 8)
-    words = np.frombuffer(padded, "<u8")
-    assert int(words.sum(dtype=np.uint64)) == int.from_bytes(env["checksum"], "little")
+    # digest: "xxh3-64:<hex>" of every byte before the "digest" key (fixstr a6 "digest", then a fixstr of 24)
+    trailer = msgpack.packb("digest") + msgpack.packb(env["digest"])
+    assert raw.endswith(trailer) and len(trailer) == 7 + 25
+    assert env["digest"] == "xxh3-64:" + xxhash.xxh3_64(raw[: len(raw) - len(trailer)]).hexdigest()
     w = env["item"]["layers"][0]["weight"]
     assert w["id"] == {"$type": "param_id", "id": str(model.layers[0].weight.id.value)}
     t = w["param"]
@@ -333,20 +333,20 @@ def test_bin_without_template_explains(tmp_path):
         BinFileRecorder().load(p, template={"a": 1, "b": 2})
 
 
-def _sum64(data: bytes) -> int:
-    padded = data + b"\0" * (-len(data) % 8)
-    return int(np.frombuffer(padded, "<u8").sum(dtype=np.uint64))
+def _xxh3(data: bytes) -> str:
+    return "xxh3-64:" + xxhash.xxh3_64(data).hexdigest()
 
 
-def test_json_checksums_match_the_documentation(tmp_path):
+def test_json_digests_match_the_documentation(tmp_path):
     import base64
 
     path = PrettyJsonFileRecorder().record({"w": TensorData(np.array([1.0, -2.0, 3.5], np.float32))}, tmp_path / "r")
     raw = path.read_bytes()
     doc = json.loads(raw)
-    assert doc["checksum"] == _sum64(raw[: raw.rfind(b'"checksum"')])
+    assert list(doc) == ["metadata", "item", "digest"]
+    assert doc["digest"] == _xxh3(raw[: raw.rfind(b'"digest"')])
     w = doc["item"]["w"]
-    assert w["checksum"] == _sum64(base64.b64decode(w["bytes"]))
+    assert w["digest"] == _xxh3(base64.b64decode(w["bytes"]))
 
 
 def test_safetensors_header_matches_the_documentation(tmp_path):
@@ -357,23 +357,23 @@ def test_safetensors_header_matches_the_documentation(tmp_path):
     with safe_open(str(path), framework="numpy") as f:
         meta = f.metadata()
         weight = f.get_tensor("layers.0.weight")
-    body = {k: v for k, v in meta.items() if k != "checksum"}
-    assert meta["checksum"] == str(_sum64(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()))
+    body = {k: v for k, v in meta.items() if k != "digest"}
+    assert meta["digest"] == _xxh3(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
     assert (meta["format"], meta["version"], meta["float"]) == ("safetensors", "1", "f32")
     node = json.loads(meta["item"])["layers"][0]["weight"]
     assert node["id"] == {"$type": "param_id", "id": str(model.layers[0].weight.id)}
     assert node["param"]["key"] == "layers.0.weight" and node["param"]["shape"] == [3, 4]
-    assert node["param"]["checksum"] == _sum64(weight.astype("<f4").tobytes())
+    assert node["param"]["digest"] == _xxh3(weight.astype("<f4").tobytes())
 
 
-def test_verify_false_skips_checksums_but_not_structure(tmp_path):
+def test_verify_false_skips_digests_but_not_structure(tmp_path):
     r = NamedMpkFileRecorder()
     path = r.record({"w": TensorData(np.arange(64, dtype=np.float32))}, tmp_path / "m")
     raw = bytearray(path.read_bytes())
     i = raw.index(np.float32(63).tobytes())
     raw[i] ^= 0x01  # alter one tensor byte
     path.write_bytes(bytes(raw))
-    with pytest.raises(RecordError, match="checksum"):
+    with pytest.raises(RecordError, match="digest mismatch"):
         r.load(path)
     out = NamedMpkFileRecorder(verify=False).load(path)
     assert out["w"].to_numpy()[63] != 63.0

@@ -146,16 +146,16 @@ def test_hostile_nesting_and_extra_data_raise_record_error(tmp_path):
             NamedMpkFileRecorder(verify=verify).load(p)  # walked in Python (one byte per level: never complete)
     good = NamedMpkFileRecorder().record({"a": 1}, tmp_path / "m")
     p.write_bytes(good.read_bytes() + b"\x00")
-    with pytest.raises(RecordError, match="deep.mpk.*checksum trailer is missing"):  # the extra byte moved it
+    with pytest.raises(RecordError, match="deep.mpk.*digest trailer is missing"):  # the extra byte moved it
         NamedMpkFileRecorder().load(p)
     with pytest.raises(RecordError, match="1 bytes of extra data"):
         NamedMpkFileRecorder(verify=False).load(p)
 
 
 @pytest.mark.parametrize("recorder_cls", [NamedMpkFileRecorder, BinFileRecorder], ids=lambda r: r.__name__)
-def test_every_altered_byte_is_reported_as_a_checksum_failure(tmp_path, recorder_cls):
-    """Decoding is streamed, so a damaged structure fails before the checksum is known: the reader then reads
-    on to the end, and reports the checksum (the real cause), not the decoding error it ran into."""
+def test_every_altered_byte_is_reported_as_a_digest_failure(tmp_path, recorder_cls):
+    """Decoding is streamed, so a damaged structure fails before the digest is known: the reader then reads
+    on to the end, and reports the digest (the real cause), not the decoding error it ran into."""
     rec = {"w": TensorData(np.arange(1500, dtype=np.float32).reshape(30, 50)), "b": TensorData([1.0, 2.0]),
            "step": 3, "name": "run"}
     r = recorder_cls()
@@ -163,15 +163,15 @@ def test_every_altered_byte_is_reported_as_a_checksum_failure(tmp_path, recorder
     bad = tmp_path / f"bad.{r.extension}"
     rng = random.Random(3)
     offsets = [i for i in range(1, len(raw)) if i < 400 or i > len(raw) - 100] + rng.sample(range(len(raw)), 100)
-    for i in offsets:  # offset 0 is the envelope's header (0x83 announces the checksum)
+    for i in offsets:  # offset 0 is the envelope's header (0x83 announces the digest)
         b = bytearray(raw)
         b[i] ^= 1 << rng.randrange(8)
         bad.write_bytes(bytes(b))
-        with pytest.raises(RecordError, match="bad.*checksum"):
+        with pytest.raises(RecordError, match="bad.*digest"):
             r.load(bad, template=rec)
     for cut in (1, 19, 100, len(raw) // 2, len(raw) - 19, len(raw) - 1):
         bad.write_bytes(raw[:cut])
-        with pytest.raises(RecordError, match="bad.*checksum"):
+        with pytest.raises(RecordError, match="bad.*digest"):
             r.load(bad, template=rec)
 
 

@@ -5,7 +5,8 @@ A *record* is a plain tree: ``dict`` (``str`` keys), ``list``/``tuple``, ``None`
 a numpy array is accepted and stored as its data).
 
 The *named* encoding keeps dict keys; tensors become ``{"$type": "tensor", "dtype", "shape", "bytes"}``
-maps (plus ``"checksum"``, the sum64 of the bytes, in formats without a whole-file checksum) and ids
+maps (plus ``"digest"``, ``"<algorithm>:<hex>"`` of the bytes, in formats without a whole-file digest;
+files written before digests carry ``"checksum"``, the sum64 of the bytes) and ids
 ``{"$type": "param_id", "id": "<decimal>"}``. The *positional* encoding (Bin recorders) drops keys: a
 dict becomes the list of its values in sorted key order, a tensor the list ``[dtype, shape, bytes]``, an
 id its string; decoding needs a template of the same structure.
@@ -26,7 +27,8 @@ from .._data import TensorData
 from .._dtype import DType
 from .._errors import RecordError
 from ..module._param_id import ParamId
-from ._checksum import sum64
+from ._checksum import digest_of, legacy, mismatch, parse_digest
+from ._safetensors_format import short_repr as _short
 from ._settings import PrecisionSettings
 
 __all__ = ["TYPE_KEY", "TENSOR", "encode", "decode_named", "decode_positional", "tensor_bytes", "flatten_keys"]
@@ -67,6 +69,8 @@ def _as_data(node: Any) -> TensorData | None:
 
 
 def _where(path: str) -> str:
+    if len(path) > 200:  # keys come from the file: never an attacker-sized message
+        return f"{path[:90]}...{path[-90:]}"
     return path or "<root>"
 
 
@@ -75,13 +79,14 @@ def encode(
     settings: PrecisionSettings,
     tensor: Callable[[TensorData, str], Any],
     positional: bool = False,
-    checksum: bool = False,
+    digest: str | None = None,
     path: str = "",
 ) -> Any:
     """The item tree of ``record``: tensors converted by ``settings`` and passed to ``tensor(data, path)``.
 
     ``tensor`` returns what stands for the tensor's bytes (a memoryview for msgpack, base64 text for
-    JSON, a key for safetensors).
+    JSON, a key for safetensors). With ``digest`` (an algorithm name) each tensor also carries the digest
+    of its bytes.
 
     Raises:
         RecordError: a non-``str`` dict key, a reserved ``"$type"`` key, an int outside 64 bits, or a
@@ -92,7 +97,7 @@ def encode(
             raise RecordError(f"record: the int at {_where(path)!r} does not fit in 64 bits.")
         return record
     if isinstance(record, np.generic):
-        return encode(record.item(), settings, tensor, positional, checksum, path)
+        return encode(record.item(), settings, tensor, positional, digest, path)
     if isinstance(record, dict):
         for k in record:
             if not isinstance(k, str):
@@ -103,10 +108,10 @@ def encode(
             if k == TYPE_KEY:
                 raise RecordError(f"record: the key {TYPE_KEY!r} at {_where(path)!r} is reserved by the format.")
         if positional:
-            return [encode(record[k], settings, tensor, True, checksum, _join(path, k)) for k in sorted(record)]
-        return {k: encode(v, settings, tensor, False, checksum, _join(path, k)) for k, v in record.items()}
+            return [encode(record[k], settings, tensor, True, digest, _join(path, k)) for k in sorted(record)]
+        return {k: encode(v, settings, tensor, False, digest, _join(path, k)) for k, v in record.items()}
     if isinstance(record, (list, tuple)):
-        return [encode(v, settings, tensor, positional, checksum, _join(path, str(i))) for i, v in enumerate(record)]
+        return [encode(v, settings, tensor, positional, digest, _join(path, str(i))) for i, v in enumerate(record)]
     if isinstance(record, ParamId):
         s = record.serialize()
         return s if positional else {TYPE_KEY: "param_id", "id": s}
@@ -120,12 +125,12 @@ def encode(
     body = tensor(data, path)
     if positional:
         out: Any = [data.dtype.value, list(data.shape), body]
-        if checksum:
-            out.append(sum64(tensor_bytes(data)))
+        if digest:
+            out.append(digest_of(tensor_bytes(data), digest))
         return out
     node = {TYPE_KEY: "tensor", "dtype": data.dtype.value, "shape": list(data.shape), "bytes": body}
-    if checksum:
-        node["checksum"] = sum64(tensor_bytes(data))
+    if digest:
+        node["digest"] = digest_of(tensor_bytes(data), digest)
     return node
 
 
@@ -147,10 +152,10 @@ def _tensor(
     resolve: Callable[[Any, str], Any] | None,
 ) -> TensorData:
     if not isinstance(dtype, str) or dtype not in _DTYPES:
-        raise _fail(origin, path, f"unknown tensor dtype {dtype!r}")
+        raise _fail(origin, path, f"unknown tensor dtype {_short(dtype)}")
     d = _DTYPES[dtype]
     if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-        raise _fail(origin, path, f"tensor shape must be a list of non-negative ints, found {shape!r}")
+        raise _fail(origin, path, f"tensor shape must be a list of non-negative ints, found {_short(shape)}")
     if resolve is not None:
         body = resolve(body, path)
     if isinstance(body, np.ndarray):
@@ -172,8 +177,7 @@ def _tensor(
             "truncated or corrupted",
         )
     if verify and crc is not None:
-        if not isinstance(crc, int) or sum64(raw) != crc:
-            raise _fail(origin, path, "tensor bytes fail their checksum (the data was altered)")
+        _check_tensor_digest(origin, path, crc, raw)
     if isinstance(body, np.ndarray):
         return TensorData.from_bits(body, d)
     arr = np.frombuffer(raw, dtype=d.to_numpy().newbyteorder("<")).reshape(shape)
@@ -182,15 +186,35 @@ def _tensor(
     return TensorData.from_bits(arr, d)
 
 
+def _check_tensor_digest(origin: str, path: str, stored: Any, raw: Any) -> None:
+    """Verify a tensor's stored digest (``"<algorithm>:<hex>"``, or an old file's sum64 int) against ``raw``."""
+    if isinstance(stored, int) and not isinstance(stored, bool):
+        stored, algorithm = legacy(stored), "sum64"
+    else:
+        algorithm = parse_digest(stored, origin, _where(path))
+    actual = digest_of(raw, algorithm)
+    if actual != stored:
+        raise mismatch(origin, stored, actual, _where(path))
+
+
+#: deepest nesting of maps/lists decoded (records are a few levels deep; this keeps far from Python's recursion
+#: limit whatever the file holds)
+MAX_DEPTH = 256
+
+
+def _too_deep(origin: str, path: str) -> RecordError:
+    return _fail(origin, path, f"maps/lists nested deeper than {MAX_DEPTH} levels")
+
+
 def decode_named(
     node: Any, origin: str, verify: bool = True, path: str = "",
-    resolve: Callable[[Any, str], Any] | None = None,
+    resolve: Callable[[Any, str], Any] | None = None, depth: int = 0,
 ) -> Any:
     """The record of a named ``item`` tree.
 
     Args:
         origin: names the file (or "bytes") in error messages.
-        verify: check each tensor's ``checksum`` (sum64) when it has one.
+        verify: check each tensor's ``digest`` (or an old file's ``checksum``) when it has one.
         resolve: maps a tensor's ``bytes`` field to its bytes or array (base64 text for JSON, a key for
             safetensors); ``None`` when the field already holds the bytes.
 
@@ -199,32 +223,36 @@ def decode_named(
     """
     if node_is_scalar(node):
         return node
+    if depth > MAX_DEPTH:
+        raise _too_deep(origin, path)
     if isinstance(node, list):
-        return [decode_named(v, origin, verify, _join(path, str(i)), resolve) for i, v in enumerate(node)]
+        return [decode_named(v, origin, verify, _join(path, str(i)), resolve, depth + 1) for i, v in enumerate(node)]
     if isinstance(node, dict):
         tag = node.get(TYPE_KEY)
         if tag is None:
             out = {}
             for k, v in node.items():
                 if not isinstance(k, str):
-                    raise _fail(origin, path, f"dict key {k!r} is not a string")
-                out[k] = decode_named(v, origin, verify, _join(path, k), resolve)
+                    raise _fail(origin, path, f"dict key {_short(k)} is not a string")
+                out[k] = decode_named(v, origin, verify, _join(path, k), resolve, depth + 1)
             return out
         if tag == "tensor":
-            if set(node) - {TYPE_KEY, "dtype", "shape", "bytes", "checksum"} or "bytes" not in node:
-                raise _fail(origin, path, f"tensor node has keys {sorted(node)}")
-            return _tensor(origin, path, node.get("dtype"), node.get("shape"), node["bytes"], node.get("checksum"),
-                           verify, resolve)
+            if set(node) - {TYPE_KEY, "dtype", "shape", "bytes", "checksum", "digest"} or "bytes" not in node:
+                raise _fail(origin, path, f"tensor node has keys {sorted(node)[:20]}")
+            crc = node["digest"] if "digest" in node else node.get("checksum")
+            return _tensor(origin, path, node.get("dtype"), node.get("shape"), node["bytes"], crc, verify, resolve)
         if tag == "param_id":
             ident = node.get("id")
             if not isinstance(ident, str) or len(node) != 2:
-                raise _fail(origin, path, f"param_id node must be {{'$type', 'id': str}}, found {node!r}")
+                raise _fail(origin, path, f"param_id node must be {{'$type', 'id': str}}, found {_short(node)}")
             return ParamId(ident)
-        raise _fail(origin, path, f"unknown node type {tag!r}")
+        raise _fail(origin, path, f"unknown node type {_short(tag)}")
     raise _fail(origin, path, f"unexpected value of type {type(node).__name__}")
 
 
-def decode_positional(node: Any, template: Any, origin: str, verify: bool = True, path: str = "") -> Any:
+def decode_positional(
+    node: Any, template: Any, origin: str, verify: bool = True, path: str = "", depth: int = 0,
+) -> Any:
     """The record of a positional ``item`` tree, with the keys and leaf kinds of ``template``.
 
     ``template`` is a record of the same structure (e.g. ``module.into_record()``); its tensor leaves
@@ -233,6 +261,8 @@ def decode_positional(node: Any, template: Any, origin: str, verify: bool = True
     Raises:
         RecordError: the file's structure does not match the template, or malformed/altered data.
     """
+    if depth > MAX_DEPTH:
+        raise _too_deep(origin, path)
     if isinstance(template, dict):
         keys = sorted(template)
         if not isinstance(node, list) or len(node) != len(keys):
@@ -242,7 +272,9 @@ def decode_positional(node: Any, template: Any, origin: str, verify: bool = True
                 f"{len(keys)} values for keys {keys}, found {found}. Load with the module (or record) it was "
                 "saved from."
             )
-        return {k: decode_positional(v, template[k], origin, verify, _join(path, k)) for k, v in zip(keys, node)}
+        return {
+            k: decode_positional(v, template[k], origin, verify, _join(path, k), depth + 1) for k, v in zip(keys, node)
+        }
     if isinstance(template, (list, tuple)):
         if not isinstance(node, list) or len(node) != len(template):
             found = f"{len(node)} items" if isinstance(node, list) else type(node).__name__
@@ -251,7 +283,7 @@ def decode_positional(node: Any, template: Any, origin: str, verify: bool = True
                 f"a list of {len(template)} items, found {found}."
             )
         return [
-            decode_positional(v, t, origin, verify, _join(path, str(i)))
+            decode_positional(v, t, origin, verify, _join(path, str(i)), depth + 1)
             for i, (v, t) in enumerate(zip(node, template))
         ]
     if isinstance(template, ParamId):
@@ -263,7 +295,9 @@ def decode_positional(node: Any, template: Any, origin: str, verify: bool = True
             raise _fail(origin, path, "expected a tensor [dtype, shape, bytes]")
         return _tensor(origin, path, node[0], node[1], node[2], node[3] if len(node) == 4 else None, verify, None)
     if not node_is_scalar(node):
-        raise _fail(origin, path, f"expected a scalar like the template's {template!r}, found {type(node).__name__}")
+        raise _fail(
+            origin, path, f"expected a scalar like the template's {_short(template)}, found {type(node).__name__}"
+        )
     return node
 
 

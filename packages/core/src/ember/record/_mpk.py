@@ -4,10 +4,11 @@ Writing streams the item through ``msgpack.Packer`` one node at a time, so a ten
 the packer's buffer, written without a further copy) and the whole file is never held in memory.
 Reading streams the file (``_mpk_stream``): the structure is decoded from a small window and each
 tensor's bytes are read straight into the array that becomes its storage (one copy, no mapping, so
-memory holds the data once), while the whole-stream checksum is summed on the way. Gzip files are
-decompressed in memory first and unpacked with ``msgpack.unpackb`` (so loading a ``.gz`` record needs its
-uncompressed size once more), as are bytes. Container sizes are bounded, so corrupted length fields raise
-instead of allocating or waiting for data that never comes.
+memory holds the data once), while the whole-stream digest is computed on the way. Gzip files are
+decompressed in memory first (bounded by the gzip trailer's size, :mod:`._gunzip`) and unpacked with
+``msgpack.unpackb`` (so loading a ``.gz`` record needs its uncompressed size once more), as are bytes.
+Container sizes are bounded, so corrupted length fields raise instead of allocating or waiting for data
+that never comes.
 """
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ import contextlib
 import gzip
 import io
 import os
-import zlib
 from pathlib import Path
 from typing import Any, ClassVar
 
 import msgpack
 
 from .._errors import RecordError
-from ._checksum import Sum64, sum64
+from ._checksum import format_digest, legacy, mismatch, new_hasher, parse_digest
 from ._codec import decode_named, decode_positional, encode
+from ._gunzip import gunzip, open_head
 from ._mpk_stream import Malformed, StreamReader
 from ._recorder import BytesRecorder, FileRecorder, Recorder, sniff
 from ._settings import HalfPrecisionSettings
@@ -46,61 +47,83 @@ _MAX_STR = 1 << 28
 _GZ_LEVEL = 6  # gzip/flate2 default level (Burn's NamedMpkGzFileRecorder uses flate2's default)
 
 
-_TRAILER_KEY = msgpack.packb("checksum")
-_TRAILER_LEN = len(_TRAILER_KEY) + 2 + 8  # "checksum" then bin8 header (c4 08) and 8 bytes
+_DIGEST_KEY = msgpack.packb("digest")
+_LEGACY_KEY = msgpack.packb("checksum") + b"\xc4\x08"  # files written before digests: sum64 as bin 8
+_LEGACY_LEN = len(_LEGACY_KEY) + 8
+_TAIL = 256  # the trailer lies in the last bytes: key, then a str of at most ~80 characters
 
 
-def _pack_envelope(write: Any, envelope: dict[str, Any]) -> None:
-    """Write ``{"metadata", "item", "checksum"}``; the checksum is the sum64 of every byte before its key.
+def _pack_envelope(write: Any, envelope: dict[str, Any], algorithm: str | None) -> None:
+    """Write ``{"metadata", "item", "digest"}``; the digest hashes every byte before its key.
 
-    The packer appends to its own buffer (``autoreset=False``), which is handed to ``write`` without a
-    copy after each tensor (``getbuffer``) and then reset: a tensor is copied once, into that buffer.
+    The packer appends to its own buffer (``autoreset=False``), which is hashed and handed to ``write`` without a
+    copy after each tensor (``getbuffer``) and then reset: a tensor is copied once, into that buffer. Without an
+    ``algorithm`` the envelope has two entries and no digest.
     """
     packer = msgpack.Packer(use_bin_type=True, autoreset=False)
-    acc = Sum64()
+    hasher = new_hasher(algorithm) if algorithm else None
 
     def flush() -> None:
         buf = packer.getbuffer()
         try:
             if len(buf):
-                acc.update(buf)
+                if hasher is not None:
+                    hasher.update(buf)
                 write(buf)
         finally:
             buf.release()
         packer.reset()
 
-    packer.pack_map_header(3)
+    packer.pack_map_header(3 if hasher is not None else 2)
     for key in ("metadata", "item"):
         packer.pack(key)
         _pack(packer, envelope[key], flush)
     flush()
-    write(_TRAILER_KEY)
-    write(msgpack.packb(acc.digest().to_bytes(8, "little"), use_bin_type=True))
+    if algorithm and hasher is not None:
+        write(_DIGEST_KEY)
+        write(msgpack.packb(format_digest(algorithm, hasher)))
 
 
-def _stored_checksum(tail: bytes, origin: str) -> int:
-    """The sum64 held by the last :data:`_TRAILER_LEN` bytes of a 3-entry envelope.
+def _trailer(tail: bytes, origin: str) -> tuple[str, str, int]:
+    """``(stored digest, algorithm, trailer length)`` from the last bytes of a 3-entry envelope.
+
+    The trailer is the key ``"digest"`` and a str ``"<algorithm>:<hex>"`` ending the data, or in files written
+    before digests the key ``"checksum"`` and a ``bin 8`` sum64.
 
     Raises:
-        RecordError: the trailer is missing (the data is truncated or corrupted).
+        RecordError: no trailer (the data is truncated or corrupted), or an unknown algorithm.
     """
-    if tail[: len(_TRAILER_KEY) + 2] != _TRAILER_KEY + b"\xc4\x08" or len(tail) != _TRAILER_LEN:
-        raise RecordError(f"{origin}: the checksum trailer is missing: the data is truncated or corrupted.")
-    return int.from_bytes(tail[-8:], "little")
-
-
-def _mismatch(origin: str) -> RecordError:
-    return RecordError(f"{origin}: checksum mismatch: the data is corrupted (altered or truncated bytes).")
+    if len(tail) >= _LEGACY_LEN and tail[-_LEGACY_LEN:-8] == _LEGACY_KEY:
+        return legacy(int.from_bytes(tail[-8:], "little")), "sum64", _LEGACY_LEN
+    at = tail.rfind(_DIGEST_KEY)
+    if at >= 0:
+        value = tail[at + len(_DIGEST_KEY):]
+        if value[:1] == b"\xd9" and len(value) >= 2:
+            text, n = value[2:], value[1]
+        elif value and 0xA0 <= value[0] <= 0xBF:
+            text, n = value[1:], value[0] & 0x1F
+        else:
+            text, n = b"", -1
+        if len(text) == n:
+            stored = text.decode("ascii", "replace")
+            return stored, parse_digest(stored, origin), len(tail) - at
+    raise RecordError(
+        f"{origin}: the digest trailer is missing (a 3-entry envelope must end with \"digest\": "
+        "\"<algorithm>:<hex>\"): the data is truncated or corrupted."
+    )
 
 
 def _verify(buf: Any, origin: str) -> None:
-    """Check the whole-stream checksum of an uncompressed envelope (skipped when it has none)."""
+    """Check the whole-stream digest of an uncompressed envelope (skipped when it has none)."""
     n = len(buf)
     if n == 0 or buf[0] != 0x83:
-        return  # a 2-entry envelope (written by another tool) carries no checksum
-    stored = _stored_checksum(bytes(buf[n - _TRAILER_LEN:]) if n >= _TRAILER_LEN else b"", origin)
-    if sum64(memoryview(buf)[: n - _TRAILER_LEN]) != stored:
-        raise _mismatch(origin)
+        return  # a 2-entry envelope (written by another tool, or digest=None) carries no digest
+    stored, algorithm, length = _trailer(bytes(buf[max(0, n - _TAIL):]), origin)
+    hasher = new_hasher(algorithm)
+    hasher.update(memoryview(buf)[: n - length])
+    actual = format_digest(algorithm, hasher)
+    if actual != stored:
+        raise mismatch(origin, stored, actual)
 
 
 def _pack(packer: msgpack.Packer, node: Any, flush: Any) -> None:
@@ -157,16 +180,26 @@ def _unpack_buffer(buf: Any, origin: str) -> Any:
 def _unpack_file(f: Any, size: int, head: bytes, origin: str, verify: bool) -> Any:
     """The envelope in the file ``f`` (at offset 0), streamed: tensors are read into their own arrays.
 
-    With ``verify`` and a 3-entry envelope, the whole-stream checksum is summed while reading; a stream
-    that fails to decode is read to the end first, so altered data is reported as a checksum mismatch.
+    With ``verify`` and a 3-entry envelope, the whole-stream digest is computed while reading; a stream that
+    fails to decode is read to the end first, so altered data is reported as a digest mismatch.
     """
-    stop = stored = None
+    stop = stored = algorithm = None
+    hasher = None
     if verify and head[:1] == b"\x83":
-        f.seek(max(0, size - _TRAILER_LEN))
-        stored = _stored_checksum(f.read(_TRAILER_LEN) if size >= _TRAILER_LEN else b"", origin)
+        f.seek(max(0, size - _TAIL))
+        stored, algorithm, length = _trailer(f.read(_TAIL), origin)
         f.seek(0)
-        stop = size - _TRAILER_LEN
-    reader = StreamReader(f, size, stop, max_container=min(size, _MAX_CONTAINER), max_str=min(size, _MAX_STR))
+        stop = size - length
+        hasher = new_hasher(algorithm)
+    reader = StreamReader(f, size, stop, max_container=min(size, _MAX_CONTAINER), max_str=min(size, _MAX_STR),
+                          hasher=hasher)
+
+    def check() -> None:
+        if stored is not None and algorithm is not None:
+            actual = format_digest(algorithm, reader.hasher)
+            if actual != stored:
+                raise mismatch(origin, stored, actual)
+
     try:
         envelope = reader.read_object()
         if reader.position != size:
@@ -174,21 +207,10 @@ def _unpack_file(f: Any, size: int, head: bytes, origin: str, verify: bool) -> A
     except (Malformed, RecursionError) as exc:
         if stop is not None:
             reader.drain()
-            if reader.checksum != stored:
-                raise _mismatch(origin) from None
+            check()
         raise _invalid(origin, str(exc) if isinstance(exc, Malformed) else type(exc).__name__, head) from None
-    if stop is not None and reader.checksum != stored:
-        raise _mismatch(origin)
+    check()
     return envelope
-
-
-def _check_gzip_magic(head: bytes, origin: str) -> None:
-    if head[:2] != b"\x1f\x8b":
-        guess = sniff(head)
-        raise RecordError(
-            f"{origin}: not gzip-compressed (magic bytes {head[:2].hex() or 'none'}, expected 1f8b)"
-            + (f"; it looks like {guess}." if guess else "; the file is corrupted or of another format.")
-        )
 
 
 class _Msgpack(Recorder):
@@ -208,27 +230,15 @@ class _MsgpackFile(_Msgpack, FileRecorder):
     def _write(self, f: Any, item: Any) -> None:
         if self.gzip:
             with gzip.GzipFile(filename="", fileobj=f, mode="wb", compresslevel=_GZ_LEVEL, mtime=0) as gz:
-                _pack_envelope(gz.write, item)
+                _pack_envelope(gz.write, item, self.digest)
         else:
-            _pack_envelope(f.write, item)
+            _pack_envelope(f.write, item, self.digest)
 
     def _read(self, path: Path, origin: str, template: Any) -> Any:
         with open(path, "rb", buffering=0) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                raise RecordError(f"{origin}: the file is empty.")
-            head = f.read(16)
-            f.seek(0)
+            size, head = open_head(f, origin)
             if self.gzip:
-                _check_gzip_magic(head, origin)
-                try:
-                    with gzip.GzipFile(filename="", fileobj=f, mode="rb") as gz:
-                        data = gz.read()
-                except (OSError, EOFError, zlib.error) as exc:
-                    raise RecordError(
-                        f"{origin}: corrupted gzip data ({type(exc).__name__}: {exc}); the file is truncated or "
-                        "altered."
-                    ) from None
+                data = gunzip(f, size, head, origin)
                 if self.verify:
                     _verify(data, origin)
                 envelope = _unpack_buffer(data, origin)
@@ -253,7 +263,7 @@ class _MsgpackBytes(_Msgpack, BytesRecorder):
             RecordError: the record holds unsupported values.
         """
         buf = io.BytesIO()
-        _pack_envelope(buf.write, self._encode_item(record))
+        _pack_envelope(buf.write, self._encode_item(record), self.digest)
         return buf.getvalue()
 
     def load(self, data: bytes | bytearray | memoryview, template: Any = None) -> Any:

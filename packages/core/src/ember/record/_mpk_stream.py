@@ -11,10 +11,11 @@ Objects that lie wholly inside the window (most of the structure, small tensors)
 C ``Unpacker`` fed with the window; only the containers around large tensors are walked in Python, so
 records of many small entries (optimizer state) load about as fast as with ``unpackb``.
 
-The file is read once, in order, and its sum64 (``docs/record-format.md`` section 5) is accumulated on the
-way over every byte before ``stop``. The decoded values are those of ``msgpack.unpackb(data, raw=False,
-strict_map_key=True, use_list=True)`` with the limits of :mod:`._mpk`, except that ``bin`` objects that do
-not fit in the window come back as read-only ``memoryview`` objects of their own ``uint8`` array.
+The file is read once, in order, and its digest (``docs/record-format.md`` section 5) is accumulated on the
+way over every byte before ``stop``, each piece hashed while it is in cache. The decoded values are those of
+``msgpack.unpackb(data, raw=False, strict_map_key=True, use_list=True)`` with the limits of :mod:`._mpk`,
+except that ``bin`` objects that do not fit in the window come back as read-only ``memoryview`` objects of
+their own ``uint8`` array.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from ._checksum import Sum64
+from ._checksum import Hasher, Sum64
 
 __all__ = ["Malformed", "StreamReader"]
 
@@ -62,17 +63,21 @@ class StreamReader:
     Args:
         f: the file, unbuffered (``open(path, "rb", buffering=0)``): windows and tensors are read at once.
         size: the file's size in bytes; no length field may announce more than what is left.
-        stop: sum64 every byte at offsets below ``stop`` (``None``: no checksum).
+        stop: hash every byte at offsets below ``stop`` (``None``: no digest).
         max_container: most entries in one array or map. max_str: longest string.
+        hasher: what hashes those bytes (``update(bytes-like)``); default a :class:`Sum64`.
 
-    Use :meth:`read_object`, then :meth:`drain` (reads and sums the rest) and :attr:`checksum`.
+    Use :meth:`read_object`, then :meth:`drain` (reads and hashes the rest) and :attr:`hasher`.
     """
 
-    def __init__(self, f: io.RawIOBase, size: int, stop: int | None, max_container: int, max_str: int) -> None:
+    def __init__(
+        self, f: io.RawIOBase, size: int, stop: int | None, max_container: int, max_str: int,
+        hasher: Hasher | None = None,
+    ) -> None:
         self._f = f
         self._size = size
         self._stop = stop
-        self._sum = Sum64()
+        self._sum: Any = Sum64() if hasher is None else hasher
         self._max_container = max_container
         self._max_str = max_str
         self._buf = b""
@@ -89,9 +94,14 @@ class StreamReader:
         return self._base + self._i
 
     @property
-    def checksum(self) -> int:
-        """sum64 of the bytes read so far that lie below ``stop``."""
+    def checksum(self) -> Any:
+        """The hasher's ``digest()`` of the bytes read so far that lie below ``stop`` (sum64: an int)."""
         return self._sum.digest()
+
+    @property
+    def hasher(self) -> Hasher:
+        """The hasher fed with the bytes read so far that lie below ``stop``."""
+        return self._sum  # type: ignore[no-any-return]
 
     def _summed(self, chunk: Any, offset: int) -> None:
         if self._stop is not None and offset < self._stop:

@@ -4,7 +4,7 @@ Each tensor is stored under its dotted path (``encoder.layers.0.weight``; a para
 parameter's path, without ``.param``), so other tools (``safetensors.numpy.load_file``, PyTorch, JAX)
 read the weights directly. The header's ``__metadata__`` holds the envelope's metadata fields as strings
 plus ``"item"``: the record's named JSON tree in which each tensor is ``{"$type": "tensor", "key": <name>,
-"dtype", "shape", "checksum"}`` (so ids, scalars, lists and None survive). Files written by other tools
+"dtype", "shape", "digest"}`` (so ids, scalars, lists and None survive). Files written by other tools
 (no ``"item"``) load as nested dicts split on dots.
 """
 
@@ -20,10 +20,10 @@ import numpy as np
 from .._data import TensorData
 from .._errors import RecordError
 from ._atomic import atomic_path
-from ._checksum import sum64
-from ._codec import TYPE_KEY, decode_named, encode
+from ._checksum import digest_of, format_digest, legacy, mismatch, new_hasher, parse_digest
+from ._codec import MAX_DEPTH, TYPE_KEY, decode_named, encode
 from ._recorder import FileRecorder, check_metadata, sniff
-from ._safetensors_format import read_header, read_into
+from ._safetensors_format import read_header, read_into, short_repr
 
 __all__ = ["SafetensorsFileRecorder"]
 
@@ -61,10 +61,11 @@ class SafetensorsFileRecorder(FileRecorder):
             arrays[key] = np.ascontiguousarray(data.as_bits())
             return key
 
-        item = encode(record, self.settings, put, checksum=True)
+        item = encode(record, self.settings, put, digest=self.digest)
         meta = {k: str(v) for k, v in self.metadata().items()}
         meta["item"] = json.dumps(_refs(item), allow_nan=True)
-        meta["checksum"] = str(_meta_checksum(meta))
+        if self.digest:
+            meta["digest"] = digest_of(_meta_body(meta), self.digest)
         return arrays, meta
 
     def _write(self, f: Any, item: Any) -> None:  # pragma: no cover - record() is overridden
@@ -91,35 +92,46 @@ class SafetensorsFileRecorder(FileRecorder):
                 hint = f" It looks like {guess}." if guess and "safetensors" not in guess else ""
                 raise RecordError(f"{exc}{hint}") from None
             meta = header.get("__metadata__") or {}
-            arrays = _read_arrays(f, header, data_start, origin)
-        if not _EMBER_KEYS & set(meta):
-            return _nest(arrays)  # written by another tool
-        if "item" not in meta:
-            raise RecordError(f"{origin}: the header metadata has no 'item' entry (corrupted header).")
-        if self.verify and meta.get("checksum") != str(_meta_checksum(meta)):
-            raise RecordError(f"{origin}: the header metadata fails its checksum (corrupted).")
-        check_metadata(meta, origin, self.format, type(self).__name__)
-        try:
-            item = json.loads(meta["item"])
-        except ValueError as exc:
-            raise RecordError(f"{origin}: the header's 'item' is not valid JSON ({exc}).") from None
+            item = self._item(meta, origin) if _EMBER_KEYS & set(meta) else None
+            digests = _stored_digests(item, origin) if self.verify and item is not None else {}
+            arrays = _read_arrays(f, header, data_start, origin, digests)
+        if item is None:
+            return _nest(arrays, origin)  # written by another tool
 
         used: set[str] = set()
 
         def resolve(body: Any, p: str) -> Any:
             if not isinstance(body, str) or body not in arrays:
-                raise RecordError(f"{origin}: the tensor at {p!r} names a missing entry {body!r}.")
+                raise RecordError(f"{origin}: the tensor at {short_repr(p)} names a missing entry {short_repr(body)}.")
             used.add(body)
             return arrays[body]
 
-        record = decode_named(_unrefs(item), origin, self.verify, resolve=resolve)
+        record = decode_named(item, origin, False, resolve=resolve)  # (tensor digests: checked while reading)
         extra = sorted(set(arrays) - used)
         if extra:
-            raise RecordError(f"{origin}: tensors {extra} are not referenced by the record's metadata.")
+            raise RecordError(
+                f"{origin}: {len(extra)} tensors ({short_repr(extra)}) are not referenced by the record's metadata."
+            )
         return record
 
+    def _item(self, meta: dict[str, str], origin: str) -> Any:
+        """The record's item tree in an Ember header's metadata (after its digest and fields are checked), with
+        each tensor's ``bytes`` naming its entry."""
+        if "item" not in meta:
+            raise RecordError(f"{origin}: the header metadata has no 'item' entry (corrupted header).")
+        if self.verify:
+            _verify_metadata(meta, origin)
+        check_metadata(meta, origin, self.format, type(self).__name__)
+        try:
+            return _unrefs(json.loads(meta["item"]))
+        except (ValueError, RecursionError) as exc:
+            raise RecordError(
+                f"{origin}: the header's 'item' is not valid JSON or nests too deeply ({type(exc).__name__}: "
+                f"{str(exc)[:200]})."
+            ) from None
 
-_EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum"}
+
+_EMBER_KEYS = {"format", "version", "float", "int", "settings", "ember_version", "item", "checksum", "digest"}
 
 #: safetensors dtype -> numpy dtype: Ember's element types (bfloat16, which numpy lacks, is read by
 #: ``ember_import``; float8 and other types Ember lacks are refused by name when the header is checked)
@@ -129,9 +141,15 @@ _NUMPY = {
 }
 
 
-def _read_arrays(f: Any, header: dict[str, Any], data_start: int, origin: str) -> dict[str, np.ndarray]:
+_PIECE = 1 << 20  # bytes read, then hashed while in cache, at a time
+
+
+def _read_arrays(
+    f: Any, header: dict[str, Any], data_start: int, origin: str, digests: dict[str, tuple[str, str, str]],
+) -> dict[str, np.ndarray]:
     """Each tensor of the checked ``header`` (:func:`read_header`) read with ``readinto`` into its own read-only
-    array, from the handle the header was read from.
+    array, from the handle the header was read from; a tensor with an entry in ``digests`` (key -> stored
+    digest, algorithm, record path) is hashed piece by piece as it is read and checked.
 
     Reading each tensor once, instead of through a memory map of the file, keeps the file's pages out of the
     process's memory next to the loaded tensors; the arrays are read-only (their buffers too), which the numpy
@@ -142,20 +160,82 @@ def _read_arrays(f: Any, header: dict[str, Any], data_start: int, origin: str) -
         if key == "__metadata__":
             continue
         begin, end = info["data_offsets"]
-        buf = np.empty(end - begin, dtype=np.uint8)
+        n = end - begin
+        buf = np.empty(n, dtype=np.uint8)
         f.seek(data_start + begin)
-        if read_into(f, buf.data) != end - begin:
-            raise RecordError(f"{origin}: the data of tensor {key!r} ends early (the file was truncated while "
-                              "reading).")
+        check = digests.get(key)
+        hasher = new_hasher(check[1]) if check else None
+        got = 0
+        while got < n:
+            piece = buf.data[got:got + _PIECE]
+            k = read_into(f, piece)
+            if k != len(piece):
+                raise RecordError(f"{origin}: the data of tensor {short_repr(key)} ends early (the file was "
+                                  "truncated while reading).")
+            if hasher is not None:
+                hasher.update(piece)
+            got += k
+        if check and hasher is not None:
+            actual = format_digest(check[1], hasher)
+            if actual != check[0]:
+                raise mismatch(origin, check[0], actual, check[2])
         buf.flags.writeable = False
         out[key] = buf.view(_NUMPY[info["dtype"]]).reshape(info["shape"])
     return out
 
 
-def _meta_checksum(meta: dict[str, str]) -> int:
-    """sum64 of the UTF-8 JSON of the metadata without ``checksum`` (sorted keys, no spaces)."""
-    body = {k: v for k, v in meta.items() if k != "checksum"}
-    return sum64(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+def _stored_digests(item: Any, origin: str, path: str = "") -> dict[str, tuple[str, str, str]]:
+    """Entry name -> ``(stored digest, algorithm, record path)`` of each tensor node in ``item`` that has a
+    ``digest`` (or an old file's sum64 ``checksum``). ``item`` nests at most ``MAX_DEPTH`` levels (:func:`_unrefs`).
+
+    Raises:
+        RecordError: a malformed digest, an unknown algorithm, two tensors naming one entry.
+    """
+    out: dict[str, tuple[str, str, str]] = {}
+    nodes = [(item, path)]
+    while nodes:
+        node, where = nodes.pop()
+        if isinstance(node, list):
+            nodes += [(v, f"{where}.{i}" if where else str(i)) for i, v in enumerate(node)]
+        elif isinstance(node, dict) and node.get(TYPE_KEY) != "tensor":
+            nodes += [(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()]
+        elif isinstance(node, dict):
+            key, stored = node.get("bytes"), node.get("digest", node.get("checksum"))
+            if not isinstance(key, str) or stored is None:
+                continue  # (decoding reports a missing or malformed key)
+            if key in out:
+                raise RecordError(f"{origin}: two tensors of the record name the entry {short_repr(key)}.")
+            shown = where if len(where) <= 200 else f"{where[:90]}...{where[-90:]}"  # (paths come from the file)
+            if isinstance(stored, int) and not isinstance(stored, bool):
+                out[key] = (legacy(stored), "sum64", shown)
+            else:
+                out[key] = (stored, parse_digest(stored, origin, shown), shown)
+    return out
+
+
+def _meta_body(meta: dict[str, str]) -> bytes:
+    """What the metadata digest hashes: the UTF-8 JSON of the metadata without ``digest`` and ``checksum``
+    (sorted keys, no spaces)."""
+    body = {k: v for k, v in meta.items() if k not in ("checksum", "digest")}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _verify_metadata(meta: dict[str, str], origin: str) -> None:
+    """Check the metadata's ``digest`` (or an old file's sum64 ``checksum``, a decimal string)."""
+    if "digest" in meta:
+        stored = meta["digest"]
+        algorithm = parse_digest(stored, origin, "__metadata__")
+    elif "checksum" in meta:
+        value = meta["checksum"]
+        if not value.isdigit() or len(value) > 20:
+            raise RecordError(f"{origin}: the header metadata's checksum is not a decimal number; the file is "
+                              "corrupted or was changed.")
+        stored, algorithm = legacy(int(value)), "sum64"
+    else:
+        return
+    actual = digest_of(_meta_body(meta), algorithm)
+    if actual != stored:
+        raise mismatch(origin, stored, actual, "__metadata__")
 
 
 def _refs(node: Any) -> Any:
@@ -171,20 +251,26 @@ def _refs(node: Any) -> Any:
     return node
 
 
-def _unrefs(node: Any) -> Any:
-    """Inverse of :func:`_refs` (tensor nodes get their ``bytes`` field back, holding the key)."""
+def _unrefs(node: Any, depth: int = 0) -> Any:
+    """Inverse of :func:`_refs` (tensor nodes get their ``bytes`` field back, holding the key).
+
+    Raises:
+        RecursionError: nesting deeper than ``MAX_DEPTH`` (reported by the caller, naming the file).
+    """
+    if depth > MAX_DEPTH:
+        raise RecursionError(f"maps/lists nested deeper than {MAX_DEPTH} levels")
     if isinstance(node, dict):
         if node.get(TYPE_KEY) == "tensor" and "key" in node and "bytes" not in node:
             out = {k: v for k, v in node.items() if k != "key"}
             out["bytes"] = node["key"]
             return out
-        return {k: _unrefs(v) for k, v in node.items()}
+        return {k: _unrefs(v, depth + 1) for k, v in node.items()}
     if isinstance(node, list):
-        return [_unrefs(v) for v in node]
+        return [_unrefs(v, depth + 1) for v in node]
     return node
 
 
-def _nest(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+def _nest(arrays: dict[str, np.ndarray], origin: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, arr in arrays.items():
         parts = key.split(".")
@@ -192,7 +278,9 @@ def _nest(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
         for p in parts[:-1]:
             nxt = node.setdefault(p, {})
             if not isinstance(nxt, dict):
-                raise RecordError(f"safetensors: key {key!r} nests under the tensor {p!r}.")
+                raise RecordError(f"{origin}: the key {short_repr(key)} nests under the tensor {short_repr(p)}.")
             node = nxt
+        if isinstance(node.get(parts[-1]), dict):
+            raise RecordError(f"{origin}: tensors nest under the tensor {short_repr(key)} (keys split on '.').")
         node[parts[-1]] = TensorData(arr)
     return out
