@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ember import Tensor, TensorData
 
+from ._budget import check_planned, check_value, memory_error
+from ._errors import OnnxImportError
+from ._interpret import _describe
 from ._ir import Graph
 
 if TYPE_CHECKING:
@@ -87,8 +90,11 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
             continue
         ctx.device = ctx.host
         ctx.node = node
+        check_planned(ctx, node, args)  # a ConstantOfShape/Expand/Tile/Range... bomb: refused before it allocates
         try:
             out = program.converter(node).fn(ctx, node, *args)
+        except MemoryError:
+            raise memory_error(ctx, node, ", ".join(_describe(a) for a in args)) from None
         except Exception:
             kept.append(node)  # left to run time, where the error (if any) is reported with context
             continue
@@ -98,10 +104,17 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
             continue
         for name, value in zip(node.outputs, outs):
             if name and value is not None:
+                check_value(ctx, node, name, value)  # a broadcast view is cheap; the stored constant is not
                 values[name] = value
         folded += 1
     for name, value in values.items():
-        constants[name] = value.to_data()
+        try:
+            constants[name] = value.to_data()
+        except MemoryError:
+            raise OnnxImportError(
+                f"{program.source}: folding value {name!r} ({_describe(value)}) ran out of memory; "
+                f"max_tensor_bytes is {program.max_tensor_bytes}. Lower it, or give the process more memory."
+            ) from None
     graph.nodes = kept
     return folded
 
