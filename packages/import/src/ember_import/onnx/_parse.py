@@ -110,6 +110,13 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
     opsets.setdefault("ai.onnx", 1)
     if "" in opsets:
         opsets["ai.onnx"] = opsets.pop("")
+    newest = int(onnx.defs.onnx_opset_version())
+    if not 1 <= opsets["ai.onnx"] <= newest:
+        raise OnnxImportError(
+            f"{source}: the model imports ai.onnx opset {opsets['ai.onnx']}, outside the opsets 1..{newest} that "
+            f"onnx {onnx.__version__} defines; an operator's meaning at that opset is unknown. Re-export the model "
+            "with a released opset, or pass load_model(..., opset=N) to convert it."
+        )
     builder = _Builder(onnx, source)
     graph = builder.graph(inferred.graph, extra_initializers=weights)
     return ParsedModel(graph, opsets, proto.producer_name, int(proto.ir_version), source, file_size)
@@ -221,6 +228,14 @@ class _Builder:
         if any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS:
             raise OnnxImportError(f"{self.source}: {what} {t.name!r} declares absurd dims {dims}.")
         dtype = dtype_of(int(t.data_type), f"{self.source}: {what} {t.name!r}")
+        if t.raw_data:  # (the typed fields are counted by numpy_helper; raw bytes are only reshaped)
+            itemsize = self.onnx.helper.tensor_dtype_to_np_dtype(int(t.data_type)).itemsize
+            want = math.prod(dims) * itemsize
+            if len(t.raw_data) != want:
+                raise OnnxImportError(
+                    f"{self.source}: {what} {t.name!r} declares dims {dims} of {dtype} ({want} bytes) but holds "
+                    f"{len(t.raw_data)} bytes of data; the file is truncated or malformed. Re-export it."
+                )
         try:
             from onnx import numpy_helper
 

@@ -90,7 +90,8 @@ class Program:
                 where = "" if domain == "ai.onnx" else f" (domain {domain})"
                 lines.append(f"  - {op}{where} at opset {opset}: {len(names)} node(s): {shown}")
             raise OnnxImportError(
-                f"the model uses {len(missing)} operator(s) Ember cannot convert:\n" + "\n".join(lines) + "\n"
+                f"{self.source}: the model uses {len(missing)} operator(s) Ember cannot convert:\n"
+                + "\n".join(lines) + "\n"
                 "Run `python -m ember_import onnx-info MODEL.onnx` for the full support table; re-export the model "
                 "with a different opset or without these ops, or open an issue naming the operator."
             )
