@@ -26,27 +26,11 @@ import numpy as np
 
 
 def chain_model(n: int) -> bytes:
-    """An ``n``-node chain alternating ``Add`` (with a shared initializer) and ``Relu``."""
-    import onnx
-    from onnx import TensorProto, helper
+    """An ``n``-node chain alternating ``Add`` (with a shared initializer) and ``Relu`` (the fault corpus' file)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.fault.corpus_onnx import chain
 
-    nodes = []
-    prev = "x"
-    for i in range(n):
-        out = f"v{i}" if i < n - 1 else "y"
-        if i % 2 == 0:
-            nodes.append(helper.make_node("Add", [prev, "c"], [out], name=f"add{i}"))
-        else:
-            nodes.append(helper.make_node("Relu", [prev], [out], name=f"relu{i}"))
-        prev = out
-    c = helper.make_tensor("c", TensorProto.FLOAT, [1, 8], np.full(8, 0.001, np.float32).tolist())
-    graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])], initializer=[c],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return onnx._serialize(model) if hasattr(onnx, "_serialize") else model.SerializeToString()
+    return bytes(chain(n).SerializeToString())
 
 
 def main() -> None:

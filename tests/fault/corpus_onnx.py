@@ -15,7 +15,7 @@ import numpy as np
 
 from ._case import Case
 
-__all__ = ["cases", "load", "check_onnxruntime"]
+__all__ = ["cases", "chain", "check_onnxruntime", "load"]
 
 LOADER = "tests.fault.corpus_onnx:load"
 CHECK = "tests.fault.corpus_onnx:check_onnxruntime"
@@ -136,7 +136,8 @@ def _shape_arith() -> Any:
     return _model(nodes, [_f("x", ["batch", 3, 4])], [_f("y", ["batch", 12])], inits)
 
 
-def _chain(n: int) -> Any:
+def chain(n: int) -> Any:
+    """An ``n``-node chain alternating ``Add`` (one shared ``[1, 8]`` initializer) and ``Relu``."""
     from onnx import helper, numpy_helper
 
     nodes, prev = [], "x"
@@ -307,7 +308,7 @@ def cases(full: bool) -> list[Case]:
         exact("mlp", _mlp(), "benign: MatMul/Add/Relu/Softmax with a symbolic batch, checked against onnxruntime"),
         exact("shape-arith", _shape_arith(),
               "benign: Shape/Gather/Concat/Reshape, a small ConstantOfShape/Expand (within the budget)"),
-        exact("chain-2k", _chain(2000), "benign: a 2000-node Add/Relu chain (a quadratic parser took seconds)"),
+        exact("chain-2k", chain(2000), "benign: a 2000-node Add/Relu chain (a quadratic parser took seconds)"),
         err("constantofshape-bomb", _bomb("ConstantOfShape", ["shape"], [_i64("shape", big)]),
             "ConstantOfShape [2**20, 2**20] (4 TiB): folded into a bare MemoryError at import"),
         err("expand-bomb", _bomb("Expand", ["one", "shape"], [one, _i64("shape", big)]),
@@ -353,6 +354,6 @@ def cases(full: bool) -> list[Case]:
         err("opset-zero", _opset(0), "ai.onnx opset 0"),
     ]
     if full:
-        out.append(exact("chain-100k", _chain(100_000), "a 100k-node chain: loaded in 436 s before issue 28",
+        out.append(exact("chain-100k", chain(100_000), "a 100k-node chain: loaded in 436 s before issue 28",
                          seconds=120.0))
     return out
