@@ -190,6 +190,14 @@ def _raw_tensor(name: str, dims: list[int], raw: bytes) -> Any:
     return t
 
 
+def _doublings(n: int) -> Any:
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Concat", [f"c{k}", f"c{k}"], [f"c{k + 1}"], name=f"cat{k}", axis=0) for k in range(n)]
+    nodes.append(helper.make_node("Shape", [f"c{n}"], ["y"], name="shape"))
+    return _model(nodes, [], [helper.make_tensor_value_info("y", TensorProto.INT64, [1])], [_i64("c0", [7])])
+
+
 def _huge_initializer() -> Any:
     from onnx import helper
 
@@ -368,6 +376,8 @@ def cases(full: bool) -> list[Case]:
         err("opset-zero", _opset(0), "ai.onnx opset 0"),
     ]
     if full:
+        out.append(err("concat-doublings", _doublings(40), "Concat(c, c) 40 times from one int64: each value within "
+                       "the budget until the last ones, but folding keeps them all"))
         out.append(exact("chain-100k", chain(100_000), "a 100k-node chain: loaded in 436 s before issue 28 (6 s "
                          "after on an idle machine; the limit leaves room for a loaded one)", seconds=300.0,
                          check="tests.fault.corpus_onnx:check_chain"))

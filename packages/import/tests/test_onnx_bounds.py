@@ -115,6 +115,23 @@ def test_a_folded_value_above_the_budget_is_refused() -> None:
     np.testing.assert_array_equal(_np(load_model(model, DEV)()), [512, 512])
 
 
+def _doublings(n: int) -> Any:
+    """``c{k+1} = Concat(c{k}, c{k})`` from one int64 (a constant, not a parameter): ``2**n`` elements after ``n``
+    nodes, all folded."""
+    nodes = [helper.make_node("Concat", [f"c{k}", f"c{k}"], [f"c{k + 1}"], name=f"cat{k}", axis=0) for k in range(n)]
+    nodes.append(helper.make_node("Shape", [f"c{n}"], ["y"], name="shape"))
+    return _model(nodes, [], [helper.make_tensor_value_info("y", TensorProto.INT64, [1])], [_i64("c0", [7])])
+
+
+def test_the_folded_values_together_stay_within_the_budget() -> None:
+    """Each doubling is within 1000 bytes, but folding keeps them all: 16 + 32 + ... + 512 = 1008 bytes."""
+    with pytest.raises(OnnxImportError, match=r"Concat node 'cat5' \(output 'c6'\) folds into a int64 tensor of "
+                                              r"shape \[64\] \(512 bytes .*1008 bytes .* in all, more than the "
+                                              r"limit max_tensor_bytes=1000 bytes"):
+        load_model(_doublings(6), DEV, max_tensor_bytes=1000)
+    np.testing.assert_array_equal(_np(load_model(_doublings(6), DEV, max_tensor_bytes=1016)()), [64])  # + Shape
+
+
 def test_memory_error_in_a_node_becomes_an_import_error_naming_it() -> None:
     m = load_model(_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [_f("x", [2])], [_f("y", [2])]), DEV)
     node = m.program.graph.nodes[0]

@@ -6,7 +6,8 @@ a huge shape, a ``Range`` of ``2**40`` steps, an initializer that declares huge 
 sets the budget (default :func:`default_max_tensor_bytes`: ``max(file size, 1 GiB)``, the ``.pt`` reader's
 rule and name); it applies to
 
-- every value constant folding computes at import (checked before it is stored: folding materialises it);
+- every value constant folding computes at import (checked before it is stored: folding materialises it), and
+  all of them together (folding keeps them until the pass ends);
 - the output of every op that sizes a new tensor from values (a shape, repeats, a count, pads, scales, a
   depth), checked *before* the converter allocates, at import and when the model runs: the ops in
   :data:`PLANNERS`.
@@ -94,19 +95,32 @@ def check_planned(ctx: Context, node: Node, args: Sequence[Any]) -> None:
         raise _refuse(ctx, node, _first_output(node), shape, dtype, nbytes, limit, "would allocate")
 
 
-def check_value(ctx: Context, node: Node, output: str, value: Any) -> None:
-    """Refuse a folded value larger than the budget (folding stores it as a constant: it would be materialised).
+def check_value(ctx: Context, node: Node, output: str, value: Any, folded_so_far: int = 0) -> int:
+    """Refuse a folded value larger than the budget (folding stores it as a constant: it would be materialised),
+    or one that takes the values folded so far past the budget; returns the bytes ``value`` adds.
 
     Raises:
-        OnnxImportError: ``value`` (a tensor, possibly a broadcast view) is larger than ``max_tensor_bytes``.
+        OnnxImportError: ``value`` (a tensor, possibly a broadcast view) is larger than ``max_tensor_bytes``, or
+            ``folded_so_far`` plus its size is (the folded constants are kept together until the end of the pass).
     """
     limit = _limit(ctx)
-    if limit is None or not isinstance(value, Tensor):
-        return
+    if not isinstance(value, Tensor):
+        return 0
     shape = list(value.shape)
     nbytes = math.prod(shape) * value.dtype.itemsize
+    if limit is None:
+        return nbytes
     if nbytes > limit:
         raise _refuse(ctx, node, output, shape, value.dtype, nbytes, limit, "folds at import into")
+    if folded_so_far + nbytes > limit:
+        raise OnnxImportError(
+            f"{_source(ctx)}: {node.where()} (output {output!r}) folds into a {value.dtype} tensor of shape {shape} "
+            f"({describe_bytes(nbytes)}), which takes the values constant folding keeps to "
+            f"{describe_bytes(folded_so_far + nbytes)} in all, more than the limit "
+            f"max_tensor_bytes={describe_bytes(limit)}. If you trust the model, pass load_model(..., "
+            "max_tensor_bytes=N) with a larger N, or fold=False."
+        )
+    return nbytes
 
 
 def memory_error(ctx: Context, node: Node, shapes: str) -> OnnxImportError:

@@ -61,6 +61,7 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
     graph_inputs = {i.name for i in graph.inputs}
     kept = []
     folded = 0
+    total = 0  # bytes of the folded values (all kept until the end): within max_tensor_bytes too
     for node in graph.nodes:
         if node.op_type in NONDETERMINISTIC or node.subgraphs() or node.domain not in ("", "ai.onnx"):
             kept.append(node)
@@ -104,7 +105,7 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
             continue
         for name, value in zip(node.outputs, outs):
             if name and value is not None:
-                check_value(ctx, node, name, value)  # a broadcast view is cheap; the stored constant is not
+                total += check_value(ctx, node, name, value, total)  # a view is cheap; the stored constant is not
                 values[name] = value
         folded += 1
     for name, value in values.items():
