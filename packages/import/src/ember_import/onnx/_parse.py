@@ -16,7 +16,7 @@ from typing import Any
 
 from ember import DType, TensorData
 
-from ._dtypes import dtype_of
+from ._dtypes import ONNX_TO_DTYPE, dtype_of
 from ._errors import OnnxImportError
 from ._ir import Dim, Graph, Node, ValueInfo
 
@@ -268,8 +268,6 @@ class _Builder:
 
     @staticmethod
     def _dtype(elem_type: int) -> Any:
-        from ._dtypes import ONNX_TO_DTYPE
-
         return ONNX_TO_DTYPE.get(int(elem_type))  # unknown/unsupported: checked where used
 
     @staticmethod
