@@ -308,6 +308,52 @@ def _opset(version: int) -> Any:
                   opset=version)
 
 
+def _constant_attr_huge() -> Any:
+    from onnx import helper
+
+    node = helper.make_node("Constant", [], ["y"], name="const")
+    node.attribute.add().CopyFrom(helper.make_attribute("value", _raw_tensor("v", [1 << 20, 1 << 20], b"\0" * 8)))
+    return _model([node], [], [_f("y", [None, None])])
+
+
+def _bomb_in_if() -> Any:
+    """ConstantOfShape inside an ``If`` branch: sub-graphs are not folded, so the run refuses it."""
+    from onnx import TensorProto, helper
+
+    big = helper.make_graph([helper.make_node("ConstantOfShape", ["shape"], ["o"], name="bomb")], "then", [],
+                            [_f("o", [None, None])], initializer=[_i64("shape", [1 << 20, 1 << 20])])
+    small = helper.make_graph([helper.make_node("ConstantOfShape", ["two"], ["p"], name="fine")], "else", [],
+                              [_f("p", [None, None])], initializer=[_i64("two", [2, 2])])
+    node = helper.make_node("If", ["cond"], ["y"], name="if", then_branch=big, else_branch=small)
+    return _model([node], [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])], [_f("y", [None, None])])
+
+
+def _recursive_function() -> Any:
+    from onnx import helper
+
+    f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("F", ["a"], ["b"], domain="local")],
+                             opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+    model = _model([helper.make_node("F", ["x"], ["y"], domain="local", name="f")], [_f("x", [2])], [_f("y", [2])],
+                   domains=(("local", 1),))
+    model.functions.append(f)
+    return model
+
+
+def _string_initializer() -> Any:
+    from onnx import TensorProto, helper
+
+    t = helper.make_tensor("s", TensorProto.STRING, [2], [b"a", b"b"])
+    node = helper.make_node("Identity", ["s"], ["y"], name="id")
+    return _model([node], [], [helper.make_tensor_value_info("y", TensorProto.STRING, [2])], [t])
+
+
+def _negative_dims() -> Any:
+    from onnx import helper
+
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    return _model([node], [_f("x", [4])], [_f("y", [4])], [_raw_tensor("w", [-4, -1], b"\0" * 16)])
+
+
 def cases(full: bool) -> list[Case]:
     """The ONNX corpus; ``full`` adds the 100k-node chain (slow to build and load, about 10 s)."""
     from onnx import TensorProto, helper
@@ -372,6 +418,16 @@ def cases(full: bool) -> list[Case]:
         err("duplicate-outputs", _duplicate_outputs(), "two nodes write the same value (not SSA)"),
         err("unknown-op", _unknown_op(), "an operator ai.onnx does not define"),
         err("unknown-domain", _unknown_op("com.example.evil"), "an operator of a domain Ember does not know"),
+        err("constant-attribute-huge", _constant_attr_huge(), "a Constant whose value declares [2**20, 2**20] over 8 "
+            "bytes"),
+        err("bomb-in-if", _bomb_in_if(), "ConstantOfShape [2**20, 2**20] in an If branch (not folded; refused at run)"),
+        err("range-tiny-delta", _bomb("Range", ["a", "b", "d"], [
+            helper.make_tensor("a", TensorProto.FLOAT, [], [0.0]),
+            helper.make_tensor("b", TensorProto.FLOAT, [], [1.0]),
+            helper.make_tensor("d", TensorProto.FLOAT, [], [1e-30])], rank=1), "Range 0..1 by 1e-30"),
+        err("recursive-function", _recursive_function(), "a model-local function that calls itself"),
+        err("string-initializer", _string_initializer(), "a string tensor (Ember has no string type)"),
+        err("negative-dims", _negative_dims(), "an initializer with dims [-4, -1]"),
         err("opset-too-high", _opset(1000), "ai.onnx opset 1000"),
         err("opset-zero", _opset(0), "ai.onnx opset 0"),
     ]
