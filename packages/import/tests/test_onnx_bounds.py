@@ -152,8 +152,9 @@ def test_raw_data_shorter_than_the_dims_is_refused_without_allocating() -> None:
     t.dims.extend(BIG)
     model = _model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [_f("x", [1, 1])],
                    [_f("y", [None, None])], [t])
-    with pytest.raises(OnnxImportError, match=r"initializer 'w' declares dims \[1048576, 1048576\] of float32 "
-                                              r"\(4398046511104 bytes\) but holds 16 bytes"):
+    with pytest.raises(OnnxImportError, match=r"initializer 'w' could not be read: it declares dims "
+                                              r"\[1048576, 1048576\] of float32 \(4398046511104 bytes\) but holds "
+                                              r"16 bytes"):
         load_model(model.SerializeToString(), DEV)
 
 

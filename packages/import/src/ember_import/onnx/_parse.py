@@ -233,8 +233,9 @@ class _Builder:
             want = math.prod(dims) * itemsize
             if len(t.raw_data) != want:
                 raise OnnxImportError(
-                    f"{self.source}: {what} {t.name!r} declares dims {dims} of {dtype} ({want} bytes) but holds "
-                    f"{len(t.raw_data)} bytes of data; the file is truncated or malformed. Re-export it."
+                    f"{self.source}: {what} {t.name!r} could not be read: it declares dims {dims} of {dtype} "
+                    f"({want} bytes) but holds {len(t.raw_data)} bytes of data; the file is truncated or malformed. "
+                    "Re-export it."
                 )
         try:
             from onnx import numpy_helper
