@@ -354,6 +354,13 @@ def _negative_dims() -> Any:
     return _model([node], [_f("x", [4])], [_f("y", [4])], [_raw_tensor("w", [-4, -1], b"\0" * 16)])
 
 
+def _many_dims_initializer() -> Any:
+    from onnx import helper
+
+    node = helper.make_node("Add", ["x", "w"], ["y"], name="add")
+    return _model([node], [_f("x", [1])], [_f("y", [1])], [_raw_tensor("w", [1] * 100_000, b"\0" * 4)])
+
+
 def cases(full: bool) -> list[Case]:
     """The ONNX corpus; ``full`` adds the 100k-node chain (slow to build and load, about 10 s)."""
     from onnx import TensorProto, helper
@@ -428,6 +435,9 @@ def cases(full: bool) -> list[Case]:
         err("recursive-function", _recursive_function(), "a model-local function that calls itself"),
         err("string-initializer", _string_initializer(), "a string tensor (Ember has no string type)"),
         err("negative-dims", _negative_dims(), "an initializer with dims [-4, -1]"),
+        err("many-dims-initializer", _many_dims_initializer(), "an initializer of rank 100000 (all dims 1)"),
+        err("constantofshape-many-dims", _bomb("ConstantOfShape", ["shape"], [_i64("shape", [1] * 100_000)]),
+            "ConstantOfShape to rank 100000 (one element; messages must not repeat the shape)"),
         err("opset-too-high", _opset(1000), "ai.onnx opset 1000"),
         err("opset-zero", _opset(0), "ai.onnx opset 0"),
     ]

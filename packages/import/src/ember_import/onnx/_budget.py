@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from ._context import Context
     from ._ir import Node
 
-__all__ = ["default_max_tensor_bytes", "check_planned", "check_value", "memory_error", "describe_bytes", "PLANNERS"]
+__all__ = [
+    "default_max_tensor_bytes", "check_planned", "check_value", "memory_error", "describe_bytes", "describe_shape",
+    "PLANNERS",
+]
 
 #: what :func:`check_planned` asks of a node: ``(output shape, element type)`` or ``None`` when unknown
 Plan = tuple[list[int], DType] | None
@@ -46,6 +49,14 @@ def describe_bytes(n: int) -> str:
     raise AssertionError  # pragma: no cover
 
 
+def describe_shape(shape: Sequence[int], most: int = 8) -> str:
+    """``[2, 3]``; a shape of more than ``most`` dims (a hostile file's) is cut: ``[1, 1, ... (1000000 dims)]``."""
+    dims = [int(d) for d in shape[:most]]
+    if len(shape) <= most:
+        return str(dims)
+    return "[" + ", ".join(map(str, dims)) + f", ... ({len(shape)} dims)]"
+
+
 def _limit(ctx: Context) -> int | None:
     return getattr(ctx.program, "max_tensor_bytes", None)
 
@@ -57,7 +68,7 @@ def _source(ctx: Context) -> str:
 def _refuse(ctx: Context, node: Node, output: str, shape: Sequence[int], dtype: DType, nbytes: int,
             limit: int, when: str) -> OnnxImportError:
     return OnnxImportError(
-        f"{_source(ctx)}: {node.where()} (output {output!r}) {when} a {dtype} tensor of shape {list(shape)}: "
+        f"{_source(ctx)}: {node.where()} (output {output!r}) {when} a {dtype} tensor of shape {describe_shape(shape)}: "
         f"{describe_bytes(nbytes)}, more than the limit max_tensor_bytes={describe_bytes(limit)}. A small "
         "file asking for this much memory is malformed or hostile; if you trust it, pass "
         "load_model(..., max_tensor_bytes=N) with a larger N."
@@ -114,7 +125,8 @@ def check_value(ctx: Context, node: Node, output: str, value: Any, folded_so_far
         raise _refuse(ctx, node, output, shape, value.dtype, nbytes, limit, "folds at import into")
     if folded_so_far + nbytes > limit:
         raise OnnxImportError(
-            f"{_source(ctx)}: {node.where()} (output {output!r}) folds into a {value.dtype} tensor of shape {shape} "
+            f"{_source(ctx)}: {node.where()} (output {output!r}) folds into a {value.dtype} tensor of shape "
+            f"{describe_shape(shape)} "
             f"({describe_bytes(nbytes)}), which takes the values constant folding keeps to "
             f"{describe_bytes(folded_so_far + nbytes)} in all, more than the limit "
             f"max_tensor_bytes={describe_bytes(limit)}. If you trust the model, pass load_model(..., "

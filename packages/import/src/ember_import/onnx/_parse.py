@@ -24,6 +24,8 @@ __all__ = ["read_model", "ParsedModel"]
 
 #: the largest element count an initializer or attribute tensor may declare (2**40 elements is 4 TiB of floats)
 MAX_ELEMENTS = 1 << 40
+#: the largest rank of an initializer or attribute tensor (numpy's limit)
+MAX_RANK = 64
 
 
 class ParsedModel:
@@ -224,6 +226,11 @@ class _Builder:
         self.counter = 0
 
     def tensor(self, t: Any, what: str) -> TensorData:
+        if len(t.dims) > MAX_RANK:
+            raise OnnxImportError(
+                f"{self.source}: {what} {t.name!r} declares {len(t.dims)} dims; Ember's tensors have at most "
+                f"{MAX_RANK}. The file is malformed."
+            )
         dims = [int(d) for d in t.dims]
         if any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS:
             raise OnnxImportError(f"{self.source}: {what} {t.name!r} declares absurd dims {dims}.")
