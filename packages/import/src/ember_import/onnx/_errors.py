@@ -17,6 +17,6 @@ class OnnxImportError(ModelImportError):
     with its opset and node names) and values folding would materialise beyond ``max_tensor_bytes``. Raised
     while running for inputs that do not match the graph (count, kind, rank, fixed and symbolic dims), a
     tensor beyond ``max_tensor_bytes`` that a node sizes from values, a node out of memory, and values a
-    converter cannot handle (a data-dependent shape under ``ember_jax.jit``). Messages name the file. Derives from :class:`ember_import.ModelImportError`
-    (an :class:`ember.EmberError`).
+    converter cannot handle (a data-dependent shape under ``ember_jax.jit``). Messages name the file.
+    Derives from :class:`ember_import.ModelImportError` (an :class:`ember.EmberError`).
     """
