@@ -65,8 +65,8 @@ class OnnxModule(Module):
         graph = self.program.graph
         if len(inputs) != len(graph.inputs):
             raise OnnxImportError(
-                f"forward: the model takes {len(graph.inputs)} input(s) ({', '.join(self.input_names)}), got "
-                f"{len(inputs)}."
+                f"{self.program.source}: forward: the model takes {len(graph.inputs)} input(s) "
+                f"({', '.join(self.input_names)}), got {len(inputs)}."
             )
         host = host_device()
         main = _main_device(inputs, self.weights, host)
@@ -133,8 +133,8 @@ def _check_input(info: ValueInfo, value: Any, symbols: dict[str, tuple[int, str]
         return value
     if not isinstance(value, Tensor):
         raise OnnxImportError(
-            f"forward: input {info.name!r} must be an ember Tensor, got {type(value).__name__}; build it with "
-            "Tensor.from_data(array, device)."
+            f"{source}: forward: input {info.name!r} must be an ember Tensor, got {type(value).__name__}; build it "
+            "with Tensor.from_data(array, device)."
         )
     _check_shape(info, list(value.shape), {} if symbols is None else symbols, source)
     want = info.dtype
@@ -144,7 +144,7 @@ def _check_input(info: ValueInfo, value: Any, symbols: dict[str, tuple[int, str]
     want_kind = "float" if want.is_float else "bool" if want is DType.BOOL else "int"
     if want_kind not in have_kind:
         raise OnnxImportError(
-            f"forward: input {info.name!r} is declared {info.describe()}, got a {value.kind} tensor of "
+            f"{source}: forward: input {info.name!r} is declared {info.describe()}, got a {value.kind} tensor of "
             f"{value.dtype}; convert it with .float(), .int() or .bool()."
         )
     if want in value.backend.supported_dtypes:
