@@ -108,7 +108,8 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
                 total += check_value(ctx, node, name, value, total)  # a view is cheap; the stored constant is not
                 values[name] = value
         folded += 1
-    for name, value in values.items():
+    for name in list(values):  # each tensor is let go once copied out: the peak is the total plus one value
+        value = values.pop(name)
         try:
             constants[name] = value.to_data()
         except MemoryError:
@@ -116,6 +117,7 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
                 f"{program.source}: folding value {name!r} ({_describe(value)}) ran out of memory; "
                 f"max_tensor_bytes is {program.max_tensor_bytes}. Lower it, or give the process more memory."
             ) from None
+        del value
     graph.nodes = kept
     return folded
 
