@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ember import DTypeError, EmberError, Tensor
 
+from ._budget import check_planned, memory_error
 from ._errors import OnnxImportError
 from ._ir import Graph
 
@@ -46,7 +47,9 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: Context) -> list[Any]:
         try:
             args = [env[name] if name else None for name in node.inputs]
         except KeyError as exc:
-            raise OnnxImportError(f"{node.where()}: input {exc.args[0]!r} is not computed by any node.") from None
+            raise OnnxImportError(
+                f"{program.source}: {node.where()}: input {exc.args[0]!r} is not computed by any node."
+            ) from None
         static = conv.static
         main = any(_on_main(a, ctx) for i, a in enumerate(args) if i not in static)
         if main:
@@ -54,6 +57,7 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: Context) -> list[Any]:
         ctx.device = ctx.main if main else ctx.host
         ctx.node = node
         ctx.env = env
+        check_planned(ctx, node, args)
         try:
             try:
                 out = conv.fn(ctx, node, *args)
@@ -64,12 +68,16 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: Context) -> list[Any]:
                 args = [a if i in static else _to_main(a, ctx) for i, a in enumerate(args)]
                 ctx.device = ctx.main
                 out = conv.fn(ctx, node, *args)
-        except OnnxImportError:
-            raise
+        except OnnxImportError as exc:
+            if program.source in str(exc):
+                raise
+            raise OnnxImportError(f"{program.source}: {exc}") from exc  # errors name the file (DESIGN §11)
+        except MemoryError:
+            raise memory_error(ctx, node, ", ".join(_describe(a) for a in args)) from None
         except (EmberError, ValueError, TypeError, IndexError, NotImplementedError) as exc:
             shapes = ", ".join(_describe(a) for a in args)
             raise OnnxImportError(
-                f"{node.where()} failed on inputs ({shapes}): {type(exc).__name__}: {exc}"
+                f"{program.source}: {node.where()} failed on inputs ({shapes}): {type(exc).__name__}: {exc}"
             ) from exc
         outs = out if isinstance(out, tuple) else (out,)
         for name, value in zip(node.outputs, outs):
@@ -78,7 +86,9 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: Context) -> list[Any]:
     try:
         return [env[o.name] if o.name else None for o in graph.outputs]
     except KeyError as exc:
-        raise OnnxImportError(f"graph {graph.name!r}: output {exc.args[0]!r} is not computed by any node.") from None
+        raise OnnxImportError(
+            f"{program.source}: graph {graph.name!r}: output {exc.args[0]!r} is not computed by any node."
+        ) from None
 
 
 def _describe(a: Any) -> str:

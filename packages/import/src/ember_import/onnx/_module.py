@@ -9,10 +9,11 @@ from ember import DType, Tensor, TensorData
 from ember.backend import Device
 from ember.module import Module, Param, ParamId
 
+from ._budget import default_max_tensor_bytes
 from ._context import Context
 from ._errors import OnnxImportError
 from ._interpret import run_graph
-from ._ir import Graph
+from ._ir import Graph, ValueInfo
 from ._parse import read_model
 from ._passes import fold_constants, remove_dead_nodes
 from ._program import Program, host_device
@@ -56,13 +57,16 @@ class OnnxModule(Module):
 
         Raises:
             OnnxImportError: wrong number of inputs, an input of the wrong kind (Int where Float is declared),
-                or a node that fails (the message names it and its input shapes).
+                an input whose shape disagrees with the declared one (its rank, a fixed dim, or a symbolic dim
+                such as ``batch`` that two inputs give different sizes; ``?`` dims take any size), a tensor
+                above ``max_tensor_bytes`` planned by a node, or a node that fails (the message names it and its
+                input shapes).
         """
         graph = self.program.graph
         if len(inputs) != len(graph.inputs):
             raise OnnxImportError(
-                f"forward: the model takes {len(graph.inputs)} input(s) ({', '.join(self.input_names)}), got "
-                f"{len(inputs)}."
+                f"{self.program.source}: forward: the model takes {len(graph.inputs)} input(s) "
+                f"({', '.join(self.input_names)}), got {len(inputs)}."
             )
         host = host_device()
         main = _main_device(inputs, self.weights, host)
@@ -70,8 +74,9 @@ class OnnxModule(Module):
         env: dict[str, Any] = {name: self.program.host_constant(name) for name in self.program.constants}
         for name, p in self.weights.items():
             env[name] = p.val()
+        symbols: dict[str, tuple[int, str]] = {}
         for info, value in zip(graph.inputs, inputs):
-            env[info.name] = _check_input(info, value)
+            env[info.name] = _check_input(info, value, symbols, self.program.source)
         outs = run_graph(graph, env, ctx)
         outs = [_out(o, ctx) for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -91,14 +96,47 @@ def _main_device(inputs: tuple[Any, ...], params: dict[str, Param], host: Device
     return host
 
 
-def _check_input(info: Any, value: Any) -> Any:
+def _check_shape(info: ValueInfo, shape: list[int], symbols: dict[str, tuple[int, str]], source: str) -> None:
+    """``shape`` against the declared dims: the rank, every fixed dim, and one size per symbolic dim across
+    the call's inputs (``batch`` is the same in ``x`` and ``mask``); unknown dims (``?``) take any size."""
+    declared = info.shape
+    if declared is None:
+        return
+    if len(shape) != len(declared):
+        raise OnnxImportError(
+            f"{source}: forward: input {info.name!r} is declared with shape {_dims(declared)} (rank "
+            f"{len(declared)}), got shape {shape} (rank {len(shape)}); pass a rank-{len(declared)} tensor."
+        )
+    for axis, (want, have) in enumerate(zip(declared, shape)):
+        if isinstance(want, int) and want >= 0 and want != have:
+            raise OnnxImportError(
+                f"{source}: forward: input {info.name!r} is declared with shape {_dims(declared)}, got shape "
+                f"{shape}: dim {axis} must be {want}, found {have}."
+            )
+        if isinstance(want, str) and want:
+            seen = symbols.setdefault(want, (have, f"{info.name!r} dim {axis}"))
+            if seen[0] != have:
+                raise OnnxImportError(
+                    f"{source}: forward: input {info.name!r} is declared with shape {_dims(declared)}, got shape "
+                    f"{shape}: dim {axis} is {want!r}, which is {seen[0]} at {seen[1]} but {have} here; the "
+                    f"inputs must agree on {want!r}."
+                )
+
+
+def _dims(declared: tuple[Any, ...]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in declared) + "]"
+
+
+def _check_input(info: ValueInfo, value: Any, symbols: dict[str, tuple[int, str]] | None = None,
+                 source: str = "<model>") -> Any:
     if value is None or isinstance(value, list) or info.kind != "tensor":
         return value
     if not isinstance(value, Tensor):
         raise OnnxImportError(
-            f"forward: input {info.name!r} must be an ember Tensor, got {type(value).__name__}; build it with "
-            "Tensor.from_data(array, device)."
+            f"{source}: forward: input {info.name!r} must be an ember Tensor, got {type(value).__name__}; build it "
+            "with Tensor.from_data(array, device)."
         )
+    _check_shape(info, list(value.shape), {} if symbols is None else symbols, source)
     want = info.dtype
     if want is None or value.dtype is want:
         return value
@@ -106,7 +144,7 @@ def _check_input(info: Any, value: Any) -> Any:
     want_kind = "float" if want.is_float else "bool" if want is DType.BOOL else "int"
     if want_kind not in have_kind:
         raise OnnxImportError(
-            f"forward: input {info.name!r} is declared {info.describe()}, got a {value.kind} tensor of "
+            f"{source}: forward: input {info.name!r} is declared {info.describe()}, got a {value.kind} tensor of "
             f"{value.dtype}; convert it with .float(), .int() or .bool()."
         )
     if want in value.backend.supported_dtypes:
@@ -143,7 +181,7 @@ def _static_only(graph: Graph, program: Program) -> set[str]:
 
 def load_model(
     model: str | os.PathLike[str] | bytes | Any, device: Device, *, opset: int | None = None,
-    fold: bool = True,
+    fold: bool = True, max_tensor_bytes: int | None = None,
 ) -> OnnxModule:
     """Import an ONNX model as an :class:`OnnxModule` on ``device``.
 
@@ -154,6 +192,11 @@ def load_model(
         opset: convert the model to this ``ai.onnx`` opset first (``onnx.version_converter``); by default the
             model's own opset is used.
         fold: run constant folding at import (default ``True``).
+        max_tensor_bytes: the memory budget (the ``.pt`` reader's name and default: ``max(file size, 1 GiB)``):
+            the most bytes one value folded at import may take, and one tensor that an op sizes from values
+            (``ConstantOfShape``, ``Expand``, ``Tile``, ``Range``, ``Resize``, ``Pad``, ``OneHot``...) may take,
+            at import and when the model runs (see :mod:`~._budget`). Raise it for a trusted model that needs
+            more.
 
     Returns:
         The module; ``module(*inputs)`` runs it. Float initializers become ``Param``s (``ParamId`` = the
@@ -163,12 +206,16 @@ def load_model(
         dead-node removal, then one converter per node (``ember_import/onnx/ops``).
 
     Raises:
-        OnnxImportError: unreadable or malformed file (see :func:`~._parse.read_model`), or operators without
-            a converter (all listed at once).
+        OnnxImportError: unreadable or malformed file (see :func:`~._parse.read_model`), operators without
+            a converter (all listed at once), or a value folding would materialise above ``max_tensor_bytes``
+            (the message names the file, the node, its output, the shape and the bytes).
     """
     parsed = read_model(model, opset=opset)
     graph = parsed.graph
-    program = Program(graph, parsed.opsets, {})
+    limit = default_max_tensor_bytes(parsed.file_size) if max_tensor_bytes is None else int(max_tensor_bytes)
+    if limit < 0:
+        raise ValueError(f"load_model: max_tensor_bytes must be >= 0, got {max_tensor_bytes}.")
+    program = Program(graph, parsed.opsets, {}, source=parsed.source, max_tensor_bytes=limit)
     static_only = _static_only(graph, program)
     params: dict[str, Param] = {}
     for name, data in graph.initializers.items():

@@ -16,7 +16,7 @@ from typing import Any
 
 from ember import DType, TensorData
 
-from ._dtypes import dtype_of
+from ._dtypes import ONNX_TO_DTYPE, dtype_of
 from ._errors import OnnxImportError
 from ._ir import Dim, Graph, Node, ValueInfo
 
@@ -24,17 +24,21 @@ __all__ = ["read_model", "ParsedModel"]
 
 #: the largest element count an initializer or attribute tensor may declare (2**40 elements is 4 TiB of floats)
 MAX_ELEMENTS = 1 << 40
+#: the largest rank of an initializer or attribute tensor (numpy's limit)
+MAX_RANK = 64
 
 
 class ParsedModel:
     """The parsed model: the main :class:`Graph`, the opset of each domain, producer and IR version."""
 
-    def __init__(self, graph: Graph, opsets: dict[str, int], producer: str, ir_version: int, source: str) -> None:
+    def __init__(self, graph: Graph, opsets: dict[str, int], producer: str, ir_version: int, source: str,
+                 file_size: int = 0) -> None:
         self.graph = graph
         self.opsets = opsets
         self.producer = producer
         self.ir_version = ir_version
         self.source = source
+        self.file_size = file_size  # bytes of the file (0 for a ModelProto): the budget's default grows with it
 
 
 def _onnx() -> Any:
@@ -65,12 +69,14 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
     version_converter = importlib.import_module("onnx.version_converter")
 
     base: Path | None = None
+    file_size = 0
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         source = str(path)
         if not path.is_file():
             raise OnnxImportError(f"'{path}': no such ONNX file.")
         base = path.resolve().parent
+        file_size = path.stat().st_size
         try:
             proto = onnx.load_model(str(path), load_external_data=False)
         except Exception as exc:
@@ -80,6 +86,7 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
             ) from None
     elif isinstance(model, (bytes, bytearray, memoryview)):
         source = "<bytes>"
+        file_size = len(model)
         try:
             proto = onnx.load_model_from_string(bytes(model))
         except Exception as exc:
@@ -108,9 +115,16 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
     opsets.setdefault("ai.onnx", 1)
     if "" in opsets:
         opsets["ai.onnx"] = opsets.pop("")
+    newest = int(onnx.defs.onnx_opset_version())
+    if not 1 <= opsets["ai.onnx"] <= newest:
+        raise OnnxImportError(
+            f"{source}: the model imports ai.onnx opset {opsets['ai.onnx']}, outside the opsets 1..{newest} that "
+            f"onnx {onnx.__version__} defines; an operator's meaning at that opset is unknown. Re-export the model "
+            "with a released opset, or pass load_model(..., opset=N) to convert it."
+        )
     builder = _Builder(onnx, source)
-    graph = builder.graph(inferred.graph, outer_names=set(), extra_initializers=weights)
-    return ParsedModel(graph, opsets, proto.producer_name, int(proto.ir_version), source)
+    graph = builder.graph(inferred.graph, extra_initializers=weights)
+    return ParsedModel(graph, opsets, proto.producer_name, int(proto.ir_version), source, file_size)
 
 
 #: initializers with more elements than this are left out of the model the checker and shape inference see
@@ -215,10 +229,24 @@ class _Builder:
         self.counter = 0
 
     def tensor(self, t: Any, what: str) -> TensorData:
+        if len(t.dims) > MAX_RANK:
+            raise OnnxImportError(
+                f"{self.source}: {what} {t.name!r} declares {len(t.dims)} dims; Ember's tensors have at most "
+                f"{MAX_RANK}. The file is malformed."
+            )
         dims = [int(d) for d in t.dims]
         if any(d < 0 for d in dims) or math.prod(dims) > MAX_ELEMENTS:
             raise OnnxImportError(f"{self.source}: {what} {t.name!r} declares absurd dims {dims}.")
         dtype = dtype_of(int(t.data_type), f"{self.source}: {what} {t.name!r}")
+        if t.raw_data:  # (the typed fields are counted by numpy_helper; raw bytes are only reshaped)
+            itemsize = self.onnx.helper.tensor_dtype_to_np_dtype(int(t.data_type)).itemsize
+            want = math.prod(dims) * itemsize
+            if len(t.raw_data) != want:
+                raise OnnxImportError(
+                    f"{self.source}: {what} {t.name!r} could not be read: it declares dims {dims} of {dtype} "
+                    f"({want} bytes) but holds {len(t.raw_data)} bytes of data; the file is truncated or malformed. "
+                    "Re-export it."
+                )
         try:
             from onnx import numpy_helper
 
@@ -251,8 +279,6 @@ class _Builder:
 
     @staticmethod
     def _dtype(elem_type: int) -> Any:
-        from ._dtypes import ONNX_TO_DTYPE
-
         return ONNX_TO_DTYPE.get(int(elem_type))  # unknown/unsupported: checked where used
 
     @staticmethod
@@ -300,7 +326,7 @@ class _Builder:
             raise OnnxImportError(f"{self.source}: node {node_name!r}: sparse tensor attributes are not supported.")
         raise OnnxImportError(f"{self.source}: node {node_name!r}: attribute {a.name!r} has unknown type {t}.")
 
-    def graph(self, g: Any, outer_names: set[str], extra_initializers: Sequence[Any] = ()) -> Graph:
+    def graph(self, g: Any, extra_initializers: Sequence[Any] = ()) -> Graph:
         inits = {t.name: self.tensor(t, "initializer") for t in [*g.initializer, *extra_initializers]}
         for st in g.sparse_initializer:
             raise OnnxImportError(f"{self.source}: sparse initializer {st.values.name!r} is not supported.")
@@ -313,6 +339,7 @@ class _Builder:
         nodes: list[Node] = []
         names: set[str] = set()
         outer: list[str] = []
+        outer_seen: set[str] = set()  # (``outer`` keeps the order; membership tests on a list were O(n))
         for proto in g.node:
             self.counter += 1
             name = proto.name or f"{proto.op_type}_{self.counter}"
@@ -327,20 +354,21 @@ class _Builder:
                         f"{self.source}: node {name!r}: attribute references are only valid in functions."
                     )
                 attrs[a.name] = self.attribute(a, name)
-            scope = outer_names | known
-            for key, val in list(attrs.items()):
+            for key, val in list(attrs.items()):  # (no per-node copy of the scope: that made parsing O(n^2))
                 if isinstance(val, self.onnx.GraphProto):
-                    attrs[key] = self.graph(val, scope)
+                    attrs[key] = self.graph(val)
                 elif isinstance(val, list) and val and isinstance(val[0], self.onnx.GraphProto):
-                    attrs[key] = [self.graph(x, scope) for x in val]
+                    attrs[key] = [self.graph(x) for x in val]
             node = Node(proto.op_type, proto.domain or "", name, list(proto.input), list(proto.output), attrs)
             for i in node.inputs:
-                if i and i not in known and i not in outer:
+                if i and i not in known and i not in outer_seen:
                     outer.append(i)
+                    outer_seen.add(i)
             for sub in node.subgraphs():
                 for i in sub.outer:
-                    if i not in known and i not in outer:
+                    if i not in known and i not in outer_seen:
                         outer.append(i)
+                        outer_seen.add(i)
             known.update(o for o in node.outputs if o)
             nodes.append(node)
         return Graph(g.name, nodes, inputs, outputs, inits, value_info, outer)

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ember import Tensor, TensorData
 
+from ._budget import check_planned, check_value, memory_error
+from ._errors import OnnxImportError
+from ._interpret import _describe
 from ._ir import Graph
 
 if TYPE_CHECKING:
@@ -58,6 +61,7 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
     graph_inputs = {i.name for i in graph.inputs}
     kept = []
     folded = 0
+    total = 0  # bytes of the folded values (all kept until the end): within max_tensor_bytes too
     for node in graph.nodes:
         if node.op_type in NONDETERMINISTIC or node.subgraphs() or node.domain not in ("", "ai.onnx"):
             kept.append(node)
@@ -87,8 +91,11 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
             continue
         ctx.device = ctx.host
         ctx.node = node
+        check_planned(ctx, node, args)  # a ConstantOfShape/Expand/Tile/Range... bomb: refused before it allocates
         try:
             out = program.converter(node).fn(ctx, node, *args)
+        except MemoryError:
+            raise memory_error(ctx, node, ", ".join(_describe(a) for a in args)) from None
         except Exception:
             kept.append(node)  # left to run time, where the error (if any) is reported with context
             continue
@@ -98,10 +105,19 @@ def fold_constants(graph: Graph, constants: dict[str, TensorData], ctx: Context)
             continue
         for name, value in zip(node.outputs, outs):
             if name and value is not None:
+                total += check_value(ctx, node, name, value, total)  # a view is cheap; the stored constant is not
                 values[name] = value
         folded += 1
-    for name, value in values.items():
-        constants[name] = value.to_data()
+    for name in list(values):  # each tensor is let go once copied out: the peak is the total plus one value
+        value = values.pop(name)
+        try:
+            constants[name] = value.to_data()
+        except MemoryError:
+            raise OnnxImportError(
+                f"{program.source}: folding value {name!r} ({_describe(value)}) ran out of memory; "
+                f"max_tensor_bytes is {program.max_tensor_bytes}. Lower it, or give the process more memory."
+            ) from None
+        del value
     graph.nodes = kept
     return folded
 

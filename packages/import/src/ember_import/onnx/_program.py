@@ -19,6 +19,9 @@ from ._registry import Converter, lookup
 
 __all__ = ["Program", "host_device"]
 
+#: the budget of a Program built without one (ModelGen's): 1 GiB, as :func:`._budget.default_max_tensor_bytes`
+DEFAULT_MAX_TENSOR_BYTES = 1 << 30
+
 _host_lock = threading.Lock()
 _host: Device | None = None
 
@@ -47,15 +50,21 @@ class Program:
         graph: the main graph (after the passes).
         opsets: domain -> opset version.
         constants: value name -> host data of every constant (non-trainable initializers, folded nodes).
+        source: the model's file (or ``<bytes>``), named by errors raised while it runs.
+        max_tensor_bytes: the memory budget of :mod:`._budget` (``None``: unchecked).
         converters: node -> its converter, resolved at import for every node of every (sub-)graph.
     """
 
-    def __init__(self, graph: Graph, opsets: dict[str, int], constants: dict[str, TensorData]) -> None:
+    def __init__(self, graph: Graph, opsets: dict[str, int], constants: dict[str, TensorData], *,
+                 source: str = "<model>", max_tensor_bytes: int | None = DEFAULT_MAX_TENSOR_BYTES) -> None:
         self.graph = graph
         self.opsets = opsets
         self.constants = constants
+        self.source = source
+        self.max_tensor_bytes = max_tensor_bytes
         self.converters: dict[int, Converter] = {}
         self._host_tensors: dict[str, Tensor] = {}
+        self._host_ids: set[int] = set()  # ids of ``_host_tensors``' values (kept alive by it): O(1) membership
         self._moved: dict[tuple[int, int], Tensor] = {}
         self._lock = threading.Lock()
         self.resolve(graph)
@@ -83,7 +92,8 @@ class Program:
                 where = "" if domain == "ai.onnx" else f" (domain {domain})"
                 lines.append(f"  - {op}{where} at opset {opset}: {len(names)} node(s): {shown}")
             raise OnnxImportError(
-                f"the model uses {len(missing)} operator(s) Ember cannot convert:\n" + "\n".join(lines) + "\n"
+                f"{self.source}: the model uses {len(missing)} operator(s) Ember cannot convert:\n"
+                + "\n".join(lines) + "\n"
                 "Run `python -m ember_import onnx-info MODEL.onnx` for the full support table; re-export the model "
                 "with a different opset or without these ops, or open an issue naming the operator."
             )
@@ -98,6 +108,7 @@ class Program:
             data = self.constants[name]
             t = Tensor.from_data(data, host_device(), dtype=data.dtype)
             self._host_tensors[name] = t
+            self._host_ids.add(id(t))
         return t
 
     def to_device(self, t: Tensor, device: Device) -> Tensor:
@@ -109,7 +120,7 @@ class Program:
         if hit is not None:
             return hit
         out = _move(t, device)
-        if any(t is c for c in self._host_tensors.values()) and not _traced(out):
+        if id(t) in self._host_ids and not _traced(out):
             with self._lock:
                 self._moved[key] = out
         return out
