@@ -19,6 +19,12 @@ def _logs(d: Path) -> dict[str, str]:
     return {str(p.relative_to(d)): p.read_text() for p in sorted(d.glob("*/epoch-*/*.log"))}
 
 
+def _manifest(d: Path, epoch: int) -> dict:
+    import json
+
+    return json.loads((d / "checkpoint" / f"manifest-{epoch}.json").read_text())
+
+
 def _params(model) -> list[np.ndarray]:
     return [p.val().to_numpy() for p in model.params()]
 
@@ -55,11 +61,11 @@ def test_interrupter_mid_epoch_then_resume(tmp_path, reference):
 
     res = resume_run.run(tmp_path, 4, resume_run.Hook(fn), interrupter=stopper)
     assert res.interrupted and res.epoch == 2 and res.resume_epoch == 2
-    assert (tmp_path / "checkpoint" / "progress-2.json").exists()
+    assert _manifest(tmp_path, 2)["progress"]["iteration"] == 3
     assert len((tmp_path / "train/epoch-2/Loss.log").read_text().splitlines()) == 3
     assert not (tmp_path / "valid/epoch-2").exists()
     res = resume_run.run(tmp_path, 4, checkpoint=2)
-    assert not (tmp_path / "checkpoint" / "progress-2.json").exists()
+    assert last_checkpoint(tmp_path) == 4 and _manifest(tmp_path, 4)["progress"] is None
     _same_as_reference(tmp_path, res, reference)
 
 
