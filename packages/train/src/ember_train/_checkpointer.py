@@ -1,13 +1,21 @@
 """Checkpointers (Burn's ``FileCheckpointer`` and ``LearnerCheckpointer``).
 
-Files of checkpoint ``N`` in ``<artifact_dir>/checkpoint``: ``{model,optim,scheduler}-N.<ext>`` (Burn's names), each
-written atomically by a recorder, then ``manifest-N.json``, written last and atomically. The manifest makes the
-checkpoint: it names each part file with its size and SHA-256 digest, and says where training stands (a finished
-epoch, or the iteration reached inside an interrupted one) with the run's random states. A checkpoint without a
-valid manifest, or whose part files differ from what it names, is ignored, so a kill -9 at any moment of a save
-leaves either the checkpoint complete or no checkpoint ``N`` at all (resume then starts from an earlier one):
-never a half-written one taken for another. A save of ``N`` first removes ``manifest-N.json`` (the old checkpoint
-``N`` stops counting in one act), a delete removes it first too.
+Files of checkpoint ``N`` in ``<artifact_dir>/checkpoint``: ``{model,optim,scheduler}-N.<ext>`` (Burn's names; for
+an epoch interrupted after iteration ``I``: ``{model,optim,scheduler}-N-I.<ext>``), each written atomically by a
+recorder, then ``manifest-N.json``, written last and atomically (``os.replace``). The manifest makes the checkpoint:
+it names each part file with its size and SHA-256 digest, and says where training stands (a finished epoch, or the
+iteration reached inside an interrupted one) with the run's random states. A checkpoint without a valid manifest, or
+whose part files differ from what it names, is ignored. So a kill -9 at any moment of a save leaves the previous
+checkpoint ``N`` (if any) or the new one, complete, never a half-written one taken for another:
+
+- a save whose part files have other names than the current checkpoint ``N``'s (the end of an epoch that was
+  interrupted and resumed) writes them beside it; replacing the manifest switches from the old checkpoint to the new
+  one in one act; the old part files are removed afterwards;
+- a save that would overwrite the current checkpoint ``N``'s files (a run resumed from an earlier checkpoint saves
+  ``N`` again) first removes ``manifest-N.json``: the old checkpoint ``N`` stops counting, then the new one is
+  written (a kill in between resumes from an earlier checkpoint);
+- a delete removes the manifest first, then the part files; a save also removes part files that no manifest names
+  (left by a kill) and the temporary files of killed writes.
 
 The directory holds ``checkpoints.json`` (a format marker) from the first save on. A directory without it was written
 by an earlier Ember (no manifests): there a checkpoint counts when its three part files exist, with
@@ -46,7 +54,9 @@ MANIFEST_VERSION = 1
 MARKER = "checkpoints.json"
 _MANIFEST = re.compile(r"^manifest-(\d+)\.json$")
 _PART = re.compile(r"^(model|optim|scheduler)-(\d+)\.")
-_STALE = re.compile(r"^\.((?:model|optim|scheduler)-\d+\..+|manifest-\d+\.json|progress-\d+\.json|"
+#: any part file, also an interrupted epoch's (``model-N-I.<ext>``, I the iteration reached)
+_ANY_PART = re.compile(r"^(model|optim|scheduler)-(\d+)(?:-\d+)?\.")
+_STALE = re.compile(r"^\.((?:model|optim|scheduler)-\d+(?:-\d+)?\..+|manifest-\d+\.json|progress-\d+\.json|"
                     + re.escape(MARKER) + r")\.[0-9a-f]{12}\.tmp$")
 
 
@@ -219,18 +229,21 @@ class LearnerCheckpointer:
         """
         self.directory.mkdir(parents=True, exist_ok=True)
         self._adopt_legacy()
-        self._unlink(self.manifest_path(epoch))  # the previous checkpoint ``epoch`` (if any) stops counting
-        _fsync_dir(self.directory)
         self._remove_stale()
+        stem = f"{epoch}" if progress is None else f"{epoch}-{int(progress['iteration'])}"
+        recorders = {"model": self.recorder, "optim": _full_precision(self.recorder, optim_rec),
+                     "scheduler": _full_precision(self.recorder, sched_rec)}
+        paths = {name: rec.file_path(self.directory / f"{name}-{stem}") for name, rec in recorders.items()}
+        old = _read_manifest(self.directory, epoch)
+        if old is None or {p["file"] for p in old["parts"].values()} & {p.name for p in paths.values()}:
+            # the new files would overwrite the current checkpoint's: it stops counting first
+            self._unlink(self.manifest_path(epoch))
+            _fsync_dir(self.directory)
         self._unlink(self.progress_path(epoch))  # an earlier Ember's, now without a checkpoint
-        parts = {
-            "model": self.model.save(epoch, model_rec),
-            "optim": FileCheckpointer(_full_precision(self.recorder, optim_rec), self.directory, "optim")
-            .save(epoch, optim_rec),
-            "scheduler": FileCheckpointer(_full_precision(self.recorder, sched_rec), self.directory, "scheduler")
-            .save(epoch, sched_rec),
-        }
-        self._write_manifest(epoch, parts, progress, state)
+        for name, rec in (("model", model_rec), ("optim", optim_rec), ("scheduler", sched_rec)):
+            recorders[name].record(rec, paths[name])
+        self._write_manifest(epoch, paths, progress, state)
+        self._remove_unnamed(epoch)
 
     def _write_manifest(self, epoch: int, parts: dict[str, Path], progress: dict[str, Any] | None,
                         state: dict[str, Any] | None) -> None:
@@ -263,12 +276,34 @@ class LearnerCheckpointer:
         body = json.dumps({"format": "ember-checkpoints", "version": MANIFEST_VERSION}).encode("utf-8")
         atomic_write(marker, lambda f: f.write(body))
 
+    def _named(self) -> set[str]:
+        """The part files the valid manifests name."""
+        names = set()
+        for f in self.directory.iterdir():
+            m = _MANIFEST.match(f.name)
+            man = _read_manifest(self.directory, int(m.group(1))) if m else None
+            if man is not None:
+                names |= {p["file"] for p in man["parts"].values()}
+        return names
+
+    def _remove_unnamed(self, epoch: int | None = None) -> None:
+        """Remove the part files no manifest names (of checkpoint ``epoch``; of every epoch when ``None``), in a
+        directory with the marker (where such files are never a checkpoint)."""
+        if not (self.directory / MARKER).exists():
+            return
+        named = self._named()
+        for f in list(self.directory.iterdir()):
+            m = _ANY_PART.match(f.name)
+            if m and f.name not in named and (epoch is None or int(m.group(2)) == epoch):
+                self._unlink(f)
+
     def _remove_stale(self) -> None:
         """Remove the temporary files killed saves left in the directory (:func:`remove_stale_temps`)."""
         for f in self.directory.iterdir():
             m = _STALE.match(f.name)
             if m:
                 remove_stale_temps(self.directory / m.group(1))
+        self._remove_unnamed()
 
     @staticmethod
     def _unlink(path: Path) -> None:
@@ -283,7 +318,7 @@ class LearnerCheckpointer:
         _fsync_dir(self.directory)
         self._unlink(self.progress_path(epoch))
         for f in list(self.directory.iterdir()) if self.directory.is_dir() else []:
-            m = _PART.match(f.name)
+            m = _ANY_PART.match(f.name)
             if m and int(m.group(2)) == epoch:
                 self._unlink(f)
 
