@@ -37,7 +37,8 @@ _OPS = ("open", "replace", "rename", "unlink", "remove", "fsync", "mkdir", "rmdi
 
 class FileOps:
     """Counts file operations (and training steps, :meth:`event`) while active; at event ``kill_at`` the process
-    kills itself with SIGKILL (no cleanup of any kind runs, as with ``kill -9``).
+    kills itself with SIGKILL (no cleanup of any kind runs, as with ``kill -9``). Each file operation is two events,
+    before and after it (a kill right after ``open(path, "w")`` leaves the file truncated).
 
     ``scope``: ``"all"`` counts everything from :meth:`install` on; ``"checkpoint"`` only what
     ``LearnerCheckpointer.save`` and ``.delete`` do.
@@ -72,8 +73,11 @@ class FileOps:
 
     def _wrap(self, fn: Any, name: str) -> Any:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            self.event(f"{name} {args[0] if args else ''}")
-            return fn(*args, **kwargs)
+            what = f"{name} {args[0] if args else ''}"
+            self.event("before " + what)
+            out = fn(*args, **kwargs)
+            self.event("after " + what)
+            return out
 
         return wrapped
 

@@ -87,7 +87,7 @@ def test_mid_epoch_resume_with_dropout_is_bitwise(tmp_path, reference, interrupt
 
 def test_a_sigkill_at_every_file_operation_of_the_saves_never_skips_or_repeats_work(tmp_path, reference, interrupted):
     """Resume the mid-epoch checkpoint (its end-of-epoch save overwrites checkpoint 1: the case where deleting the
-    progress file before the scheduler file turned it into a finished epoch), killed with SIGKILL at file operation k
+    progress file before the scheduler file turned it into a finished epoch), killed with SIGKILL before or after file operation k
     of the saves and deletes, for every k; resuming from the last checkpoint then ends as the uninterrupted run."""
     count_file = tmp_path / "count"
 
@@ -102,8 +102,8 @@ def test_a_sigkill_at_every_file_operation_of_the_saves_never_skips_or_repeats_w
     assert _forked(count) == 0
     log = json.loads(count_file.read_text())
     # two saves (epochs 1 and 2), each: three parts and the manifest written atomically; then checkpoint 1 deleted
-    assert sum(op.startswith("replace") for op in log) == 8
-    assert [op for op in log if op.startswith("unlink") and "manifest-1.json" in op]
+    assert sum(op.startswith("after replace") for op in log) == 8
+    assert [op for op in log if op.startswith("after unlink") and "manifest-1.json" in op]
     starts = {}
     for k in range(len(log)):
         d = tmp_path / f"k{k}"
@@ -123,7 +123,7 @@ def test_a_sigkill_at_every_file_operation_of_the_saves_never_skips_or_repeats_w
         assert not list((d / "checkpoint").glob(".*.tmp")), (k, log[k])  # the resumed saves removed the leftovers
         shutil.rmtree(d)
     assert starts.get(1) and starts.get(2)   # kills before and after the second save's manifest
-    print(f"{len(log)} file operations in the saves; resumed from checkpoint 1 after {starts[1]} kills, from "
+    print(f"{len(log)} kill points (before and after each file operation) in the saves; resumed from checkpoint 1 after {starts[1]} kills, from "
           f"checkpoint 2 after {starts[2]}")
 
 
@@ -184,3 +184,34 @@ def test_optimizer_state_is_full_precision_with_a_half_precision_recorder(tmp_pa
     with pytest.raises(ember.RecordError, match="'w'.*largest magnitude 100000"):
         ck.save(2, {"w": TensorData(np.array([1e5]))}, {}, {})
     assert not (tmp_path / "manifest-2.json").exists()
+
+
+def test_a_sigkill_while_a_resumed_epoch_cuts_its_metric_logs_keeps_the_kept_lines(tmp_path, reference, interrupted):
+    """Resuming inside epoch 1 cuts its logs to the 3 iterations kept; that rewrite is atomic: killed at each of its
+    file operations, the next resume still has the 3 lines (a plain rewrite truncated them to nothing)."""
+    log_file = tmp_path / "ops"
+
+    def count():
+        d = tmp_path / "count-run"
+        shutil.copytree(interrupted, d)
+        ops = soak.FileOps().install()
+        soak.train(d, EPOCHS, checkpoint=1)
+        ops.depth = -(1 << 30)
+        log_file.write_text(json.dumps(ops.log))
+
+    assert _forked(count) == 0
+    log = json.loads(log_file.read_text())
+    points = [k for k, op in enumerate(log) if "Loss.log" in op and "epoch-1" in op and "train" in op]
+    assert len(points) >= 8
+    for k in points[:10]:
+        d = tmp_path / f"k{k}"
+        shutil.copytree(interrupted, d)
+
+        def killed(d=d, k=k):
+            soak.FileOps(kill_at=k).install()
+            soak.train(d, EPOCHS, checkpoint=1)
+
+        status = _forked(killed)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (k, log[k], status)
+        res = soak.train(d, EPOCHS, checkpoint=last_checkpoint(d))
+        _same(d, res, reference)

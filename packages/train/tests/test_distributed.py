@@ -240,7 +240,9 @@ def test_ctrl_c_stops_every_rank_with_a_resumable_checkpoint(tmp_path: Path) -> 
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, out + err
     assert "interrupted=True, resume=1" in out, out + err
-    assert (tmp_path / "checkpoint" / "model-1.mpk").is_file()
+    assert list((tmp_path / "checkpoint").glob("model-1-*.mpk"))   # an interrupted epoch's: model-<epoch>-<iteration>
+    manifest = json.loads((tmp_path / "checkpoint" / "manifest-1.json").read_text())
+    assert len(manifest["state"]["ranks"]) == 2   # both ranks' random states, gathered by rank 0
     copy = tmp_path.parent / (tmp_path.name + "-one")
     shutil.copytree(tmp_path, copy)
     half = tmp_path.parent / (tmp_path.name + "-half")
