@@ -86,9 +86,10 @@ def test_mid_epoch_resume_with_dropout_is_bitwise(tmp_path, reference, interrupt
 
 
 def test_a_sigkill_at_every_file_operation_of_the_saves_never_skips_or_repeats_work(tmp_path, reference, interrupted):
-    """Resume the mid-epoch checkpoint (its end-of-epoch save overwrites checkpoint 1: the case where deleting the
-    progress file before the scheduler file turned it into a finished epoch), killed with SIGKILL before or after file operation k
-    of the saves and deletes, for every k; resuming from the last checkpoint then ends as the uninterrupted run."""
+    """Resume the mid-epoch checkpoint (its end-of-epoch save replaces checkpoint 1: the case where deleting the
+    progress file before the scheduler file turned it into a finished epoch), killed with SIGKILL before or after
+    file operation k of the saves and deletes, for every k; resuming from the last checkpoint then ends as the
+    uninterrupted run."""
     count_file = tmp_path / "count"
 
     def count():
@@ -123,8 +124,8 @@ def test_a_sigkill_at_every_file_operation_of_the_saves_never_skips_or_repeats_w
         assert not list((d / "checkpoint").glob(".*.tmp")), (k, log[k])  # the resumed saves removed the leftovers
         shutil.rmtree(d)
     assert starts.get(1) and starts.get(2)   # kills before and after the second save's manifest
-    print(f"{len(log)} kill points (before and after each file operation) in the saves; resumed from checkpoint 1 after {starts[1]} kills, from "
-          f"checkpoint 2 after {starts[2]}")
+    print(f"{len(log)} kill points (before and after each file operation) in the saves; resumed from checkpoint 1 "
+          f"after {starts[1]} kills, from checkpoint 2 after {starts[2]}")
 
 
 def test_kill_9_soak_a_few_rounds(tmp_path):
