@@ -44,6 +44,7 @@ from ember import TensorData
 from ember.record import DoublePrecisionSettings, FileRecorder, FullPrecisionSettings
 from ember.record._atomic import atomic_write, remove_stale_temps
 
+from ._app_logger import LOGGER
 from ._errors import CheckpointError
 
 __all__ = ["FileCheckpointer", "LearnerCheckpointer", "last_checkpoint", "complete_checkpoints"]
@@ -166,18 +167,23 @@ def last_checkpoint(artifact_dir: str | os.PathLike[str]) -> int | None:
     return epochs[-1] if epochs else None
 
 
-def _needs_double(record: Any) -> bool:
-    """Whether a record holds 64-bit tensors (float64 or int64 values), which float32/int32 would round."""
+def _widest(record: Any) -> int:
+    """The widest element size (bytes) of the record's tensors (0 without tensors; 8 for a leaf of unknown type)."""
     if isinstance(record, dict):
-        return any(_needs_double(v) for v in record.values())
+        return max((_widest(v) for v in record.values()), default=0)
     if isinstance(record, (list, tuple)):
-        return any(_needs_double(v) for v in record)
+        return max((_widest(v) for v in record), default=0)
     if isinstance(record, TensorData):
-        return record.dtype.itemsize >= 8
+        return int(record.dtype.itemsize)
     dtype = getattr(record, "dtype", None)
     if isinstance(dtype, np.dtype):
-        return dtype.itemsize >= 8
-    return dtype is not None and getattr(dtype, "itemsize", 8) >= 8
+        return int(dtype.itemsize)
+    return 0 if dtype is None else int(getattr(dtype, "itemsize", 8))
+
+
+def _needs_double(record: Any) -> bool:
+    """Whether a record holds 64-bit tensors (float64 or int64 values), which float32/int32 would round."""
+    return _widest(record) >= 8
 
 
 def _full_precision(recorder: FileRecorder, record: Any) -> FileRecorder:
@@ -206,6 +212,7 @@ class LearnerCheckpointer:
     def __init__(self, recorder: FileRecorder, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.recorder = recorder
+        self._lossy_noted = False
         self.model = FileCheckpointer(recorder, directory, "model")
         self.optim = FileCheckpointer(recorder, directory, "optim")
         self.scheduler = FileCheckpointer(recorder, directory, "scheduler")
@@ -240,6 +247,14 @@ class LearnerCheckpointer:
             self._unlink(self.manifest_path(epoch))
             _fsync_dir(self.directory)
         self._unlink(self.progress_path(epoch))  # an earlier Ember's, now without a checkpoint
+        if not self._lossy_noted and 0 < self.recorder.settings.float_dtype.itemsize < _widest(model_rec):
+            self._lossy_noted = True
+            LOGGER.warning(
+                "The checkpoints store the model with %s (floats as %s), narrower than its parameters: a run resumed "
+                "from them continues from rounded parameters and differs from an uninterrupted run (the optimizer and "
+                "scheduler state is saved at full precision). For exact resumes, checkpoint with "
+                "NamedMpkFileRecorder() and save the final model with the compact recorder.",
+                self.recorder.settings.name, self.recorder.settings.float_dtype)
         for name, rec in (("model", model_rec), ("optim", optim_rec), ("scheduler", sched_rec)):
             recorders[name].record(rec, paths[name])
         self._write_manifest(epoch, paths, progress, state)
