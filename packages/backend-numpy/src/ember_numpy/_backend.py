@@ -103,7 +103,7 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
         Raises:
             BackendError: not a numpy backend's state.
         """
-        st = state.get("bit_generator") if isinstance(state, dict) and state.get("kind") == "numpy" else None
+        st: Any = state.get("bit_generator") if isinstance(state, dict) and state.get("kind") == "numpy" else None
         name = st.get("bit_generator") if isinstance(st, dict) else None
         bitgen = getattr(np.random, name, None) if isinstance(name, str) else None
         if bitgen is None or not isinstance(bitgen, type) or not issubclass(bitgen, np.random.BitGenerator):
@@ -113,7 +113,7 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
             )
         gen = bitgen()
         try:
-            gen.state = st
+            gen.state = dict(st)
         except (TypeError, ValueError, KeyError) as exc:
             raise BackendError(f"numpy backend: set_rng_state: the {name} state is invalid: {exc}.") from exc
         self._rng = np.random.Generator(gen)
