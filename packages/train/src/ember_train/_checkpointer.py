@@ -344,7 +344,13 @@ class LearnerCheckpointer:
             parts = _legacy(self.directory).get(epoch) if self.directory.is_dir() else None
             if parts is not None:  # an earlier Ember's checkpoint
                 p = self.progress_path(epoch)
-                progress = json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+                try:
+                    progress = json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+                except ValueError as exc:
+                    raise CheckpointError(
+                        f"checkpoint {epoch} in {self.directory}: {p.name} is not valid JSON ({exc}), so where epoch "
+                        f"{epoch} stopped is unknown; resume from another checkpoint."
+                    ) from exc
                 return {"epoch": epoch, "parts": {k: {"file": v.name} for k, v in parts.items()},
                         "progress": progress, "state": {}, "legacy": True}
         return m
@@ -388,5 +394,14 @@ class LearnerCheckpointer:
                         f"{digest[:16]}...): it was changed or damaged after the save. Resume from another checkpoint "
                         f"(complete ones: {complete_checkpoints(self.directory)})."
                     )
-            out.append(self.recorder.load(path))
+            out.append(self._loader_of(path).load(path))
         return out[0], out[1], out[2]
+
+    def _loader_of(self, path: Path) -> FileRecorder:
+        """The recorder that reads ``path``: the configured one, or the default full-precision one that
+        :func:`_full_precision` falls back to for a recorder it cannot make with other settings."""
+        if path.name.endswith("." + self.recorder.extension):
+            return self.recorder
+        from ember.record import NamedMpkFileRecorder
+
+        return NamedMpkFileRecorder()
