@@ -195,7 +195,7 @@ def test_interrupt_at_the_last_training_step_resumes_with_validation(tmp_path, r
     _same_as_reference(tmp_path, res, reference)
 
 
-def _dropout_run(d, backend, epochs, checkpoint=None, stop_at=None, seed=11, accumulation=None):
+def _dropout_run(d, backend, epochs, checkpoint=None, stop_at=None, seed=11, accumulation=None, loader_seed=7):
     """h.Mlp (Dropout 0.3) on ``backend``; ``stop_at=(epoch, iteration)`` stops it there with the interrupter;
     ``seed=None``: the Learner does not seed, the backend is seeded once before the model is made."""
     import ember
@@ -216,7 +216,7 @@ def _dropout_run(d, backend, epochs, checkpoint=None, stop_at=None, seed=11, acc
         b = b.seed(seed)
     ember.backend(backend, **({"float_dtype": "float64"} if backend == "numpy" else {})).seed(3)
     model = h.Mlp.init(dev, dropout=0.3)
-    return b.build(model, AdamConfig().init(), 0.05).fit(*h.loaders())
+    return b.build(model, AdamConfig().init(), 0.05).fit(*h.loaders(seed=loader_seed))
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
@@ -256,3 +256,11 @@ def test_a_stop_with_accumulated_gradients_waits_for_the_update_and_resumes_bitw
     res = _dropout_run(tmp_path / "r", "numpy", 2, checkpoint=1, accumulation=2)
     for a, b in zip(_params(res.model), _params(ref.model)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_resuming_with_another_shuffle_seed_is_reported(tmp_path, caplog):
+    _dropout_run(tmp_path, "numpy", 2, stop_at=(1, 3))
+    with caplog.at_level("WARNING", logger="ember_train"):
+        _dropout_run(tmp_path, "numpy", 2, checkpoint=1, loader_seed=8)
+    assert any("training data loader differs from the checkpoint's (seed 7 then, 8 now)" in r.getMessage()
+               for r in caplog.records)

@@ -451,7 +451,7 @@ class Learner:
         k = self.s.checkpoint
         assert k is not None
         state = checkpointer.state(k)
-        check_loader(state.get("loader") or {}, loader_train, self._note)
+        check_loader(state.get("loader") or {}, loader_train, lambda text: self._note(text, logging.WARNING))
         ranks = state.get("ranks")
         rank, world = (0, 1) if self._replicas is None else (self._replicas.rank, self._replicas.world_size)
         if not isinstance(ranks, list) or not ranks:

@@ -83,7 +83,7 @@ def loader_info(loader: Any) -> dict[str, Any]:
 
 
 def check_loader(saved: dict[str, Any], loader: Any, note: Any) -> None:
-    """Report (``note(text)``) when the training loader's order differs from the checkpoint's."""
+    """Report (``note(text)``: a warning) when the training loader's order differs from the checkpoint's."""
     if not saved:
         return
     now = loader_info(loader)
@@ -93,4 +93,3 @@ def check_loader(saved: dict[str, Any], loader: Any, note: Any) -> None:
         note("Warning: the training data loader differs from the checkpoint's (" + "; ".join(diff) + "): the resumed "
              "run visits other items in another order than an uninterrupted run would. Resume with the loader "
              "the checkpoint was written with for an identical run.")
-        LOGGER.warning("resume: the training loader differs from the checkpoint's: %s", diff)
