@@ -87,7 +87,8 @@ def check_loader(saved: dict[str, Any], loader: Any, note: Any) -> None:
     if not saved:
         return
     now = loader_info(loader)
-    diff = [f"{k} {saved[k]!r} then, {now[k]!r} now" for k in ("seed", "num_items", "batches")
+    # (another batch size or number of ranks keeps the order: the Learner skips the items already trained on)
+    diff = [f"{k} {saved[k]!r} then, {now[k]!r} now" for k in ("seed", "num_items")
             if k in saved and k in now and saved[k] != now[k]]
     if diff:
         note("Warning: the training data loader differs from the checkpoint's (" + "; ".join(diff) + "): the resumed "
