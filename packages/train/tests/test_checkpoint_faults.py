@@ -29,8 +29,13 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
 
 
 def _forked(fn) -> int:
-    """Run ``fn()`` in a forked child; its wait status."""
-    pid = os.fork()
+    """Run ``fn()`` in a forked child; its wait status. (jax, when another test imported it, warns that a fork of
+    its multithreaded process may deadlock: the children here run numpy only, never jax.)"""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+        pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 0
         try:
