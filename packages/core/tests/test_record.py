@@ -242,6 +242,77 @@ def test_atomic_write_keeps_previous_file_on_failure(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.mpk"]  # no temporary file left
 
 
+_KILLED_WRITER = """
+import os, sys
+from ember.record import NamedMpkFileRecorder
+os.fsync = lambda fd: os._exit(3)   # killed after the temporary file is written, before the rename
+NamedMpkFileRecorder().record({"v": 2}, sys.argv[1])
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock")
+@pytest.mark.parametrize("recorder", [NamedMpkFileRecorder, SafetensorsFileRecorder], ids=lambda r: r.__name__)
+def test_a_later_save_removes_the_temporary_files_of_killed_writers(tmp_path, recorder):
+    """A writer killed mid-write (os._exit: no cleanup runs) leaves its temporary file; the next save of the same
+    target removes it, and leaves alone a temporary file whose writer is alive (its lock held) and those of other
+    targets."""
+    import fcntl
+    import subprocess
+    import sys
+
+    r = recorder()
+    path = r.record({"v": TensorData([1.0])}, tmp_path / "m")
+    before = path.read_bytes()
+    code = _KILLED_WRITER.replace("NamedMpkFileRecorder", recorder.__name__).replace('{"v": 2}', '{"v": [2.0]}')
+    seen = []
+    for _ in range(2):   # the second killed writer removed the first one's file, and left its own
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+        assert proc.returncode == 3, proc.stderr
+        stale = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        assert len(stale) == 1 and stale[0].startswith(f".{path.name}.") and stale[0] not in seen
+        seen += stale
+    assert path.read_bytes() == before                    # the killed writes never reached the final name
+    live = tmp_path / f".{path.name}.0123456789ab.tmp"     # a writer of the same file that is still running
+    other = tmp_path / ".other.mpk.0123456789ab.tmp"       # a killed writer of another file
+    other.write_bytes(b"x")
+    fd = os.open(live, os.O_CREAT | os.O_WRONLY, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r.record({"v": TensorData([3.0])}, path)
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert names == sorted([path.name, live.name, other.name])
+    finally:
+        os.close(fd)
+    r.record({"v": TensorData([4.0])}, path)               # its writer gone: removed too
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, other.name])
+    assert r.load(path)["v"].to_list() == [4.0]
+
+
+@pytest.mark.parametrize("recorder", [CompactRecorder, SensitiveCompactRecorder, SafetensorsFileRecorder,
+                                      PrettyJsonFileRecorder], ids=lambda r: r.__name__)
+def test_half_precision_overflow_is_an_error_naming_the_key(tmp_path, recorder):
+    """float16 cannot hold |x| > 65504 (65519.99 still rounds to it): a RecordError names the key, the largest
+    value and a full-precision recorder; nothing is written."""
+    r = recorder(HalfPrecisionSettings())
+    good = np.array([65519.0, -65504.0, 1.0, np.inf, np.nan])
+    out = r.load(r.record({"a": TensorData(good)}, tmp_path / "ok"), template={"a": TensorData(good)})["a"].to_numpy()
+    np.testing.assert_array_equal(out, np.array([65504.0, -65504.0, 1.0, np.inf, np.nan], np.float16))
+    rec = {"layer": {"weight": TensorData(np.array([[1.0, 1e5], [-2.5e5, 3.0]], np.float32))}}
+    with pytest.raises(RecordError, match=r"'layer\.weight'.*largest magnitude 250000.*FullPrecisionSettings"):
+        r.record(rec, tmp_path / "bad")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(("bad", ".bad"))]
+
+
+def test_half_precision_underflow_is_ieee_rounding_as_torch_half(tmp_path):
+    """Tiny magnitudes round to float16 subnormals or to signed zero (documented, as IEEE 754 / torch.half())."""
+    x = np.array([1e-8, -1e-8, 3e-8, 6e-8, 1e-5, 0.0])
+    r = CompactRecorder()
+    out = r.load(r.record({"a": TensorData(x)}, tmp_path / "m"))["a"].to_numpy()
+    np.testing.assert_array_equal(out, x.astype(np.float16))
+    assert out[0] == 0 and np.signbit(out[1]) and out[2] == np.float16(2 ** -24) and out[4] != 0
+    assert np.abs(out.astype(np.float64) - x).max() <= 2.0 ** -25
+
+
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 @pytest.mark.parametrize("recorder", [NamedMpkFileRecorder, SafetensorsFileRecorder], ids=lambda r: r.__name__)
 def test_atomic_write_gives_ordinary_permissions(tmp_path, recorder):

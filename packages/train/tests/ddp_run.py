@@ -1,9 +1,10 @@
 """A training run for the data-parallel tests, one process of it (``python ddp_run.py DIR [options]``), started
 alone (one process, the reference) or as each rank by ``python -m ember_train.launch --nproc N``.
 
-It trains ``helpers.Mlp`` without dropout (a random layer would draw other masks per rank) with Adam on a synthetic
-dataset, then writes ``DIR/params-rank<R>.npz`` (every parameter, by path). The Learner writes its usual artifacts
-(rank 0 only under DDP). :class:`FaultyBatcher` kills a rank or slows the ranks down at a given batch.
+It trains ``helpers.Mlp`` without dropout (a random layer would draw other masks per rank; ``--dropout P`` adds it,
+``--stop-at EPOCH ITERATION`` stops the run there with the interrupter, to compare resumed runs) with Adam on a
+synthetic dataset, then writes ``DIR/params-rank<R>.npz`` (every parameter, by path). The Learner writes its usual
+artifacts (rank 0 only under DDP). :class:`FaultyBatcher` kills a rank or slows the ranks down at a given batch.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trace", action="store_true",
                    help="write DIR/trace-rank<R>.json: the group's collective count around each backward()")
     p.add_argument("--artifacts-per-rank", action="store_true", help="artifact directory DIR/rank-<R>")
+    p.add_argument("--dropout", type=float, default=0.0)
+    p.add_argument("--stop-at", type=int, nargs=2, default=None, help="the interrupter stops rank 0 there")
     return p.parse_args(argv)
 
 
@@ -121,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     device = autodiff.device()
     devices = autodiff.devices()[:a.devices] if a.devices > 1 else [device]
     device.backend.seed(0)
-    model = h.Mlp.init(device, dropout=0.0)
+    model = h.Mlp.init(device, dropout=a.dropout)
     if a.ddp and rank != 0:
         device.backend.seed(1000 + rank)  # other initial values: the broadcast from rank 0 must make them equal
-        model = h.Mlp.init(device, dropout=0.0)
+        model = h.Mlp.init(device, dropout=a.dropout)
     train = DataLoaderBuilder(FaultyBatcher(a, rank)).batch_size(a.batch).shuffle(5).build(h.dataset(a.items, 1))
     valid = DataLoaderBuilder(h.batcher).batch_size(a.batch).build(h.dataset(a.valid_items, 2))
     artifacts = Path(a.dir) / f"rank-{rank}" if a.artifacts_per_rank else Path(a.dir)
@@ -142,6 +145,17 @@ def main(argv: list[str] | None = None) -> int:
     trace = _trace_backward() if a.trace else None
     if a.checkpoint:
         b = b.checkpoint(a.checkpoint)
+    if a.stop_at:
+        from ember_train import TrainingInterrupter
+        from resume_run import Hook
+
+        stopper = TrainingInterrupter()
+
+        def stop(p: Any) -> None:
+            if (p.epoch, p.iteration) == tuple(a.stop_at):
+                stopper.stop("--stop-at")
+
+        b = b.with_interrupter(stopper).renderer(Hook(stop))
     result = b.build(model, AdamConfig().init(), 1e-2).fit(train, valid)
     visitor = _Params()
     result.model.visit(visitor)

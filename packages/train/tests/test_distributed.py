@@ -240,7 +240,9 @@ def test_ctrl_c_stops_every_rank_with_a_resumable_checkpoint(tmp_path: Path) -> 
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, out + err
     assert "interrupted=True, resume=1" in out, out + err
-    assert (tmp_path / "checkpoint" / "model-1.mpk").is_file()
+    assert list((tmp_path / "checkpoint").glob("model-1-*.mpk"))   # an interrupted epoch's: model-<epoch>-<iteration>
+    manifest = json.loads((tmp_path / "checkpoint" / "manifest-1.json").read_text())
+    assert len(manifest["state"]["ranks"]) == 2   # both ranks' random states, gathered by rank 0
     copy = tmp_path.parent / (tmp_path.name + "-one")
     shutil.copytree(tmp_path, copy)
     half = tmp_path.parent / (tmp_path.name + "-half")
@@ -254,6 +256,25 @@ def test_ctrl_c_stops_every_rank_with_a_resumable_checkpoint(tmp_path: Path) -> 
     # a global batch of 32: twice the iterations already done are skipped
     _ok(_single(half, *args[:-2], "--batch", "32", "--checkpoint", "1"))
     assert "skipping" in (half / "experiment.log").read_text()
+
+
+def test_mid_epoch_resume_with_dropout_on_two_ranks_is_bitwise(tmp_path: Path) -> None:
+    """Each rank draws its own dropout masks: the checkpoint holds both ranks' random states (gathered by rank 0),
+    each rank restores its own, and the resumed run equals the uninterrupted one bit for bit."""
+    args = ("--items", "256", "--batch", "32", "--epochs", "2", "--dropout", "0.3", "--timeout", "30")
+    _ok(_launch(tmp_path / "ref", 2, *args))
+    first = _launch(tmp_path / "r", 2, *args, "--stop-at", "1", "2")
+    _ok(first)
+    assert "interrupted=True, resume=1" in first.stdout
+    manifest = json.loads((tmp_path / "r" / "checkpoint" / "manifest-1.json").read_text())
+    # (the stop flag rides with the next step's gradient all-reduce: the ranks stop after step 3)
+    assert manifest["progress"]["iteration"] in (2, 3) and len(manifest["state"]["ranks"]) == 2
+    _ok(_launch(tmp_path / "r", 2, *args, "--checkpoint", "1"))
+    for rank in (0, 1):
+        ref = _params(tmp_path / "ref" / f"params-rank{rank}.npz")
+        got = _params(tmp_path / "r" / f"params-rank{rank}.npz")
+        for k, v in ref.items():
+            np.testing.assert_array_equal(got[k], v, err_msg=f"rank {rank} {k}")
 
 
 def test_builder_refuses_what_it_cannot_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

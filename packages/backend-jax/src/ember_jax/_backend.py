@@ -184,6 +184,26 @@ class JaxBackend(
         are reproducible (same values for the same seed and call order)."""
         self._keys.seed(seed)
 
+    def rng_state(self) -> Any:
+        """``{"kind": "jax", "key": [two uint32 words] or None}``: the threefry key (``None`` before the first random
+        op of an unseeded backend)."""
+        return {"kind": "jax", "key": self._keys.state()}
+
+    def set_rng_state(self, state: Any) -> None:
+        """Restore :meth:`rng_state`.
+
+        Raises:
+            BackendError: not a jax backend's state.
+        """
+        key = state.get("key", 0) if isinstance(state, dict) and state.get("kind") == "jax" else 0
+        try:
+            self._keys.set_state(key)
+        except (TypeError, ValueError) as exc:
+            raise BackendError(
+                "jax backend: set_rng_state expects the dict rng_state() returned ({'kind': 'jax', 'key': [w0, w1] "
+                f"or None}}), found {str(state)[:120]}."
+            ) from exc
+
     # ------------------------------------------------------------------ data and info
     def shape(self, p: Any) -> tuple[int, ...]:
         return p.shape  # type: ignore[no-any-return]

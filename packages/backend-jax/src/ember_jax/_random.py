@@ -56,6 +56,29 @@ class KeyState:
     def seed(self, seed: int) -> None:
         self.key = key_from_seed(seed)
 
+    def state(self) -> list[int] | None:
+        """The key's two 32-bit words (``None`` when no key was made yet); raises ``BackendError`` inside a trace."""
+        if self.key is None:
+            return None
+        if is_tracer(self.key):
+            raise BackendError("jax backend: the PRNG key cannot be saved inside a compiled step (it is traced).")
+        data = np.asarray(jax.device_get(jax.random.key_data(self.key)), dtype=np.uint32).reshape(-1)
+        return [int(w) for w in data]
+
+    def set_state(self, words: Any) -> None:
+        """Restore :meth:`state` (``None``: no key yet, the next random op draws one from the OS).
+
+        Raises:
+            TypeError, ValueError: not ``None`` or two integers in ``[0, 2**32)``.
+        """
+        if words is None:
+            self.key = None
+            return
+        if (not isinstance(words, (list, tuple)) or len(words) != 2
+                or not all(isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 1 << 32 for w in words)):
+            raise ValueError(f"expected two 32-bit words, found {words!r}")
+        self.seed((int(words[0]) << 32) | int(words[1]))
+
     def current(self) -> Any:
         if self.key is None:
             self.key = key_from_seed(secrets.randbits(64))

@@ -93,6 +93,31 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
     def seed(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
 
+    def rng_state(self) -> Any:
+        """``{"kind": "numpy", "bit_generator": <numpy's bit_generator.state dict>}`` (PCG64: 128-bit ints)."""
+        return {"kind": "numpy", "bit_generator": self._rng.bit_generator.state}
+
+    def set_rng_state(self, state: Any) -> None:
+        """Restore :meth:`rng_state`.
+
+        Raises:
+            BackendError: not a numpy backend's state.
+        """
+        st: Any = state.get("bit_generator") if isinstance(state, dict) and state.get("kind") == "numpy" else None
+        name = st.get("bit_generator") if isinstance(st, dict) else None
+        bitgen = getattr(np.random, name, None) if isinstance(name, str) else None
+        if bitgen is None or not isinstance(bitgen, type) or not issubclass(bitgen, np.random.BitGenerator):
+            raise BackendError(
+                "numpy backend: set_rng_state expects the dict rng_state() returned ({'kind': 'numpy', "
+                f"'bit_generator': {{'bit_generator': 'PCG64', ...}}}}), found {str(state)[:120]}."
+            )
+        gen = bitgen()
+        try:
+            gen.state = dict(st)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise BackendError(f"numpy backend: set_rng_state: the {name} state is invalid: {exc}.") from exc
+        self._rng = np.random.Generator(gen)
+
     def collectives(self) -> Any:
         """The collective engine of :mod:`ember.distributed` on numpy: gloo through ``torch.distributed`` on
         zero-copy ``torch.from_numpy`` views (:mod:`ember_numpy._collectives` says why gloo).

@@ -161,6 +161,38 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         for g in self._gens.values():
             g.manual_seed(self._seed)
 
+    def rng_state(self) -> Any:
+        """``{"kind": "torch", "seed": <the last seed or None>, "generators": {"<type>:<index>": <hex of
+        Generator.get_state()>}}``: every device generator made so far (one made later starts from ``seed``)."""
+        gens = {f"{t}:{i}": bytes(g.get_state().numpy().tobytes()).hex() for (t, i), g in self._gens.items()}
+        return {"kind": "torch", "seed": self._seed, "generators": gens}
+
+    def set_rng_state(self, state: Any) -> None:
+        """Restore :meth:`rng_state`: the saved generators get their states, the others are dropped (made again
+        from the saved seed when next used, as they would have been).
+
+        Raises:
+            BackendError: not a torch backend's state.
+        """
+        gens = state.get("generators") if isinstance(state, dict) and state.get("kind") == "torch" else None
+        seed = state.get("seed") if isinstance(state, dict) else None
+        if not isinstance(gens, dict) or not (seed is None or isinstance(seed, int)):
+            raise BackendError(
+                "torch backend: set_rng_state expects the dict rng_state() returned ({'kind': 'torch', 'seed': ..., "
+                f"'generators': {{...}}}}), found {str(state)[:120]}."
+            )
+        made: dict[tuple[str, int], torch.Generator] = {}
+        for key, hexstate in gens.items():
+            kind, _, index = str(key).partition(":")
+            try:
+                g = torch.Generator(device=torch.device(kind, int(index)) if kind != "cpu" else "cpu")
+                g.set_state(torch.frombuffer(bytearray(bytes.fromhex(hexstate)), dtype=torch.uint8))
+            except (RuntimeError, ValueError, TypeError) as exc:
+                raise BackendError(f"torch backend: set_rng_state: cannot restore the {key} generator: {exc}.") from exc
+            made[(kind, int(index))] = g
+        self._seed = seed
+        self._gens = made
+
     # ------------------------------------------------------------------ data and info
     def shape(self, p: Any) -> tuple[int, ...]:
         return tuple(p.shape)

@@ -246,9 +246,15 @@ class LearnerBuilder:
 
     # -- checkpoints and stopping ------------------------------------------------------------------------
     def with_file_checkpointer(self, recorder: Any) -> LearnerBuilder:
-        """Save ``checkpoint/{model,optim,scheduler}-N.<ext>`` with ``recorder`` (e.g. ``CompactRecorder()``:
-        half precision, so a resumed run is then close to, not bitwise equal to, an uninterrupted one; use
-        ``NamedMpkFileRecorder()`` / ``DefaultFileRecorder()`` for exact resumes)."""
+        """Save checkpoints in ``checkpoint/``: ``{model,optim,scheduler}-N.<ext>`` and ``manifest-N.json``, which
+        makes a checkpoint complete (written last and atomically: a checkpoint is complete or ignored whatever
+        moment a kill -9 hits) and holds the run's random states (resume is bitwise, dropout included).
+
+        The model is written with ``recorder`` and its precision settings (e.g. ``CompactRecorder()``: float16, so a
+        resumed run continues from rounded parameters, close to but not bitwise equal to an uninterrupted run; use
+        ``NamedMpkFileRecorder()`` / ``DefaultFileRecorder()`` for exact resumes, float64 settings for a float64
+        model). The optimizer and scheduler records are always written at full precision by the same kind of
+        recorder (float32, or float64 when the state holds 64-bit tensors), whatever ``recorder``'s settings."""
         if not callable(getattr(recorder, "record", None)) or not callable(getattr(recorder, "file_path", None)):
             raise LearnerError(
                 "LearnerBuilder.with_file_checkpointer: expected a file recorder (e.g. "

@@ -26,6 +26,7 @@ from ._learning_strategy import DistributedDataParallel, LearningStrategy, Multi
 from ._metrics_set import MetricsSet
 from ._parallel import DeviceReplicas, Replicas, splits_evenly
 from ._records import load_state, state_record
+from ._run_state import capture, check_loader, loader_info, restore_rngs
 from ._store import MetricStore, Split
 from ._strategy import CheckpointingAction, CheckpointingStrategy
 from ._summary import LearnerSummary, MetricSummary
@@ -138,6 +139,9 @@ class Learner:
         self._replicas: Replicas | None = None
         self._global_batch: int | None = None
         self._multi: DeviceReplicas | None = None
+        self._loader_info: dict[str, Any] = {}
+        self._after_train: dict[str, Any] | None = None  # the random states at the end of the last training epoch
+        self._train_total: int | None = None
 
     # ------------------------------------------------------------------ public
     def fit(self, dataloader_train: Any, dataloader_valid: Any = None) -> TrainingResult:
@@ -280,9 +284,12 @@ class Learner:
         saving = checkpointer if replicas is None or replicas.is_main else None
         start, skip = 1, 0
         saved: set[int] = set()
+        self._loader_info = loader_info(loader_train)
+        resumed: dict[str, Any] | None = None  # this process's random states saved with the checkpoint resumed
         if s.checkpoint is not None:
             model, optim, scheduler, start, skip = self._restore(checkpointer, model, optim, scheduler,
                                                                  getattr(loader_train, "global_batch_size", None))
+            resumed = self._resumed_state(checkpointer, loader_train)  # type: ignore[arg-type]
             saved = {e for e in complete_checkpoints(checkpointer.directory) if e <= s.checkpoint}  # type: ignore[union-attr]
             for e in range(1, start + (1 if skip else 0)):
                 train.reload(e)
@@ -321,7 +328,8 @@ class Learner:
                 rank = replicas.rank if replicas is not None and not one_program else 0
                 device.backend.seed(s.seed * 1_000_003 + epoch + 7_919 * rank)
             model, done = self._train_epoch(steps, model, optim, scheduler, loader_train, train, epoch,
-                                             skip if epoch == start else 0, first=epoch == start)
+                                             skip if epoch == start else 0, first=epoch == start,
+                                             resumed=resumed if epoch == start else None)
             if replicas is not None and not one_program:
                 # each rank's running states (batch norm) saw its shard only: their mean on every rank, before the
                 # validation and the checkpoints (also of an interrupted epoch)
@@ -343,12 +351,13 @@ class Learner:
                 actions = s.strategy.checkpointing(epoch, store, saved)
                 if stopping and epoch not in saved and not any(a.kind == "save" for a in actions):
                     actions.insert(0, CheckpointingAction.save(epoch))  # an interrupted run must stay resumable
+                run_state = self._run_state()  # on every rank (a collective under DDP), whatever the actions
                 for action in actions:
                     if action.kind == "save":
                         if saving is not None:
                             saving.save(epoch, self._local(model).into_record(),
                                         state_record(self._local(optim), "optimizer"),
-                                        state_record(scheduler, "scheduler"))
+                                        state_record(scheduler, "scheduler"), state=run_state)
                         saved.add(epoch)
                         LOGGER.info("Saved checkpoint %d", epoch)
                 for action in actions:
@@ -421,6 +430,41 @@ class Learner:
         self._note(f"Resuming from checkpoint {k}: training starts at epoch {k + 1}.")
         return model, optim, scheduler, k + 1, 0
 
+    def _run_state(self, mine: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The state a checkpoint saves beside the records (:mod:`._run_state`): every process's random states (this
+        process's now, or ``mine``; under DDP gathered from all ranks, a collective every rank must call) and the
+        training loader's order."""
+        if mine is None:
+            mine = capture(self.s.device.backend)
+        replicas = self._replicas
+        if replicas is None:
+            ranks = [mine]
+        else:
+            import json
+
+            ranks = [json.loads(t) for t in replicas.gather_texts(json.dumps(mine))]
+        return {"ranks": ranks, "loader": self._loader_info}
+
+    def _resumed_state(self, checkpointer: LearnerCheckpointer, loader_train: Any) -> dict[str, Any] | None:
+        """This process's saved random states of the checkpoint being resumed (``None`` when it has none: a
+        checkpoint of an earlier Ember, or another number of ranks; both reported)."""
+        k = self.s.checkpoint
+        assert k is not None
+        state = checkpointer.state(k)
+        check_loader(state.get("loader") or {}, loader_train, lambda text: self._note(text, logging.WARNING))
+        ranks = state.get("ranks")
+        rank, world = (0, 1) if self._replicas is None else (self._replicas.rank, self._replicas.world_size)
+        if not isinstance(ranks, list) or not ranks:
+            self._note(f"Checkpoint {k} holds no random states (written by an earlier Ember): random ops (dropout) "
+                       "of the resumed run differ from an uninterrupted run's.", logging.WARNING)
+            return None
+        if len(ranks) != world:
+            self._note(f"Checkpoint {k} was written by {len(ranks)} process(es), this run has {world}: the random "
+                       "states are not restored, so random ops (dropout) differ from an uninterrupted run's.",
+                       logging.WARNING)
+            return None
+        return ranks[rank] if isinstance(ranks[rank], dict) else None
+
     def _probe_valid(self, steps: CompiledSteps, model: Any, loader: Any, metrics: MetricsSet) -> None:
         """Run ``valid_step`` on the first validation batch and check the metrics can take its output (the
         compiled step: a step that cannot be compiled fails here, before training)."""
@@ -449,8 +493,16 @@ class Learner:
         metrics.check(item)
 
     def _train_epoch(self, steps: CompiledSteps, model: Any, optim: Any, scheduler: Any, loader: Any,
-                     metrics: MetricsSet, epoch: int, skip: int, first: bool) -> tuple[Any, bool]:
+                     metrics: MetricsSet, epoch: int, skip: int, first: bool,
+                     resumed: dict[str, Any] | None = None) -> tuple[Any, bool]:
+        """One training epoch from iteration ``skip + 1``. ``resumed``: the random states saved with the checkpoint
+        this run resumes, restored where the interrupted run saved them: after the skipped batches were loaded (so
+        that a batcher's draws are not repeated), or at the epoch's start for a finished epoch (the backend's only
+        without a seed: with one every epoch starts from its own seed, as in the uninterrupted run)."""
         s = self.s
+        backend = s.device.backend
+        if resumed is not None and not skip:
+            restore_rngs(backend, resumed, "all" if s.seed is None else "host")
         _set_epoch(loader, epoch)
         total = len(loader) if hasattr(loader, "__len__") else None
         metrics.start_epoch(epoch, skip)
@@ -473,6 +525,8 @@ class Learner:
         try:
             for iteration, batch in enumerate(it, 1):
                 if iteration <= skip:
+                    if iteration == skip and resumed is not None:
+                        restore_rngs(backend, resumed, "all")
                     continue
                 batch = self._place(batch)
                 lr = float(scheduler.step())
@@ -507,7 +561,8 @@ class Learner:
                 # step without an update asks the other ranks)
                 agreed = (replicas.stop_seen if replicas is not None and accumulator is None
                           else self._agree(s.interrupter.should_stop()))
-                if agreed:
+                # with gradient accumulation, stop only after an update: the accumulated gradients are not saved
+                if agreed and (acc_count == 0 or iteration == total):
                     completed = iteration == total
                     break
         finally:
@@ -517,8 +572,10 @@ class Learner:
             self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                   time.perf_counter() - start))
         self._last_iteration = iteration
+        self._train_total = total
         if not completed:
             return model, False
+        self._after_train = capture(backend)
         if acc_count:
             LOGGER.info("Epoch %d ended with %d accumulated step(s) not applied (as Burn).", epoch, acc_count)
         values = metrics.end_epoch()
@@ -677,9 +734,12 @@ class Learner:
         progress: dict[str, Any] = {"epoch": epoch, "iteration": it}
         if self._global_batch:
             progress.update(global_batch=self._global_batch, items=it * self._global_batch)
+        # stopped during validation: the random states as the training epoch left them (validation runs again)
+        after_train = self._after_train if it == self._train_total else None
+        run_state = self._run_state(after_train)  # on every rank (a collective under DDP)
         if saving is not None:
             saving.save(epoch, self._local(model).into_record(), state_record(self._local(optim), "optimizer"),
-                        state_record(scheduler, "scheduler"), progress=progress)
+                        state_record(scheduler, "scheduler"), progress=progress, state=run_state)
         self._note(
             f"Training interrupted at epoch {epoch}, iteration {it}; checkpoint saved in "
             f"{checkpointer.directory}. Resume with LearnerBuilder({str(self.s.artifact_dir)!r})...."

@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
 
+from ember.record._atomic import atomic_write
+
 from .metric._base import MetricEntry, NumericEntry, file_name
 
 __all__ = ["MetricLogger", "FileMetricLogger", "InMemoryMetricLogger"]
@@ -64,7 +66,9 @@ class FileMetricLogger:
             path = self.epoch_dir(self._epoch) / f"{file_name(name)}.log"
             if self._keep and path.exists():
                 lines = path.read_text(encoding="utf-8").splitlines()[: self._keep]
-                path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+                data = "".join(line + "\n" for line in lines).encode("utf-8")
+                # atomically: a kill while cutting the lines of a resumed epoch must not lose the kept ones
+                atomic_write(path, lambda f: f.write(data))
                 f = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the epoch
             else:
                 f = open(path, "w", encoding="utf-8")  # noqa: SIM115

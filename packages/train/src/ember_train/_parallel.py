@@ -353,6 +353,21 @@ class Replicas:
             out = dist.all_reduce(t, op="sum", group=self.group)
         return [float(x) for x in out.to_numpy().reshape(-1)]
 
+    def gather_texts(self, text: str) -> list[str]:
+        """Every rank's ``text``, in rank order, on every rank (two collectives: the lengths, then the padded UTF-8
+        bytes as an Int tensor)."""
+        from ember import Int
+        from ember import distributed as dist
+
+        data = text.encode("utf-8")
+        lengths = [int(n) for n in self.sum([float(len(data)) if r == self.rank else 0.0
+                                             for r in range(self.world_size)])]
+        buf = np.zeros(max(max(lengths), 1), np.int64)
+        buf[:len(data)] = np.frombuffer(data, np.uint8)
+        with self._peers("gathering the ranks' random states for a checkpoint"):
+            parts = dist.all_gather(Tensor.from_data(buf, self._device, Int), group=self.group)
+        return [bytes(p.to_numpy().astype(np.uint8)[:n].tobytes()).decode("utf-8") for p, n in zip(parts, lengths)]
+
     def any(self, flag: bool) -> bool:
         """``True`` on every rank when ``flag`` is true on some rank."""
         return self.sum([1.0 if flag else 0.0])[0] > 0

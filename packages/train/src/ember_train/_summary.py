@@ -207,6 +207,10 @@ class LearnerSummary:
 
     def save(self, artifact_dir: str | os.PathLike[str]) -> None:
         """Write ``summary.txt`` and ``summary.json`` in ``artifact_dir``."""
+        from ember.record._atomic import atomic_write
+
         root = Path(artifact_dir)
-        (root / "summary.txt").write_text(self.table(), encoding="utf-8")
-        (root / "summary.json").write_text(json.dumps(self.to_json(), indent=1), encoding="utf-8")
+        table = self.table().encode("utf-8")
+        doc = json.dumps(self.to_json(), indent=1).encode("utf-8")
+        atomic_write(root / "summary.txt", lambda f: f.write(table))  # atomically, as every file Ember writes
+        atomic_write(root / "summary.json", lambda f: f.write(doc))

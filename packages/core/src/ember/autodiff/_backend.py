@@ -183,6 +183,14 @@ class Autodiff(Backend):
         """Seed the inner backend's generator."""
         self.inner_backend.seed(seed)
 
+    def rng_state(self) -> Any:
+        """The inner backend's random state (:meth:`Backend.rng_state`)."""
+        return self.inner_backend.rng_state()
+
+    def set_rng_state(self, state: Any) -> None:
+        """Restore the inner backend's random state (:meth:`Backend.set_rng_state`)."""
+        self.inner_backend.set_rng_state(state)
+
     # ------------------------------------------------------------------ casts and moves
     def cast(self, p: Any, dtype: DType) -> Any:
         """Float to another float dtype is differentiable (the gradient is cast back); a cast to

@@ -145,6 +145,28 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         """Seed the backend's random generator: every random op after it is reproducible."""
         required("seed")
 
+    def rng_state(self) -> Any:
+        """The state of the backend's random generator(s) as plain JSON data (dicts, lists, str, int, float, bool,
+        ``None``): what :meth:`set_rng_state` takes back, so that the random ops after it draw the numbers they would
+        have drawn after this call. A checkpoint saves it (the Learner's resume is bitwise with dropout).
+
+        The default returns ``None``: the backend cannot save its random state (a resumed run then draws other
+        random numbers than an uninterrupted one; the Learner logs it).
+        """
+        return None
+
+    def set_rng_state(self, state: Any) -> None:
+        """Restore a state returned by :meth:`rng_state` of a backend of the same kind.
+
+        Raises:
+            BackendError: the state is not one of this backend's (names what was expected and found).
+        """
+        if state is not None:
+            raise BackendError(
+                f"{self.name} backend: cannot restore a random-generator state (it saves none: rng_state() returns "
+                f"None), found {type(state).__name__}; implement rng_state/set_rng_state in the backend."
+            )
+
     def compile(self, fn: Any, **options: Any) -> Any:
         """A compiled version of ``fn``, a whole step (forward, backward, optimizer update, or a
         validation step) taking and returning Ember objects (tensors, modules, optimizers,

@@ -43,15 +43,25 @@ class PrecisionSettings:
     def convert(self, data: TensorData, path: str = "") -> TensorData:
         """``data`` converted to the stored element type (no copy when it already has it).
 
+        Floats are rounded to nearest (IEEE 754, as numpy's ``astype`` and PyTorch's ``half()``). A finite value
+        too large for the stored type (``|x| > 65504`` for float16, beyond rounding to it) is an error, never a
+        silent ``inf``. A value too small for it underflows to a subnormal or to (signed) zero, as in IEEE 754 and
+        PyTorch's ``half()``: float16 keeps magnitudes down to about ``6e-8`` (absolute error at most ``2.98e-8``);
+        that loss is accepted silently (it is bounded in absolute terms). Infinities and NaNs stay as they are.
+
         Raises:
             RecordError: an Int tensor holds values outside the stored int type's range (e.g. token
-                ids above 32767 with half precision); use a wider precision setting.
+                ids above 32767 with half precision); a Float tensor holds finite values beyond the stored float
+                type's range (names the key and the largest magnitude); use a wider precision setting.
         """
         dt = data.dtype
         if dt is DType.BOOL:
             return data
         if dt.is_float:
-            return data.convert(self.float_dtype)
+            out = data.convert(self.float_dtype)
+            if out is not data and self.float_dtype.itemsize <= dt.itemsize:
+                _check_float_range(data, out, path, self.name)
+            return out
         want = self.int_dtype
         if dt is want:
             return data
@@ -77,6 +87,25 @@ class PrecisionSettings:
         return hash(type(self))
 
 
+def _check_float_range(src: TensorData, out: TensorData, path: str, name: str) -> None:
+    """Raise when a finite value of ``src`` became infinite in ``out`` (overflow of a narrowing conversion)."""
+    a = out.to_numpy()
+    if not a.size or not np.isinf(a).any():
+        return
+    s = src.to_numpy()
+    bad = np.isinf(a) & np.isfinite(s)
+    if not bad.any():
+        return
+    largest = float(np.abs(s[bad]).max())
+    limit = 3.3895313892515355e38 if out.dtype is DType.BFLOAT16 else float(np.finfo(a.dtype).max)
+    raise RecordError(
+        f"record: the Float tensor at {path or '<root>'!r} holds {int(bad.sum())} finite value(s) beyond the range "
+        f"of {out.dtype} used by {name} (largest magnitude {largest:.6g}, the type's maximum {limit:.6g}); they would "
+        "be stored as inf. Save with FullPrecisionSettings or DoublePrecisionSettings (e.g. "
+        "NamedMpkFileRecorder() instead of CompactRecorder()), or rescale the values."
+    )
+
+
 class FullPrecisionSettings(PrecisionSettings):
     """Floats as ``float32``, ints as ``int32`` (Burn's default)."""
 
@@ -85,7 +114,11 @@ class FullPrecisionSettings(PrecisionSettings):
 
 
 class HalfPrecisionSettings(PrecisionSettings):
-    """Floats as ``float16``, ints as ``int16`` (half the size; float16 keeps ~3 significant digits)."""
+    """Floats as ``float16``, ints as ``int16`` (half the size; float16 keeps ~3 significant digits).
+
+    Finite floats beyond float16's range (``|x| > 65504``) are a :class:`~ember.RecordError`; magnitudes below
+    about ``6e-8`` underflow to zero, as with PyTorch's ``half()`` (see :meth:`PrecisionSettings.convert`).
+    """
 
     float_dtype = DType.FLOAT16
     int_dtype = DType.INT16

@@ -52,6 +52,31 @@ def test_random_is_seeded(B, device):
     assert (a >= -1).all() and (a < 1).all()
 
 
+def test_rng_state_restores_the_random_stream(B, device):
+    """``rng_state()`` is plain JSON data; after ``set_rng_state`` the random ops draw what they drew after the
+    state was taken (a checkpoint's resume relies on it), whatever ran or was seeded in between. A backend that
+    cannot save its state returns ``None``."""
+    import json
+
+    B.seed(7)
+    Tensor.random([5], Distribution.uniform(0.0, 1.0), device)
+    state = B.rng_state()
+    if state is None:
+        pytest.skip(f"the {B.name} backend does not save its random state")
+    state = json.loads(json.dumps(state))
+    a = Tensor.random([3, 4], Distribution.uniform(-1.0, 1.0), device).to_numpy()
+    k = Tensor.random([6], Distribution.bernoulli(0.5), device).to_numpy()
+    B.seed(99)
+    Tensor.random([7], Distribution.normal(0.0, 1.0), device)
+    B.set_rng_state(state)
+    np.testing.assert_array_equal(Tensor.random([3, 4], Distribution.uniform(-1.0, 1.0), device).to_numpy(), a)
+    np.testing.assert_array_equal(Tensor.random([6], Distribution.bernoulli(0.5), device).to_numpy(), k)
+    from ember import BackendError
+
+    with pytest.raises(BackendError, match="set_rng_state"):
+        B.set_rng_state({"kind": "another backend"})
+
+
 @pytest.mark.parametrize("n", [20000])
 def test_random_normal_moments(B, device, n):
     B.seed(0)
