@@ -250,11 +250,10 @@ class LearnerBuilder:
         makes a checkpoint complete (written last and atomically: a checkpoint is complete or ignored whatever
         moment a kill -9 hits) and holds the run's random states (resume is bitwise, dropout included).
 
-        The model is written with ``recorder`` and its precision settings (e.g. ``CompactRecorder()``: float16, so a
-        resumed run continues from rounded parameters, close to but not bitwise equal to an uninterrupted run; use
-        ``NamedMpkFileRecorder()`` / ``DefaultFileRecorder()`` for exact resumes, float64 settings for a float64
-        model). The optimizer and scheduler records are always written at full precision by the same kind of
-        recorder (float32, or float64 when the state holds 64-bit tensors), whatever ``recorder``'s settings."""
+        Every part is written at full precision by ``recorder``'s kind of recorder (float32, or float64 when a record
+        holds 64-bit tensors), whatever its precision settings: ``CompactRecorder()`` picks gzipped msgpack files,
+        not float16 checkpoints, since a resumed run must continue bitwise. Save the final model with the compact
+        recorder for a small file."""
         if not callable(getattr(recorder, "record", None)) or not callable(getattr(recorder, "file_path", None)):
             raise LearnerError(
                 "LearnerBuilder.with_file_checkpointer: expected a file recorder (e.g. "

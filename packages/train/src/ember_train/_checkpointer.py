@@ -23,9 +23,10 @@ by an earlier Ember (no manifests): there a checkpoint counts when its three par
 directory adopts its complete checkpoints (writes their manifests), then writes the marker; from then on only
 manifests count.
 
-Optimizer and scheduler records are written with full precision whatever the recorder's settings (a
-``CompactRecorder`` writes the model in float16, the optimizer's moments in float32, or float64 when the state holds
-float64 values): a resumed run continues exactly.
+Every part (model, optimizer, scheduler) is written at full precision whatever the recorder's settings: float32,
+or float64 when the record holds 64-bit tensors. The recorder picks the file format (``CompactRecorder()``: gzipped
+msgpack) but not the precision of a checkpoint, since a resumed run must continue bitwise from where the
+interrupted one stopped; save the final model with ``CompactRecorder()`` for a half-precision file.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from ember import TensorData
 from ember.record import DoublePrecisionSettings, FileRecorder, FullPrecisionSettings
 from ember.record._atomic import atomic_write, remove_stale_temps
 
-from ._app_logger import LOGGER
 from ._errors import CheckpointError
 
 __all__ = ["FileCheckpointer", "LearnerCheckpointer", "last_checkpoint", "complete_checkpoints"]
@@ -205,14 +205,13 @@ class LearnerCheckpointer:
     """Model, optimizer and scheduler checkpointers (Burn's ``LearnerCheckpointer``) with a manifest per checkpoint
     (the module docstring says how a checkpoint is complete or ignored).
 
-    ``recorder`` writes the model; optimizer and scheduler records are written with full precision by the same kind
-    of recorder whatever its precision settings (float32, or float64 when the state holds 64-bit tensors).
+    Every part is written by ``recorder``'s kind of recorder at full precision, whatever its precision settings
+    (float32, or float64 when the record holds 64-bit tensors): resume is bitwise.
     """
 
     def __init__(self, recorder: FileRecorder, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.recorder = recorder
-        self._lossy_noted = False
         self.model = FileCheckpointer(recorder, directory, "model")
         self.optim = FileCheckpointer(recorder, directory, "optim")
         self.scheduler = FileCheckpointer(recorder, directory, "scheduler")
@@ -238,8 +237,8 @@ class LearnerCheckpointer:
         self._adopt_legacy()
         self._remove_stale()
         stem = f"{epoch}" if progress is None else f"{epoch}-{int(progress['iteration'])}"
-        recorders = {"model": self.recorder, "optim": _full_precision(self.recorder, optim_rec),
-                     "scheduler": _full_precision(self.recorder, sched_rec)}
+        records = {"model": model_rec, "optim": optim_rec, "scheduler": sched_rec}
+        recorders = {name: _full_precision(self.recorder, rec) for name, rec in records.items()}
         paths = {name: rec.file_path(self.directory / f"{name}-{stem}") for name, rec in recorders.items()}
         old = _read_manifest(self.directory, epoch)
         if old is None or {p["file"] for p in old["parts"].values()} & {p.name for p in paths.values()}:
@@ -247,15 +246,7 @@ class LearnerCheckpointer:
             self._unlink(self.manifest_path(epoch))
             _fsync_dir(self.directory)
         self._unlink(self.progress_path(epoch))  # an earlier Ember's, now without a checkpoint
-        if not self._lossy_noted and 0 < self.recorder.settings.float_dtype.itemsize < _widest(model_rec):
-            self._lossy_noted = True
-            LOGGER.warning(
-                "The checkpoints store the model with %s (floats as %s), narrower than its parameters: a run resumed "
-                "from them continues from rounded parameters and differs from an uninterrupted run (the optimizer and "
-                "scheduler state is saved at full precision). For exact resumes, checkpoint with "
-                "NamedMpkFileRecorder() and save the final model with the compact recorder.",
-                self.recorder.settings.name, self.recorder.settings.float_dtype)
-        for name, rec in (("model", model_rec), ("optim", optim_rec), ("scheduler", sched_rec)):
+        for name, rec in records.items():
             recorders[name].record(rec, paths[name])
         self._write_manifest(epoch, paths, progress, state)
         self._remove_unnamed(epoch)
