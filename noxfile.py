@@ -182,11 +182,15 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def fault(session: nox.Session) -> None:
     """The whole fault suite: ``python -m tests.fault --full`` (arguments go to the runner: ``nox -s fault -- -k dag
-    -v``). Hostile files are loaded in children under ``RLIMIT_AS`` and a time limit; torch (from the constraints)
-    only writes the benign files in the parent."""
+    -v``), then the kill -9 soak (``python -m tests.fault.soak 100``: a small Learner run killed with SIGKILL at 100
+    seeded points and resumed, which must end bitwise equal to an uninterrupted run). Hostile files are loaded in
+    children under ``RLIMIT_AS`` and a time limit; torch (from the constraints) only writes the benign files in the
+    parent."""
     session.install(*CONSTRAINTS, "-e", "packages/core", "-e", "packages/backend-numpy", "-e", "packages/import[onnx]",
-                    "torch", "pytest")
+                    "-e", "packages/train", "torch", "pytest")
     session.run("python", "-m", "tests.fault", "--full", *session.posargs)
+    if not session.posargs:  # a selection (-k) is about the corpus
+        session.run("python", "-m", "tests.fault.soak", "100")
 
 
 @nox.session(python=PYTHON)
