@@ -99,7 +99,7 @@ def conformance(session: nox.Session, backend: str) -> None:
     if not (package / "pyproject.toml").is_file():
         session.skip(f"{BACKENDS[backend]} is not in the repository yet (its backend issue adds it)")
     _install(session, ROOT / "packages/core", package, *(ROOT / p for p in CONFORMANCE_EXTRAS.get(backend, ())))
-    session.run("python", "-m", "ember", "backends")
+    session.run("python", "-m", "ember", "backends", "--devices")
     workers = XDIST_WORKERS.get(backend, 0)
     parallel = ["-n", str(workers)] if workers else []
     session.run("python", "-m", "ember.testing", "--backend", backend, "-q", *parallel, *session.posargs)
