@@ -126,7 +126,8 @@ def test_ember_numpy_train_from_the_wheels_runs_the_readme_tour(wheelhouse: Path
     wheels = {name: (version, req) for name, version, req in map(_metadata, wheelhouse.glob("*.whl"))}
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
-    python = str(venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python"))
+    scripts = venv / ("Scripts" if os.name == "nt" else "bin")
+    python = str(scripts / "python")
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     _run([*pip, *sorted(_closure(wheels, META, EXTRAS))], cwd=tmp_path)  # third-party, from the index
     _run([*pip, "--no-index", "--find-links", str(wheelhouse), f"{META}[{','.join(EXTRAS)}]"], cwd=tmp_path)
@@ -140,5 +141,5 @@ def test_ember_numpy_train_from_the_wheels_runs_the_readme_tour(wheelhouse: Path
     code, expected = _tour()
     (tmp_path / "tour.py").write_text(code)
     assert _run([python, "tour.py"], cwd=tmp_path) == expected
-    backends = _run([str(venv / "bin" / "ember"), "backends"], cwd=tmp_path)
+    backends = _run([str(scripts / "ember"), "backends"], cwd=tmp_path)  # ember-core's console script
     assert re.search(r"^numpy\s+ember-backend-numpy\s+0\.1\.0\s+numpy \S+\s+ok$", backends, re.M), backends
