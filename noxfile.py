@@ -12,6 +12,9 @@
 - ``docs``: The Ember Book and the API reference (``mkdocs build --strict`` into ``site/``), then every Python
   block of the book and of the READMEs (pytest-markdown-docs), the API-reference coverage and the headless-browser
   checks.
+- ``wheels``: every package's wheel built (``pip wheel --no-deps``), then ``ember[numpy,train]`` installed from those
+  wheels alone into a fresh virtual environment (third-party requirements from the index), where the README's tour
+  runs and its printed output is checked (about a minute).
 - ``onnx(<backend>)``: ONNX's node test suite through ``ember_import.onnx`` (the runtime module, then the code
   ModelGen writes); the default run has numpy only, ``nox -s onnx`` runs all three.
 
@@ -44,7 +47,7 @@ nox.options.error_on_missing_interpreters = True
 XDIST_WORKERS = {"jax": 2}
 
 #: what a plain ``nox`` runs: everything but the ONNX node suite on torch and jax (``nox -s onnx`` runs those)
-DEFAULT_SESSIONS = ["conformance", "tests", "lint", "typecheck", "onnx(numpy)", "docs"]
+DEFAULT_SESSIONS = ["conformance", "tests", "lint", "typecheck", "onnx(numpy)", "docs", "wheels"]
 nox.options.sessions = DEFAULT_SESSIONS
 
 #: backend name -> its package directory (the torch and jax issues add theirs)
@@ -64,8 +67,10 @@ def _typechecked() -> list[str]:
 
 
 def _packages() -> list[Path]:
-    """Every distribution in ``packages/``, ember-core first."""
-    found = sorted(p for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").is_file())
+    """Every distribution in ``packages/`` that holds code (a ``src/`` folder), ember-core first. ``packages/ember``,
+    the distribution ``ember`` whose extras pick the parts (no code), is the ``wheels`` session's."""
+    found = sorted(p for p in (ROOT / "packages").iterdir()
+                   if (p / "pyproject.toml").is_file() and (p / "src").is_dir())
     return sorted(found, key=lambda p: p.name != "core")
 
 
@@ -99,7 +104,7 @@ def conformance(session: nox.Session, backend: str) -> None:
     if not (package / "pyproject.toml").is_file():
         session.skip(f"{BACKENDS[backend]} is not in the repository yet (its backend issue adds it)")
     _install(session, ROOT / "packages/core", package, *(ROOT / p for p in CONFORMANCE_EXTRAS.get(backend, ())))
-    session.run("python", "-m", "ember", "backends")
+    session.run("python", "-m", "ember", "backends", "--devices")
     workers = XDIST_WORKERS.get(backend, 0)
     parallel = ["-n", str(workers)] if workers else []
     session.run("python", "-m", "ember.testing", "--backend", backend, "-q", *parallel, *session.posargs)
@@ -177,6 +182,15 @@ def tests(session: nox.Session) -> None:
             failed.append(name)
     if failed:
         session.error(f"tests failed in: {', '.join(failed)}")
+
+
+@nox.session(python=PYTHON)
+def wheels(session: nox.Session) -> None:
+    """The wheel route (``tests/wheels``): one wheel per package, then ``pip install 'ember[numpy,train]'`` from them
+    into a fresh venv that runs the README's tour. hatchling is installed here so the builds skip pip's isolated
+    build environments; the venv's third-party requirements come from the index (about a minute in all)."""
+    session.install(*CONSTRAINTS, "pytest", "packaging", "hatchling>=1.24")
+    session.run("python", "-m", "pytest", "tests/wheels", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -72,7 +72,7 @@ def ember_step(backend: str, device: str, composite: bool, masked: bool) -> Call
     from ember.backend._ops_attention import AttentionOps
     from ember.tensor import module as M
 
-    inner = ember.backend("numpy", blas_threads=1) if backend == "numpy" else ember.backend(backend)
+    inner = ember.backend("numpy", threads=1) if backend == "numpy" else ember.backend(backend)
     if composite:  # the contract's default in place of the backend's kernel, on a copy (backends are shared)
         inner = copy.copy(inner)
         inner.attention = AttentionOps.attention.__get__(inner)  # type: ignore[method-assign]

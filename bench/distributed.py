@@ -75,7 +75,7 @@ def _worker(out: Path, backend_name: str, steps: int, batch_size: int, overlap: 
     from guide import MnistBatcher, ModelConfig
 
     if backend_name == "numpy":
-        inner = ember.backend("numpy", blas_threads=1)
+        inner = ember.backend("numpy", threads=1)
     else:
         inner = ember.backend(backend_name)
         if backend_name == "torch":

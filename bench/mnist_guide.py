@@ -3,7 +3,7 @@
 Contenders, all doing the same work (the guide's model with its three dropouts at p = 0.5, cross-entropy,
 Adam with epsilon 1e-5, on one fixed batch of 64 real MNIST images):
 
-- ``ember numpy``: ``Autodiff(ember.backend("numpy", blas_threads=1))``, the guide example's setting;
+- ``ember numpy``: ``Autodiff(ember.backend("numpy", threads=1))``, the guide example's setting;
 - ``ember torch``: ``Autodiff(ember.backend("torch"))``;
 - ``ember jax``: ``Autodiff(ember.backend("jax"))`` with the whole step compiled by ``ember_jax.jit`` (what the
   Learner does on this backend through ``backend.compile``); the learning rate is a Float tensor ``[1]``;
@@ -92,7 +92,7 @@ def ember_step(backend_name: str, images: np.ndarray, targets: np.ndarray, compi
     from ember.optim import AdamConfig
     from guide import MnistBatch, ModelConfig  # type: ignore[import-not-found]
 
-    backend = ember.backend("numpy", blas_threads=1) if backend_name == "numpy" else ember.backend(backend_name)
+    backend = ember.backend("numpy", threads=1) if backend_name == "numpy" else ember.backend(backend_name)
     device = Autodiff(backend).device()
     backend.seed(42)
     state = {"model": ModelConfig(10, 512).init(device)}

@@ -107,7 +107,7 @@ def ember(backend_name: str, model: str, device: str) -> Step:
     from ember.autodiff import Autodiff
     from ember.optim import AdamConfig, GradientsParams
 
-    backend = ember.backend("numpy", blas_threads=1) if backend_name == "numpy" else ember.backend(backend_name)
+    backend = ember.backend("numpy", threads=1) if backend_name == "numpy" else ember.backend(backend_name)
     dev = Autodiff(backend).device(device if backend_name == "torch" else None)
     backend.seed(42)
     state: dict[str, Any] = {"model": build(model, dev)}

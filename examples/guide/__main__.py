@@ -44,7 +44,7 @@ def make_backend(name: str) -> Any:
     """The inner backend: numpy with one BLAS thread (the guide's matmuls are small and skinny; a second
     BLAS thread only steals the core the element-wise work needs, see bench/README.md), torch or jax."""
     if name == "numpy":
-        return ember.backend("numpy", blas_threads=1)
+        return ember.backend("numpy", threads=1)
     return ember.backend(name)
 # --8<-- [end:make_backend]
 

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     artifacts = Path(args.artifact_dir)
     py = generate_guide(artifacts)
     print(f"generated {py} ({len(py.read_text().splitlines())} lines)")
-    gen_acc, hand_acc = train_both(import_generated(py), train, test, ember.backend("numpy", blas_threads=1),
+    gen_acc, hand_acc = train_both(import_generated(py), train, test, ember.backend("numpy", threads=1),
                                    artifacts, epochs=args.epochs)
     print(f"test accuracy after {args.epochs} epoch(s): generated {gen_acc:.2f} %, hand-written guide "
           f"{hand_acc:.2f} % (difference {gen_acc - hand_acc:+.2f} points)")

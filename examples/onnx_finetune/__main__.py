@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch_model = pretrain_torch(train, args.torch_steps)
     path = export_onnx(torch_model, artifacts / "guide_cnn.onnx")
-    backend = ember.backend("numpy", blas_threads=1)
+    backend = ember.backend("numpy", threads=1)
     device = Autodiff(backend).device()
     model = OnnxClassifier(net=load_model(path, device))
     before = evaluate(model.valid(), test, backend.device())

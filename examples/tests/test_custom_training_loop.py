@@ -26,7 +26,7 @@ def test_accuracy_counts_argmax_hits() -> None:
 
 def test_run_one_short_epoch(mnist_root: Path, capsys) -> None:
     config = MnistTrainingConfig(ModelConfig(10, 64), AdamConfig(), num_epochs=1, num_workers=0)
-    history = run(Autodiff(ember.backend("numpy", blas_threads=1)).device(), config,
+    history = run(Autodiff(ember.backend("numpy", threads=1)).device(), config,
                   train_dataset=PartialDataset(MnistDataset.train(mnist_root, download=False), 0, 128),
                   test_dataset=PartialDataset(MnistDataset.test(mnist_root, download=False), 0, 96))
     lines = capsys.readouterr().out.splitlines()

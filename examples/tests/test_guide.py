@@ -96,7 +96,7 @@ def test_dropout_only_in_training(mnist_root: Path) -> None:
 
 def test_adam_steps_reduce_the_loss(mnist_root: Path) -> None:
     """train_step + Adam on one batch (dropout 0): the loss falls well below log(10) = 2.303."""
-    backend = ember.backend("numpy", blas_threads=1)
+    backend = ember.backend("numpy", threads=1)
     dev = Autodiff(backend).device()
     backend.seed(0)
     model = ModelConfig(10, 512, dropout=0.0).init(dev)
@@ -124,7 +124,7 @@ def test_train_writes_the_artifacts_and_infer_predicts(mnist_root: Path, tmp_pat
     config = TrainingConfig(ModelConfig(10, 512), AdamConfig(), num_epochs=1, num_workers=0)
     train_set = PartialDataset(MnistDataset.train(mnist_root, download=False), 0, 192)
     test_set = PartialDataset(MnistDataset.test(mnist_root, download=False), 0, 64)
-    device = Autodiff(ember.backend("numpy", blas_threads=1)).device()
+    device = Autodiff(ember.backend("numpy", threads=1)).device()
     result = train(artifact, config, device, train_dataset=train_set, test_dataset=test_set, overwrite=True)
 
     assert (artifact / "notes.txt").read_text() == "mine"

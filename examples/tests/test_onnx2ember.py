@@ -21,6 +21,6 @@ def test_generated_guide_cnn_trains_like_the_hand_written_one(mnist_root: Path, 
     mod = import_generated(py)
     assert set(mod.GuideCnn.__annotations__) == {"conv1", "dropout", "conv2", "relu", "pool", "linear1", "linear2"}
     gen_acc, hand_acc = train_both(mod, MnistDataset.train(mnist_root), MnistDataset.test(mnist_root),
-                                   ember.backend("numpy", blas_threads=1), tmp_path, epochs=1)
+                                   ember.backend("numpy", threads=1), tmp_path, epochs=1)
     assert hand_acc > 90.0, hand_acc  # one epoch of the guide reaches about 94 %
     assert abs(gen_acc - hand_acc) <= 1.0, (gen_acc, hand_acc)

@@ -30,6 +30,7 @@ FAKE_MODULES = (
     "fakegarbage_plugin",
     "fakedup_a_plugin",
     "fakedup_b_plugin",
+    "fakenolib_plugin",
 )
 
 _HEALTHY_BACKEND = '''
@@ -52,13 +53,13 @@ class FakeBackend(Backend):
 _LOAD_HEALTHY = "from fakeok_backend import FakeBackend; return FakeBackend"
 
 
-def _plugin(name: str, backend_name: str, load_body: str = _LOAD_HEALTHY) -> str:
+def _plugin(name: str, backend_name: str, load_body: str = _LOAD_HEALTHY, libraries: tuple[str, ...] = ()) -> str:
     return (
         "from ember.backend import BackendSpec, hookimpl\n\n\n"
         f"def _load():\n    {load_body}\n\n\n"
         "@hookimpl\n"
         "def ember_backends():\n"
-        f"    return [BackendSpec({backend_name!r}, _load, 'fake backend from {name}')]\n"
+        f"    return [BackendSpec({backend_name!r}, _load, 'fake backend from {name}', libraries={libraries!r})]\n"
     )
 
 
@@ -70,12 +71,21 @@ def _dist(site: Path, dist: str, version: str, entry_points: dict[str, str]) -> 
     (info / "entry_points.txt").write_text(f"[ember]\n{lines}")
 
 
+_NO_LIB = 'raise ModuleNotFoundError("No module named \'fake_absentlib\'")'
+
+
 def make_site(site: Path) -> Path:
-    """Five fake distributions: healthy, broken on import, broken on load, garbage, and a duplicate pair."""
+    """Six fake distributions: healthy (on the installed array library fake-arraylib 4.5.6), broken on import, broken
+    on load, garbage, a duplicate pair, and one whose array library is not installed."""
     site.mkdir(exist_ok=True)
     (site / "fakeok_backend.py").write_text(_HEALTHY_BACKEND)
-    (site / "fakeok_plugin.py").write_text(_plugin("fake-ok", "fakeok"))
+    (site / "fakeok_plugin.py").write_text(_plugin("fake-ok", "fakeok", libraries=("fake-arraylib",)))
     _dist(site, "fake-ok", "1.2.3", {"fakeok": "fakeok_plugin"})
+    _dist(site, "fake-arraylib", "4.5.6", {})
+
+    nolib = _plugin("fake-nolib", "fakenolib", _NO_LIB, libraries=("fake-absentlib",))
+    (site / "fakenolib_plugin.py").write_text(nolib)
+    _dist(site, "fake-nolib", "0.2", {"fakenolib": "fakenolib_plugin"})
 
     (site / "fakebroken_plugin.py").write_text('raise ImportError("fakebroken needs libfakebroken.so")\n')
     _dist(site, "fake-broken", "0.0.1", {"fakebroken": "fakebroken_plugin"})
@@ -117,6 +127,30 @@ def test_healthy_plugin_is_listed_with_distribution_version_devices_dtypes(fake_
     assert row.devices == ["cpu", "fake:1"]
     assert row.dtypes == ["bool", "float32", "float64", "int64"]
     assert row.description == "fake backend from fake-ok"
+    assert (row.library, row.probed) == ("fake-arraylib 4.5.6", True)
+
+
+def test_listing_without_devices_reads_metadata_and_loads_no_backend(fake_site: Path) -> None:
+    rows = {i.name: i for i in ember.backends(devices=False)}
+    ok = rows["fakeok"]
+    assert (ok.status, ok.library, ok.probed, ok.devices, ok.dtypes) == ("ok", "fake-arraylib 4.5.6", False, [], [])
+    assert "fakeok_backend" not in sys.modules  # the backend's module (its "array library") was never imported
+    assert rows["fakelazy"].status == "ok"  # its load() would fail: only --devices finds out
+    assert rows["fakebroken"].status == "broken"  # the plugin module itself fails: found without loading
+    assert rows["fakedup"].status == "error"
+
+
+def test_a_backend_whose_library_is_not_installed_is_broken_with_the_install_command(fake_site: Path) -> None:
+    row = {i.name: i for i in ember.backends(devices=False)}["fakenolib"]
+    assert (row.status, row.library) == ("broken", "fake-absentlib (not installed)")
+    assert "fake-absentlib is not installed" in row.error and "`pip install fake-absentlib`" in row.error
+
+
+def test_progress_names_each_backend_before_it_is_loaded(fake_site: Path) -> None:
+    seen: list[tuple[str, str, bool]] = []
+    ember.backends(progress=lambda info: seen.append((info.name, info.library, "fakeok_backend" in sys.modules)))
+    assert ("fakeok", "fake-arraylib 4.5.6", False) in seen
+    assert "fakebroken" not in [name for name, _, _ in seen]  # a plugin that failed to import has nothing to load
 
 
 def test_plugin_failing_on_import_is_listed_with_its_error(fake_site: Path) -> None:
@@ -205,19 +239,36 @@ def test_register_adds_a_backend_and_refuses_a_taken_name(fake_site: Path) -> No
 def test_plain_table_lists_every_backend_and_errors(fake_site: Path) -> None:
     text = format_plain(ember.backends())
     lines = text.splitlines()
-    assert lines[0].split() == ["name", "distribution", "version", "status", "devices", "dtypes"]
+    assert lines[0].split() == ["name", "distribution", "version", "library", "status", "devices", "dtypes"]
     ok = next(line for line in lines if line.startswith("fakeok "))
-    assert ok.split()[:4] == ["fakeok", "fake-ok", "1.2.3", "ok"]
+    assert ok.split()[:6] == ["fakeok", "fake-ok", "1.2.3", "fake-arraylib", "4.5.6", "ok"]
     assert "cpu, fake:1" in ok and "bool, float32, float64, int64" in ok
     broken = lines.index(next(line for line in lines if line.startswith("fakebroken ")))
     assert lines[broken + 1].strip() == "error: ImportError: fakebroken needs libfakebroken.so"
+    assert "--devices" not in text
+
+
+def test_plain_table_without_devices_has_no_device_columns_and_says_how(fake_site: Path) -> None:
+    lines = format_plain(ember.backends(devices=False)).splitlines()
+    assert lines[0].split() == ["name", "distribution", "version", "library", "status"]
+    assert next(line for line in lines if line.startswith("fakeok ")).split() == [
+        "fakeok", "fake-ok", "1.2.3", "fake-arraylib", "4.5.6", "ok"]
+    assert lines[-1].startswith("devices and element types: `ember backends --devices`")
 
 
 def test_main_backends_exit_status_and_json(fake_site: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backends", "--json"]) == 1  # broken plugins present
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["fakeok"]["devices"] == ["cpu", "fake:1"]
+    assert (rows["fakeok"]["devices"], rows["fakeok"]["probed"]) == ([], False)
+    assert rows["fakeok"]["library"] == "fake-arraylib 4.5.6"
     assert rows["fakebroken"]["status"] == "broken"
+    assert main(["backends", "--json", "--devices"]) == 1
+    captured = capsys.readouterr()
+    rows = {r["name"]: r for r in json.loads(captured.out)}
+    assert (rows["fakeok"]["devices"], rows["fakeok"]["probed"]) == (["cpu", "fake:1"], True)
+    assert rows["fakelazy"]["status"] == "broken"
+    # the status line (plain: stderr is not a terminal here) names each backend as it is loaded
+    assert "ember backends: loading fakeok (importing fake-arraylib 4.5.6)..." in captured.err.splitlines()
 
 
 def test_main_without_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -242,6 +293,16 @@ def test_python_m_ember_backends_in_a_fresh_process(tmp_path: Path) -> None:
     assert "ImportError: fakebroken needs libfakebroken.so" in out
     assert "fake-dup-a" in out and "fake-dup-b" in out
     assert "\x1b[" not in out  # plain text when stdout is not a terminal
+    assert proc.stderr == ""  # nothing is loaded, so no status line
+
+
+def test_listing_imports_no_array_library(tmp_path: Path) -> None:
+    """``ember backends`` reads metadata only: torch and jax (and the fake backend module) are never imported."""
+    code = ("import sys; from ember.__main__ import main; main(['backends']); "
+            "print(sorted(m for m in ('torch', 'jax', 'fakeok_backend') if m in sys.modules))")
+    proc = _run([sys.executable, "-c", code], make_site(tmp_path / "site"))
+    assert proc.stdout.splitlines()[-1] == "[]", proc.stdout + proc.stderr
+    assert "jax" in proc.stdout and "fakeok" in proc.stdout  # the listing itself is there
 
 
 def test_healthy_install_exits_zero(

@@ -30,6 +30,7 @@ from ._numeric import JaxNumericOps
 from ._optim import JaxOptimOps
 from ._rnn import JaxRnnOps
 from ._shape import JaxShapeOps
+from ._threads import apply_threads
 
 __all__ = ["JaxBackend"]
 
@@ -83,8 +84,14 @@ class JaxBackend(
     DLPack: ``supports_dlpack`` is true (``jax.dlpack.from_dlpack`` takes numpy arrays and torch
     tensors, and jax arrays export ``__dlpack__``).
 
+    Threads: ``threads=1`` makes XLA's CPU kernels single-threaded (``--xla_cpu_multi_thread_eigen=false`` added
+    to ``XLA_FLAGS``); **process-wide**, and only before jax starts its backends (the first jax device or array of
+    the process), as XLA reads its flags then; GPU and TPU kernels are not affected. ``None`` (default) leaves XLA
+    on all cores. XLA has no setting for another count (see :mod:`ember_jax._threads`).
+
     Raises:
         DTypeError: an unsupported ``float_dtype`` / ``int_dtype`` option.
+        ConfigError: ``threads`` other than 1, or ``threads=1`` after jax has started (the message says what to do).
     """
 
     name = "jax"
@@ -96,7 +103,8 @@ class JaxBackend(
     #: conformance tests this backend is known to fail, ``{pattern: reason}`` (none today).
     conformance_known_failures: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str | None = None) -> None:
+    def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str | None = None,
+                 threads: int | None = None) -> None:
         fd = DType.parse(float_dtype)
         if fd in self.supported_dtypes:
             require(fd)  # float64 turns x64 on first, which makes int64 the default Int type
@@ -109,6 +117,9 @@ class JaxBackend(
         self._keys = _random.KeyState()
         self._jax_devices: dict[str, Any] | None = None
         self._default_handle: Any = None
+        n = self._threads_option(threads)
+        if n is not None:
+            apply_threads(n)
 
     # ------------------------------------------------------------------ devices and seeding
     def _by_name(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ def _load() -> type:
 def ember_backends() -> list[BackendSpec]:
     return [
         BackendSpec(
-            "jax", _load, "JAX backend: every jax device (float32/64/16, bfloat16, int32/64; 64-bit enables x64)"
+            "jax", _load, "JAX backend: every jax device (float32/64/16, bfloat16, int32/64; 64-bit enables x64)",
+            libraries=("jax", "jaxlib"),
         )
     ]

@@ -6,6 +6,7 @@ Every op is a vectorized numpy call; ops never write into their inputs.
 
 from __future__ import annotations
 
+import warnings
 from importlib.util import find_spec as _find_spec
 from operator import attrgetter
 from typing import Any
@@ -49,17 +50,19 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
     Args:
         float_dtype: as for every backend (:class:`ember.backend.Backend`).
         int_dtype: as for every backend (:class:`ember.backend.Backend`).
-        blas_threads: if given, the number of threads of the BLAS library numpy uses for matmul
-            (OpenBLAS, MKL...), set with ``threadpoolctl`` when the backend is created. **The
-            setting is process-wide** (BLAS libraries have one thread pool per process), so it also
-            applies to numpy code outside Ember. ``None`` (default) leaves it alone. On small or
-            skinny matmuls (MLPs, small batches) ``blas_threads=1`` is usually fastest: a second
-            BLAS thread gains nothing there and spins on the core the element-wise work needs
-            (measured 1.85x slower on a 2-core machine). Example:
-            ``ember.backend("numpy", blas_threads=1)``.
+        threads: if given, the number of threads of the BLAS library numpy uses for matmul and the other
+            linear-algebra kernels (OpenBLAS, MKL...), set with ``threadpoolctl`` when the backend is created (the
+            rest of numpy, element-wise ops and reductions, runs on one thread anyway). **The setting is
+            process-wide** (BLAS libraries have one thread pool per process), so it also applies to numpy code
+            outside Ember. ``None`` (default) leaves it alone. On small or skinny matmuls (MLPs, small batches)
+            ``threads=1`` is usually fastest: a second BLAS thread gains nothing there and spins on the core the
+            element-wise work needs (measured 1.85x slower on a 2-core machine). Example:
+            ``ember.backend("numpy", threads=1)``. Every backend takes ``threads``, with its library's meaning.
+        blas_threads: the former name of ``threads``, deprecated (a ``DeprecationWarning``); it goes in the next
+            release.
 
     Raises:
-        ConfigError: ``blas_threads`` is not a positive int.
+        ConfigError: ``threads`` is not a positive int, or both ``threads`` and ``blas_threads`` are given.
     """
 
     name = "numpy"
@@ -72,14 +75,28 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
     supports_collectives = _installed("ember_torch") and _installed("torch")
 
     def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64,
-                 blas_threads: int | None = None) -> None:
+                 threads: int | None = None, blas_threads: int | None = None) -> None:
         super().__init__(float_dtype, int_dtype)
         self._rng = np.random.default_rng()
         self._fdt = _NP[self.float_dtype]
         self._idt = _NP[self.int_dtype]
         if blas_threads is not None:
-            _set_blas_threads(blas_threads)
-            self.options["blas_threads"] = blas_threads
+            if threads is not None:
+                raise ConfigError(
+                    f"numpy backend: got threads={threads!r} and blas_threads={blas_threads!r}; blas_threads is the "
+                    "former name of threads: give threads only."
+                )
+            warnings.warn(
+                "ember.backend('numpy', blas_threads=N) is deprecated and goes in the next release: write "
+                "ember.backend('numpy', threads=N), the option every backend takes.",
+                DeprecationWarning, stacklevel=5,  # the caller of ember.backend(...)
+            )
+            threads = blas_threads
+        n = self._threads_option(threads)
+        if n is not None:
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(limits=n, user_api="blas")
 
     #: the shape of an ndarray (or numpy scalar) is already a tuple of ints: no Python frame
     shape = staticmethod(attrgetter("shape"))  # type: ignore[assignment]
@@ -206,11 +223,3 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
     def bitcast(self, p: Any, dtype: DType) -> Any:
         return np.asarray(p).view(_NP[dtype])
 
-
-def _set_blas_threads(n: Any) -> None:
-    """Limit the process's BLAS thread pools to ``n`` threads (threadpoolctl)."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ConfigError(f"numpy backend: blas_threads must be a positive int or None, got {n!r}.")
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=n, user_api="blas")

@@ -13,4 +13,6 @@ def _load() -> type:
 
 @hookimpl
 def ember_backends() -> list[BackendSpec]:
-    return [BackendSpec("numpy", _load, "reference CPU backend on numpy (float32/64/16, int32/64)")]
+    return [
+        BackendSpec("numpy", _load, "reference CPU backend on numpy (float32/64/16, int32/64)", libraries=("numpy",))
+    ]

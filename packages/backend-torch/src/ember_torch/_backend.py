@@ -72,8 +72,15 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
     value in ``gather``/``select`` is a device-side assertion that torch cannot turn into an
     ``IndexError`` (on the CPU it is one, as the contract asks).
 
+    Threads: ``threads=N`` calls ``torch.set_num_threads(N)`` when the backend is created: the size of torch's
+    intra-op thread pool, which runs each CPU op (its BLAS and oneDNN kernels included) on up to N threads. **The
+    setting is process-wide** (it applies to torch code outside Ember too); torch's inter-op pool and CUDA kernels
+    are left alone. ``None`` (default) keeps torch's setting (one thread per physical core). Example:
+    ``ember.backend("torch", threads=1)``.
+
     Raises:
         DTypeError: an unsupported ``float_dtype`` / ``int_dtype`` option.
+        ConfigError: ``threads`` is not a positive int.
     """
 
     name = "torch"
@@ -85,8 +92,12 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
     #: conformance tests this backend is known to fail, ``{pattern: reason}`` (none today).
     conformance_known_failures: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64) -> None:
+    def __init__(self, float_dtype: DType | str = DType.FLOAT32, int_dtype: DType | str = DType.INT64,
+                 threads: int | None = None) -> None:
         super().__init__(float_dtype, int_dtype)
+        n = self._threads_option(threads)
+        if n is not None:
+            torch.set_num_threads(n)
         self._ftd: torch.dtype = TORCH_DTYPES[self.float_dtype]
         self._itd: torch.dtype = TORCH_DTYPES[self.int_dtype]
         # accumulator dtype of sum/prod/cumsum/cumprod: torch widens small ints (and bool) to

@@ -15,6 +15,7 @@ def _load() -> type:
 def ember_backends() -> list[BackendSpec]:
     return [
         BackendSpec(
-            "torch", _load, "PyTorch backend: cpu, cuda:N, mps (float32/64/16, bfloat16, int32/64)"
+            "torch", _load, "PyTorch backend: cpu, cuda:N, mps (float32/64/16, bfloat16, int32/64)",
+            libraries=("torch",),
         )
     ]

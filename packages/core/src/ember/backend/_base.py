@@ -36,7 +36,7 @@ import numpy as np
 
 from .._distribution import Distribution
 from .._dtype import DType
-from .._errors import BackendError, DTypeError
+from .._errors import BackendError, ConfigError, DTypeError
 from ._collectives import CollectiveOps
 from ._device import Device
 from ._ops_activation import ActivationOps
@@ -107,6 +107,23 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         self.int_dtype: DType = idt
         self.options: dict[str, Any] = {"float_dtype": fd.value, "int_dtype": idt.value}
         self._devices: dict[str, Device] = {}
+
+    def _threads_option(self, threads: Any) -> int | None:
+        """Check the ``threads`` option every backend takes (``None``: leave the library's setting alone) and record
+        it in :attr:`options`; the backend then applies it to its library (each backend's docstring says how).
+
+        Raises:
+            ConfigError: ``threads`` is not a positive int or ``None``.
+        """
+        if threads is None:
+            return None
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ConfigError(
+                f"{self.name} backend: threads must be a positive int (or None to leave the library's setting alone), "
+                f"got {threads!r}; e.g. ember.backend({self.name!r}, threads=1)."
+            )
+        self.options["threads"] = threads
+        return threads
 
     # ------------------------------------------------------------------ devices
     def _make_device(self, name: str) -> Device:

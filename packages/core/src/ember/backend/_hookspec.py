@@ -36,11 +36,16 @@ class BackendSpec:
         load: a callable returning the ``Backend`` subclass; it imports the array library, so it
             runs only when the backend is first used (``import ember`` stays light).
         description: one line for ``ember backends``.
+        libraries: the distributions of the array library the backend runs on (``("torch",)``,
+            ``("jax", "jaxlib")``), whose versions ``ember backends`` lists from their installed metadata
+            (:func:`importlib.metadata.version`, without importing them); one that is not installed marks the
+            backend broken before it is loaded.
     """
 
     name: str
     load: Callable[[], type[Backend]]
     description: str = ""
+    libraries: tuple[str, ...] = ()
     distribution: str = field(default="", compare=False)
     version: str = field(default="", compare=False)
 

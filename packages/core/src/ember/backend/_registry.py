@@ -10,6 +10,7 @@ import importlib.metadata as md
 import inspect
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -29,7 +30,18 @@ DEFAULT_BACKEND = "numpy"
 
 @dataclass
 class BackendInfo:
-    """A row of ``ember backends``: what is installed and whether it works."""
+    """A row of ``ember backends``: what is installed and whether it works.
+
+    Attributes:
+        name: the backend's name (``ember.backend(name)``).
+        distribution: the distribution of its plugin (``ember-backend-torch``), and ``version`` its version.
+        library: the array library's distributions and versions, from their metadata (``"torch 2.13.0"``,
+            ``"jax 0.10.2, jaxlib 0.10.2"``; ``"torch (not installed)"``), as the plugin's
+            :attr:`BackendSpec.libraries` name them; empty when the plugin names none.
+        status: ``"ok"``, ``"broken"`` (with ``error``) or ``"error"`` (a name two distributions declare).
+        probed: whether the backend was loaded to read ``devices`` and ``dtypes`` (``backends(devices=True)``);
+            when not, they are empty and ``"ok"`` means that the plugin loaded and its library is installed.
+    """
 
     name: str
     distribution: str
@@ -39,6 +51,8 @@ class BackendInfo:
     error: str = ""
     devices: list[str] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
+    library: str = ""
+    probed: bool = False
 
 
 class _Registry:
@@ -141,20 +155,30 @@ class _Registry:
             self._instances[key] = inst
             return inst
 
-    def infos(self) -> list[BackendInfo]:
+    def infos(self, devices: bool = True,
+              progress: Callable[[BackendInfo], None] | None = None) -> list[BackendInfo]:
         specs = self._discover()
         rows: list[BackendInfo] = []
         for name, spec in sorted(specs.items()):
-            info = BackendInfo(name, spec.distribution, spec.version, spec.description)
+            library, missing = _libraries(spec.libraries)
+            info = BackendInfo(name, spec.distribution, spec.version, spec.description, library=library)
             if name in self._duplicates:
                 info.status, info.error = "error", "provided by " + ", ".join(self._duplicates[name])
-            else:
+            elif devices:
+                if progress is not None:
+                    progress(info)
+                info.probed = True
                 try:
                     b = self.get(name, {})
                     info.devices = [str(d.name) for d in b.devices()]
                     info.dtypes = sorted(d.value for d in b.supported_dtypes)
                 except Exception as exc:
                     info.status, info.error = "broken", f"{type(exc).__name__}: {exc}"
+            elif missing:
+                hints = " ".join(f"`{install_command(m)}`" for m in missing)
+                info.status = "broken"
+                info.error = (f"its array library {', '.join(missing)} is not installed (no distribution of that name "
+                              f"in this environment); install it with {hints}.")
             rows.append(info)
         rows.extend(self._broken)
         return rows
@@ -163,6 +187,18 @@ class _Registry:
         with self._lock:
             self._specs = None
             self._instances.clear()
+
+
+def _libraries(names: tuple[str, ...]) -> tuple[str, list[str]]:
+    """``("torch 2.13.0", [])`` from the installed metadata of the distributions ``names``, and the missing ones."""
+    shown, missing = [], []
+    for dist in names:
+        try:
+            shown.append(f"{dist} {md.version(dist)}")
+        except md.PackageNotFoundError:
+            shown.append(f"{dist} (not installed)")
+            missing.append(dist)
+    return ", ".join(shown), missing
 
 
 #: Ember's own backends: backend name -> the distribution that provides it
@@ -213,9 +249,18 @@ def device(name: str | None = None, device: str | None = None, **options: Any) -
     return backend(name, **options).device(device)
 
 
-def backends() -> list[BackendInfo]:
-    """Every installed backend with distribution, version, devices, dtypes and status."""
-    return _REGISTRY.infos()
+def backends(devices: bool = True, *, progress: Callable[[BackendInfo], None] | None = None) -> list[BackendInfo]:
+    """Every installed backend with its distribution, version, array library's version and status.
+
+    Args:
+        devices: load each backend (importing its array library: seconds for torch and jax) to list its devices
+            and element types, and to check that it loads. ``False`` reads only the installed metadata: a backend
+            is then ``"ok"`` when its plugin loads and its library's distributions are installed
+            (:attr:`BackendSpec.libraries`), and ``devices`` / ``dtypes`` are empty.
+        progress: called with each backend's row (name and library filled in) before the backend is loaded, one
+            after the other in this process (``ember backends --devices`` shows it on a status line).
+    """
+    return _REGISTRY.infos(devices, progress)
 
 
 def register(spec: BackendSpec) -> None:
