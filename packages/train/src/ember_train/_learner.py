@@ -227,8 +227,10 @@ class Learner:
         if s.checkpoint is not None:
             resume = ResumePoint(start, skip, train.steps_before(start) + skip, valid.steps_before(start))
         self._trackers = trackers
+        units = {sl.name: getattr(sl.metric, "unit", "").strip() for sl in [*train.slots, *valid.slots]}
         run = RunInfo(s.artifact_dir, dict(s.hparams), resume, s.num_epochs,
-                      {"train": train.iterations_total, "valid": valid.iterations_total})
+                      {"train": train.iterations_total, "valid": valid.iterations_total},
+                      {name: unit for name, unit in units.items() if unit})
         for t in trackers:
             t.start(run)
         return trackers
@@ -696,7 +698,7 @@ class Learner:
                 if not hist:
                     continue
                 hib = m.higher_is_better if isinstance(m, Numeric) else None
-                out.metrics.append(MetricSummary(split.value, m.name(), hist, hib))
+                out.metrics.append(MetricSummary(split.value, m.name(), hist, hib, getattr(m, "unit", "").strip()))
                 out.epochs = max(out.epochs, hist[-1][0])
         return out
 

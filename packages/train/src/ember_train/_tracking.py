@@ -58,6 +58,7 @@ class RunInfo:
         resume: ``None`` for a run that starts at epoch 1, else where it continues.
         num_epochs: the configured number of epochs.
         iterations_per_epoch: ``{"train": len(train loader), "valid": ...}`` (``None`` when a loader has no length).
+        units: ``{metric name: unit}`` of the metrics that have one (``{"Accuracy": "%"}``; a metric's ``unit``).
     """
 
     artifact_dir: Path
@@ -65,6 +66,7 @@ class RunInfo:
     resume: ResumePoint | None = None
     num_epochs: int = 1
     iterations_per_epoch: dict[str, int | None] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
 
 
 def hparams_of(config: Any) -> dict[str, Any]:

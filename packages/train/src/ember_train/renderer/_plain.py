@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import IO, TYPE_CHECKING
 
+from .._summary import format_value, known_unit
 from ._base import MetricsRenderer, MetricState, TrainingProgress
 from ._format import duration
 
@@ -65,7 +66,7 @@ class CliMetricsRenderer(MetricsRenderer):
         self._render("valid", progress)
 
     def on_epoch_end(self, split: str, epoch: int, values: dict[str, float]) -> None:
-        body = "  ".join(f"{k} {v:.6g}" for k, v in values.items())
+        body = "  ".join(f"{k} {format_value(v, known_unit(k))}" for k, v in values.items())
         self._print(f"[{split}] epoch {epoch} done: {body}")
         self._current[split] = {}
 

@@ -19,6 +19,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from .._summary import format_value, known_unit
 from ._base import MetricsRenderer, MetricState, TrainingProgress
 from ._chart import PlotPanel
 from ._format import duration, sparkline
@@ -185,7 +186,7 @@ class TuiMetricsRenderer(MetricsRenderer):
                 if st is not None:
                     cells.append(st.entry.formatted)
                 elif self._epochs[split].get(name):
-                    cells.append(f"{self._epochs[split][name][-1]:.4g} (last epoch)")
+                    cells.append(f"{format_value(self._epochs[split][name][-1], known_unit(name))} (last epoch)")
                 else:
                     cells.append("-")
             finite = [v for s in series.values() for v in s if math.isfinite(v)]
