@@ -39,7 +39,16 @@ def _panel() -> PlotPanel:
         p.add("valid", "Loss", 3.0 / e)
         p.add("valid", "Loss", 3.0 / e)
         p.progress("valid", e, 32, 32)
+        p.epoch_end("valid", e, {"Loss": 3.0 / e})
     return p
+
+
+def test_validation_is_a_point_at_the_end_of_its_epoch():
+    """Validation follows the epoch's training: its mean sits at x = epoch, not spread over the training span."""
+    p = _panel()
+    assert p.series("Loss")["valid"] == ([1.0, 2.0], [3.0, 1.5])
+    xs, _ = p.series("Loss")["train"]
+    assert xs[0] > 0 and xs[-1] == 2.0 and all(b > a for a, b in zip(xs, xs[1:]))
 
 
 def test_panel_renders_axis_and_series_at_a_fixed_size():
@@ -76,7 +85,7 @@ def test_arrow_keys_switch_metric_and_history():
     xs, ys = p.series("Loss")["train"]
     assert len(ys) == 20 and ys[-1] == 4.0 - 3.9 * 99 / 99                 # the last 20 steps only
     vx, _ = p.series("Loss")["valid"]
-    assert vx and min(vx) >= xs[0]                                         # valid in the same x range
+    assert vx == [2.0] and min(vx) >= xs[0]                                # valid in the same x range
     assert f"min {min(ys):.5g}" in out and f"max {max(ys):.5g}" in out
     assert not p.key("x")
 

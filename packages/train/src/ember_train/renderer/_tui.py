@@ -89,6 +89,7 @@ class TuiMetricsRenderer(MetricsRenderer):
             for name, v in values.items():
                 self._epochs[split].setdefault(name, []).append(v)
             self._current[split] = {}
+            self.plot.epoch_end(split, epoch, values)
         self._draw(force=True)
 
     def message(self, text: str) -> None:
