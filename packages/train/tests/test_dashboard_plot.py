@@ -125,3 +125,20 @@ def test_panel_in_the_live_dashboard(tmp_path):
      .build(h.Classifier.init(dev), SgdConfig().init(), 0.1).fit(train, valid))
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     assert "Accuracy — Full history" in text and "██ train" in text and "██ valid" in text
+
+
+def test_dashboard_says_compiling_while_a_first_call_compiles():
+    from ember_train.renderer._base import TrainingProgress
+
+    r = TuiMetricsRenderer(console=Console(width=160, file=io.StringIO(), force_terminal=True), keys=False)
+    r.compiling("training step", None)
+    text = _text(r._view(), 160)
+    assert "Compiling the training step: its first call traces and compiles it" in text
+    assert "the ETA leaves this time out" in text
+    r.compiling("training step", 35.24)
+    # 2 of 10 iterations, the first compiled for 35 s, the second took 1 s: the ETA is 8 steady iterations
+    r.render_train(TrainingProgress(32, 160, 1, 1, 2, 10, 36.24, compile_seconds=35.24, compile_iterations=1))
+    text = _text(r._view(), 160)
+    assert "Compiling" not in text and "Compiled the training step in 35.2 s (left out of the ETA)." in text
+    assert "ETA 0:00:08" in text and "elapsed 0:00:36" in text
+    r.on_train_end(None)

@@ -302,6 +302,8 @@ class Learner:
         one_program = replicas is not None and self._one_program(replicas, loader_train, loader_valid)
         steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None
                               or (replicas is not None and not one_program))
+        # "compiling the training step" while a first call compiles (a renderer without the hook: none)
+        steps.on_compile = getattr(s.renderer, "compiling", None)
         if steps.compiled and hasattr(optim, "init_states"):
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
         if one_program:
@@ -470,6 +472,7 @@ class Learner:
             else steps.train if accumulator is None else _no_train_fn)
         it = iter(loader)
         start = time.perf_counter()
+        steps.reset_compile_time("train")
         iteration = 0
         completed = True
         try:
@@ -504,7 +507,8 @@ class Learner:
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                                          time.perf_counter() - start))
+                                                          time.perf_counter() - start,
+                                                          **steps.compile_stats("train")))
                 # under DDP the step's gradient all-reduce carried the ranks' stop flags (with accumulation, a
                 # step without an update asks the other ranks)
                 agreed = (replicas.stop_seen if replicas is not None and accumulator is None
@@ -517,7 +521,8 @@ class Learner:
         if iteration > skip:
             done, tot = _progress_of(it, iteration)
             self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                                  time.perf_counter() - start))
+                                                  time.perf_counter() - start,
+                                                  **steps.compile_stats("train")))
         self._last_iteration = iteration
         if not completed:
             return model, False
@@ -575,6 +580,7 @@ class Learner:
         vm = model.valid()
         it = iter(loader)
         start = time.perf_counter()
+        steps.reset_compile_time("valid")
         iteration = 0
         stopped = False
         try:
@@ -585,7 +591,8 @@ class Learner:
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                                          time.perf_counter() - start))
+                                                          time.perf_counter() - start,
+                                                          **steps.compile_stats("valid")))
                 if self._agree(s.interrupter.should_stop()):
                     stopped = True
                     break
@@ -595,7 +602,8 @@ class Learner:
             return False  # the epoch's training is complete; resuming runs this validation again
         done, tot = _progress_of(it, iteration)
         self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                              time.perf_counter() - start))
+                                              time.perf_counter() - start,
+                                              **steps.compile_stats("valid")))
         values = metrics.end_epoch()
         LOGGER.info("Epoch %d valid: %s", epoch, values)
         return True

@@ -73,6 +73,12 @@ class CliMetricsRenderer(MetricsRenderer):
     def message(self, text: str) -> None:
         self._print(text)
 
+    def compiling(self, step: str, seconds: float | None) -> None:
+        if seconds is None:
+            self._print(f"Compiling the {step}: its first call traces and compiles it, which can take a minute…")
+        else:
+            self._print(f"Compiled the {step} in {seconds:.1f} s (left out of the ETA).")
+
     def on_train_end(self, summary: LearnerSummary | None) -> None:
         if summary is not None:
             self._print(summary.table())
