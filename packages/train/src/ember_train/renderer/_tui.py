@@ -60,7 +60,7 @@ class TuiMetricsRenderer(MetricsRenderer):
         self._current: dict[str, dict[str, MetricState]] = {"train": {}, "valid": {}}
         self._epochs: dict[str, dict[str, list[float]]] = {"train": {}, "valid": {}}
         self._notes: list[str] = []
-        self._compiling: tuple[str, float] | None = None
+        self._compiling: tuple[str, str] | None = None
 
     # -- hooks -------------------------------------------------------------------------------------
     def update_train(self, state: MetricState) -> None:
@@ -105,7 +105,7 @@ class TuiMetricsRenderer(MetricsRenderer):
     def compiling(self, step: str, seconds: float | None) -> None:
         with self._lock:
             if seconds is None:
-                self._compiling = (step, time.perf_counter())
+                self._compiling = (step, time.strftime("%H:%M:%S"))  # the view is not redrawn while it compiles
             else:
                 self._compiling = None
                 self._notes.append(f"Compiled the {step} in {seconds:.1f} s (left out of the ETA).")
@@ -153,8 +153,7 @@ class TuiMetricsRenderer(MetricsRenderer):
         if self._compiling is not None:
             step, since = self._compiling
             parts.append(Text(f"Compiling the {step}: its first call traces and compiles it, which can take a minute "
-                              f"(started {duration(time.perf_counter() - since)} ago; the ETA leaves this time out)…",
-                              style="bold yellow"))
+                              f"(since {since}; the ETA leaves this time out)…", style="bold yellow"))
         p = self._progress.get(self._split)
         if p is not None:
             bars = Table.grid(padding=(0, 1))
