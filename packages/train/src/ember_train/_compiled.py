@@ -13,8 +13,8 @@ pass, Ember's backward pass and the optimizer update as one program:
 numpy and torch return the functions unchanged (``Backend.compile``'s default), so their steps run eagerly
 exactly as written.
 
-A compiled step is watched (:class:`_Watched`): its first call, which traces and compiles (35-60 s for a
-convolutional network on jax), is announced to the renderer (``MetricsRenderer.compiling``) before it starts and
+A compiled step is watched (:class:`_Watched`): its first call, which traces and compiles (tens of seconds
+for a large network on jax), is announced to the renderer (``MetricsRenderer.compiling``) before it starts and
 when it ends, and the time of every call that compiled (the first of each new argument structure, seen in the
 compiled function's ``trace_count``) is kept per split (:meth:`CompiledSteps.compile_stats`), so that the ETA's
 rate leaves it out. Under a compiling backend the learning rate goes in as a Float tensor of shape ``[1]`` (a
