@@ -213,10 +213,17 @@ def test_mlflow_metrics_params_and_config(tmp_path):
 
     logger = MlflowLogger(experiment_name="ember-test", run_name="t")
     _fit(tmp_path, logger)
+    per_epoch = len(_log_values(tmp_path, "train", "Loss")[1])
     for split in ("train", "valid"):
         for m in METRICS:
             values, means = _series(tmp_path, split, m)
-            assert _mlflow_history(tmp_path, f"iteration/{split}/{m}") == list(enumerate(values, 1))
+            if split == "train":
+                assert _mlflow_history(tmp_path, f"iteration/train/{m}") == list(enumerate(values, 1))
+            else:   # validation means on the training steps' axis, at each epoch's end; its batches apart
+                got = _mlflow_history(tmp_path, f"iteration/valid/{m}")
+                assert [s for s, _ in got] == [per_epoch, 2 * per_epoch]
+                np.testing.assert_allclose([v for _, v in got], [means[1], means[2]], rtol=1e-12)
+                assert _mlflow_history(tmp_path, f"valid_batch/{m}") == list(enumerate(values, 1))
             got = _mlflow_history(tmp_path, f"epoch/{split}/{m}")
             assert [s for s, _ in got] == [1, 2]
             np.testing.assert_allclose([v for _, v in got], [means[1], means[2]], rtol=1e-12)
@@ -327,7 +334,7 @@ def test_interrupted_and_resumed_run_continues_the_same_run(tmp_path):
             assert _scalars(d / "tensorboard" / split, tag) == _scalars(ref / "tensorboard" / split, tag), split
     if has_mlflow:
         run_id = json.loads((d / "mlflow-run.json").read_text())["run_id"]
-        for key in ("iteration/train/Loss", "epoch/valid/Accuracy"):
+        for key in ("iteration/train/Loss", "iteration/valid/Loss", "valid_batch/Accuracy", "epoch/valid/Accuracy"):
             assert _mlflow_history(d, key) == _mlflow_history(ref, key), key
         assert json.loads((d / "mlflow-run.json").read_text())["run_id"] == run_id
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import LearnerError
-from ._tracking import RunInfo, TrackingLogger, flat_hparams
+from ._tracking import EpochEndSteps, RunInfo, TrackingLogger, flat_hparams
 
 __all__ = ["TensorBoardLogger"]
 
@@ -75,8 +75,7 @@ class TensorBoardLogger(TrackingLogger):
         self._last_flush = 0.0
         self._writers: dict[tuple[str, str], Any] = {}
         self._root: Any = None
-        self._train_step = self._train_epoch = 0
-        self._per_epoch: int | None = None
+        self._ends = EpochEndSteps()
 
     def start(self, run: RunInfo) -> None:
         writer_cls = _summary_writer()
@@ -88,13 +87,10 @@ class TensorBoardLogger(TrackingLogger):
             ("epoch", "valid"): 1 if r is None else r.epoch,
             ("iteration", "train"): 1 if r is None else r.train_step + 1,
             # validation of the resumed epoch and after: at or after the end of the epoch before
-            ("iteration", "valid"): 1 if r is None else r.train_step - r.iteration + 1,
+            ("iteration", "valid"): self._ends.purge_step(run),
             ("batch", "valid"): 1 if r is None else r.valid_step + 1,
         }
-        # the global training step at the end of the last epoch whose training was logged (or resumed after)
-        self._train_step = 0 if r is None else r.train_step
-        self._train_epoch = 0 if r is None else r.epoch - (0 if r.iteration else 1)
-        self._per_epoch = run.iterations_per_epoch.get("train")
+        self._ends.start(run)
         # a name that sorts after the files of an interrupted run, even one started in the same second
         suffix = f".{time.time_ns()}.{os.getpid()}"
         for key, sub in _RUNS.items():
@@ -113,22 +109,14 @@ class TensorBoardLogger(TrackingLogger):
     def log_iteration(self, split: str, name: str, value: float, epoch: int, iteration: int, step: int) -> None:
         if split == "train":
             self._writers[("iteration", split)].add_scalar(f"iteration/{name}", value, step)
-            if step >= self._train_step:
-                self._train_step, self._train_epoch = step, epoch
+            self._ends.train(step, epoch)
         else:
             self._writers[("batch", split)].add_scalar(f"valid_batch/{name}", value, step)
 
     def log_epoch(self, split: str, name: str, value: float, epoch: int) -> None:
         self._writers[("epoch", split)].add_scalar(f"epoch/{name}", value, epoch)
         if split == "valid":
-            self._writers[("iteration", split)].add_scalar(f"iteration/{name}", value, self._epoch_end_step(epoch))
-
-    def _epoch_end_step(self, epoch: int) -> int:
-        """The global training step at which epoch ``epoch``'s training ended: the last training step logged in it
-        (the loader's length times the epochs when no training metric was logged)."""
-        if self._train_epoch == epoch or not self._per_epoch:
-            return self._train_step
-        return epoch * self._per_epoch
+            self._writers[("iteration", split)].add_scalar(f"iteration/{name}", value, self._ends.at(epoch))
 
     def flush(self) -> None:
         if time.monotonic() - self._last_flush >= self.flush_secs:
