@@ -66,7 +66,8 @@ def labelled(monkeypatch):
 
     def spy(fig, path):
         saved[Path(path).name] = [{"ylabel": ax.get_ylabel(), "xlabel": ax.get_xlabel(), "xlim": ax.get_xlim(),
-                                   "markers": [ln.get_marker() for ln in ax.get_lines()]} for ax in fig.axes]
+                                   "markers": [ln.get_marker() for ln in ax.get_lines()],
+                                   "xticks": list(ax.get_xticks())} for ax in fig.axes]
         return real(fig, path)
 
     monkeypatch.setattr(figure_mod, "save_figure", spy)
@@ -165,6 +166,7 @@ def test_one_epoch_run_shows_its_iterations_and_the_validation_point(tmp_path, l
     assert ax_it["ylabel"] == ax_ep["ylabel"] == "Accuracy (%)"
     assert ax_it["xlim"][0] <= 0 < 1 <= ax_it["xlim"][1]    # the whole epoch, from its start to its validation
     assert ax_it["markers"] == [".", "D"]                      # each iteration and the validation point visible
+    assert ax_ep["xticks"] == [1] and ax_ep["xlabel"] == "epoch"   # one whole-number epoch, not 0.96 ... 1.04
 
 
 def test_interrupted_run_resumed_keeps_one_continuous_curve(tmp_path, figures):

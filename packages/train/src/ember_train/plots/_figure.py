@@ -139,6 +139,10 @@ def metric_figure(name: str, curves: Sequence[Curve], unit: str = "") -> Any:
     ax_ep.set_title(f"{name} per epoch (mean)")
     ax_ep.set_xlabel(EPOCH_XLABEL)
     ax_ep.xaxis.get_major_locator().set_params(integer=True)
+    epochs = sorted({e for c in curves for e in c.epoch_x})
+    if len(epochs) == 1:  # one epoch: a whole-number tick at it, not a zoom into [0.96, 1.04]
+        ax_ep.set_xlim(epochs[0] - 0.5, epochs[0] + 0.5)
+        ax_ep.set_xticks(epochs)
     for ax in (ax_it, ax_ep):
         ax.set_ylabel(axis_label(name, unit))
         ax.grid(True, alpha=0.3)
