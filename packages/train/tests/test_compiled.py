@@ -7,6 +7,9 @@ real compiler (jax) is tested in test_compiled_jax.py.
 
 from __future__ import annotations
 
+import io
+import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +194,85 @@ def test_first_step_failures_are_attributed(tmp_path, monkeypatch):
     learner = _builder(tmp_path / "d", dev).build(BrokenValid(weight=m.weight, bias=m.bias), SgdConfig().init(), 0.1)
     with pytest.raises(LearnerError, match=r"valid_step raised KeyError on the first validation batch"):
         learner.fit(*h.loaders())
+
+
+class SlowFirstCallCompiler:
+    """A compiling backend's ``compile`` for numpy that takes ``delay`` seconds at the first call of each batch size
+    (as jax traces and compiles each new shape) and counts those calls in ``trace_count``, as ``ember_jax.jit``."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def __call__(self, fn, **options):
+        delay = self.delay
+
+        class Compiled:
+            trace_count = 0
+            seen: set[int] = set()
+
+            def __call__(self, *args):
+                rows = next(a.inputs.shape[0] for a in args if isinstance(a, h.Batch))
+                if rows not in self.seen:
+                    self.seen.add(rows)
+                    self.trace_count += 1
+                    time.sleep(delay)
+                return fn(*args)
+
+        return Compiled()
+
+
+class _Events(CliMetricsRenderer):
+    """The plain renderer's output, plus every ``compiling`` call and training progress, in order."""
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+        super().__init__(file=self.out, lines_per_epoch=6)
+        self.events: list[tuple] = []
+
+    def compiling(self, step, seconds):
+        self.events.append(("compiling", step, seconds))
+        super().compiling(step, seconds)
+
+    def render_train(self, progress):
+        self.events.append(("train", progress))
+        super().render_train(progress)
+
+
+def test_compiling_calls_are_announced_and_left_out_of_the_eta(tmp_path, monkeypatch):
+    """A fake slow first step (1 s per new batch shape): the renderer hears "compiling" before the first call of each
+    step and how long it took after; the ETA's rate leaves those calls out, so it predicts the steady steps."""
+    delay = 1.0
+    dev = h.devices()
+    monkeypatch.setattr(dev.backend, "compile", SlowFirstCallCompiler(delay))
+    events = _Events()
+    # 100 training items in batches of 16: 6 of 16 and a last one of 4, a new shape that compiles again
+    _fit(tmp_path, dev, _builder(tmp_path, dev).renderer(events).log_interval(1), h.loaders(n_train=100))
+    ev = events.events
+    compiles = [e for e in ev if e[0] == "compiling"]
+    first_train = next(i for i, e in enumerate(ev) if e[0] == "train")
+    # the validation step is compiled before training (its first batch checks the metrics), then the training step
+    assert [(e[1], e[2] is None) for e in ev[:first_train]] == [
+        ("validation step", True), ("validation step", False), ("training step", True), ("training step", False)]
+    assert all(e[2] >= delay for e in ev[:first_train] if e[2] is not None)
+    # the last batch's new shape compiles again: reported once, after the call (it could not be foreseen)
+    assert [(e[1], e[2] is None) for e in compiles[4:]] == [("training step", False)]
+    progress = [e[1] for e in ev if e[0] == "train"]
+    epoch1 = [p for p in progress if p.epoch == 1]
+    epoch2 = [p for p in progress if p.epoch == 2]
+    assert epoch1[0].iteration == 1 and epoch1[0].compile_iterations == 1 and epoch1[0].eta is None  # no rate yet
+    second = epoch1[1]
+    assert second.compile_iterations == 1 and second.compile_seconds >= delay and second.elapsed >= delay
+    naive = (second.items_total - second.items_processed) * second.elapsed / second.items_processed
+    assert naive >= delay          # what the ETA said before: the compile time spread over the rest of the epoch
+    # the steady rate: the time without the compiling call, over the steady iterations
+    steady = (second.elapsed - second.compile_seconds) / (second.iteration - 1)
+    assert second.items_processed == 32 and second.items_total == 100
+    assert second.eta == pytest.approx((100 - 32) * steady / 16, rel=1e-9) and second.eta < delay / 4
+    assert epoch1[-1].compile_iterations == 2 and epoch1[-1].compile_seconds >= 2 * delay
+    assert all(p.compile_iterations == 0 for p in epoch2)   # compiled once: epoch 2 runs the cached programs
+    lines = events.out.getvalue().splitlines()
+    assert lines[0].startswith("Compiling the validation step: its first call traces and compiles it")
+    assert any(re.fullmatch(r"Compiled the training step in \d+\.\d s \(left out of the ETA\)\.", ln) for ln in lines)
+    # the progress lines' ETA after the compiling call: the steady rate's, well under the compile time
+    etas = [ln for ln in lines if ln.startswith("[train] epoch 1/2 iter 2/7")]
+    assert etas and re.search(r"ETA 0:00:00$", etas[0])

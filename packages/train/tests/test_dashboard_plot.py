@@ -39,7 +39,16 @@ def _panel() -> PlotPanel:
         p.add("valid", "Loss", 3.0 / e)
         p.add("valid", "Loss", 3.0 / e)
         p.progress("valid", e, 32, 32)
+        p.epoch_end("valid", e, {"Loss": 3.0 / e})
     return p
+
+
+def test_validation_is_a_point_at_the_end_of_its_epoch():
+    """Validation follows the epoch's training: its mean sits at x = epoch, not spread over the training span."""
+    p = _panel()
+    assert p.series("Loss")["valid"] == ([1.0, 2.0], [3.0, 1.5])
+    xs, _ = p.series("Loss")["train"]
+    assert xs[0] > 0 and xs[-1] == 2.0 and all(b > a for a, b in zip(xs, xs[1:]))
 
 
 def test_panel_renders_axis_and_series_at_a_fixed_size():
@@ -76,7 +85,7 @@ def test_arrow_keys_switch_metric_and_history():
     xs, ys = p.series("Loss")["train"]
     assert len(ys) == 20 and ys[-1] == 4.0 - 3.9 * 99 / 99                 # the last 20 steps only
     vx, _ = p.series("Loss")["valid"]
-    assert vx and min(vx) >= xs[0]                                         # valid in the same x range
+    assert vx == [2.0] and min(vx) >= xs[0]                                # valid in the same x range
     assert f"min {min(ys):.5g}" in out and f"max {max(ys):.5g}" in out
     assert not p.key("x")
 
@@ -116,3 +125,20 @@ def test_panel_in_the_live_dashboard(tmp_path):
      .build(h.Classifier.init(dev), SgdConfig().init(), 0.1).fit(train, valid))
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", buf.getvalue())
     assert "Accuracy — Full history" in text and "██ train" in text and "██ valid" in text
+
+
+def test_dashboard_says_compiling_while_a_first_call_compiles():
+    from ember_train.renderer._base import TrainingProgress
+
+    r = TuiMetricsRenderer(console=Console(width=160, file=io.StringIO(), force_terminal=True), keys=False)
+    r.compiling("training step", None)
+    text = _text(r._view(), 160)
+    assert "Compiling the training step: its first call traces and compiles it" in text
+    assert "the ETA leaves this time out" in text
+    r.compiling("training step", 35.24)
+    # 2 of 10 iterations, the first compiled for 35 s, the second took 1 s: the ETA is 8 steady iterations
+    r.render_train(TrainingProgress(32, 160, 1, 1, 2, 10, 36.24, compile_seconds=35.24, compile_iterations=1))
+    text = _text(r._view(), 160)
+    assert "Compiling" not in text and "Compiled the training step in 35.2 s (left out of the ETA)." in text
+    assert "ETA 0:00:08" in text and "elapsed 0:00:36" in text
+    r.on_train_end(None)

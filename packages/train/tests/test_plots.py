@@ -5,6 +5,7 @@ and the note without matplotlib."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import subprocess
 import sys
@@ -57,6 +58,22 @@ def figures(monkeypatch):
     return saved
 
 
+@pytest.fixture
+def labelled(monkeypatch):
+    """The axes' labels, x limits and line markers of every figure saved: ``{file name: [axes info]}``."""
+    saved = {}
+    real = figure_mod.save_figure
+
+    def spy(fig, path):
+        saved[Path(path).name] = [{"ylabel": ax.get_ylabel(), "xlabel": ax.get_xlabel(), "xlim": ax.get_xlim(),
+                                   "markers": [ln.get_marker() for ln in ax.get_lines()],
+                                   "xticks": list(ax.get_xticks())} for ax in fig.axes]
+        return real(fig, path)
+
+    monkeypatch.setattr(figure_mod, "save_figure", spy)
+    return saved
+
+
 def _fit(tmp, renderer=None, epochs=3):
     dev = h.devices()
     train, valid = h.loaders()
@@ -85,14 +102,35 @@ def _expected(d: Path, split: str, metric: str, per_epoch: int):
 
 def _check_figure(d: Path, axes, metric: str) -> None:
     it_ax, ep_ax = axes
-    assert [label for label, _, _ in it_ax] == ["train", "valid"]      # one line per split on each axes
+    # one line per split on each axes; validation on the per-iteration axes is a point at each epoch's end
+    assert [label for label, _, _ in it_ax] == ["train", "valid (end of epoch)"]
     assert [label for label, _, _ in ep_ax] == ["train", "valid"]
-    for (split, ixs, iys), (_, exs, eys), per_epoch in zip(it_ax, ep_ax, (6, 3)):
-        xs, ys, epochs, means = _expected(d, split, metric, per_epoch)
-        np.testing.assert_allclose(ixs, xs, rtol=1e-12)
-        assert iys == ys
-        assert exs == epochs
-        np.testing.assert_allclose(eys, means, rtol=1e-12)
+    (_, ixs, iys), (_, vxs, vys) = it_ax
+    xs, ys, epochs, means = _expected(d, "train", metric, 6)
+    np.testing.assert_allclose(ixs, xs, rtol=1e-12)
+    assert iys == ys
+    _, _, valid_epochs, valid_means = _expected(d, "valid", metric, 3)
+    assert vxs == [float(e) for e in valid_epochs]       # validation of epoch e at x = e, where training ended
+    np.testing.assert_allclose(vys, valid_means, rtol=1e-12)
+    assert max(ixs) == max(vxs)                          # the last training iteration and the last validation meet
+    for (split, exs, eys), mean_of in zip(ep_ax, ((epochs, means), (valid_epochs, valid_means))):
+        assert exs == mean_of[0], split
+        np.testing.assert_allclose(eys, mean_of[1], rtol=1e-12)
+
+
+def _check_json(d: Path, metric: str, unit: str) -> None:
+    """``plots/curves.json``, the data written next to the PNGs: labels, units and the points, against the logs."""
+    data = json.loads((d / "plots" / "curves.json").read_text())[metric]
+    assert data["unit"] == unit
+    assert data["ylabel"] == (f"{metric} ({unit})" if unit else metric)
+    assert "epochs" in data["xlabel"]["iteration"] and data["xlabel"]["epoch"] == "epoch"
+    train, valid = data["curves"]
+    xs, ys, epochs, means = _expected(d, "train", metric, 6)
+    np.testing.assert_allclose(train["iteration"]["x"], xs, rtol=1e-12)
+    np.testing.assert_allclose(train["iteration"]["y"], ys, rtol=1e-12)
+    _, _, valid_epochs, valid_means = _expected(d, "valid", metric, 3)
+    assert valid["at_epoch_end"] and valid["iteration"]["x"] == valid_epochs == epochs
+    np.testing.assert_allclose(valid["iteration"]["y"], valid_means, rtol=1e-12)
 
 
 def test_plots_after_each_epoch(tmp_path, figures):
@@ -100,7 +138,7 @@ def test_plots_after_each_epoch(tmp_path, figures):
     _fit(tmp_path, watch)
     # written at each epoch end: present when the next epoch starts, and redrawn (new bytes) each time
     assert set(watch.seen) == {1, 2, 3} and watch.seen[1] == {}
-    assert set(watch.seen[2]) == {"Accuracy.png", "Loss.png", "index.html"}
+    assert set(watch.seen[2]) == {"Accuracy.png", "Loss.png", "curves.json", "index.html"}
     assert watch.seen[3]["Loss.png"] != watch.seen[2]["Loss.png"]
     for name in ("Accuracy.png", "Loss.png"):
         with Image.open(tmp_path / "plots" / name) as img:
@@ -111,9 +149,24 @@ def test_plots_after_each_epoch(tmp_path, figures):
     last = {p.name: axes for p, axes in figures[-2:]}
     _check_figure(tmp_path, last["Loss.png"], "Loss")
     _check_figure(tmp_path, last["Accuracy.png"], "Accuracy")
+    _check_json(tmp_path, "Loss", "")
+    _check_json(tmp_path, "Accuracy", "%")
     page = (tmp_path / "plots" / "index.html").read_text()
     assert '<img src="Accuracy.png"' in page and '<img src="Loss.png"' in page
     assert not list((tmp_path / "plots").glob(".*tmp"))   # atomic writes leave no temporary file
+
+
+def test_one_epoch_run_shows_its_iterations_and_the_validation_point(tmp_path, labelled):
+    _fit(tmp_path, epochs=1)
+    _check_json(tmp_path, "Accuracy", "%")
+    data = json.loads((tmp_path / "plots" / "curves.json").read_text())["Accuracy"]
+    train, valid = data["curves"]
+    assert len(train["iteration"]["x"]) == 6 and valid["iteration"]["x"] == [1]    # more than a single point
+    ax_it, ax_ep = labelled["Accuracy.png"]
+    assert ax_it["ylabel"] == ax_ep["ylabel"] == "Accuracy (%)"
+    assert ax_it["xlim"][0] <= 0 < 1 <= ax_it["xlim"][1]    # the whole epoch, from its start to its validation
+    assert ax_it["markers"] == [".", "D"]                      # each iteration and the validation point visible
+    assert ax_ep["xticks"] == [1] and ax_ep["xlabel"] == "epoch"   # one whole-number epoch, not 0.96 ... 1.04
 
 
 def test_interrupted_run_resumed_keeps_one_continuous_curve(tmp_path, figures):

@@ -72,7 +72,7 @@ def test_cli_summary(tmp_path, capsys):
     (tmp_path / "summary.json").unlink()   # without it, built-in metric names still give the direction
     main(["summary", str(tmp_path)])
     out = capsys.readouterr().out
-    assert re.search(r"\| Valid \| Accuracy \| [\d.]+ +\| \d", out)
+    assert re.search(r"\| Valid \| Accuracy \| [\d.]+ % +\| \d", out)   # the unit, known without summary.json
     assert main(["summary", str(tmp_path / "nope")]) == 2
     assert "no training logs" in capsys.readouterr().err
 

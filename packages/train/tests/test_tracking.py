@@ -96,16 +96,28 @@ def _scalars(run_dir: Path, tag: str) -> list[tuple[int, float]]:
 def test_tensorboard_event_files_hold_every_scalar(tmp_path):
     _requires("tensorboardX", "tensorboard")
     _fit(tmp_path, TensorBoardLogger(tmp_path / "tb"))
-    for split in ("train", "valid"):
-        for m in METRICS:
-            values, means = _series(tmp_path, split, m)
-            got = _scalars(tmp_path / "tb" / "iterations" / split, f"iteration/{m}")
-            assert [s for s, _ in got] == list(range(1, len(values) + 1))
-            np.testing.assert_array_equal([v for _, v in got], np.float32(values))  # simple_value is float32
+    per_epoch = len(_log_values(tmp_path, "train", "Loss")[1])   # training iterations per epoch, from the logs
+    assert per_epoch == 6
+    for m in METRICS:
+        # training: every iteration at its global training step
+        values, means = _series(tmp_path, "train", m)
+        got = _scalars(tmp_path / "tb" / "iterations" / "train", f"iteration/{m}")
+        assert [s for s, _ in got] == list(range(1, 2 * per_epoch + 1))
+        np.testing.assert_array_equal([v for _, v in got], np.float32(values))  # simple_value is float32
+        # validation on the same axis: its epoch mean at the global training step where the epoch ended
+        valid_values, valid_means = _series(tmp_path, "valid", m)
+        got = _scalars(tmp_path / "tb" / "iterations" / "valid", f"iteration/{m}")
+        assert [s for s, _ in got] == [per_epoch, 2 * per_epoch]
+        np.testing.assert_allclose([v for _, v in got], [valid_means[1], valid_means[2]], rtol=1e-6)
+        # validation batches: a separate tag with the validation's own step axis
+        got = _scalars(tmp_path / "tb" / "valid_batches", f"valid_batch/{m}")
+        assert [s for s, _ in got] == list(range(1, len(valid_values) + 1))
+        np.testing.assert_array_equal([v for _, v in got], np.float32(valid_values))
+        for split, mean in (("train", means), ("valid", valid_means)):
             got = _scalars(tmp_path / "tb" / split, f"epoch/{m}")
             assert [s for s, _ in got] == [1, 2]
-            np.testing.assert_allclose([v for _, v in got], [means[1], means[2]], rtol=1e-6)
-    assert len(values) == 2 * 3   # valid: 48 items in batches of 16, two epochs
+            np.testing.assert_allclose([v for _, v in got], [mean[1], mean[2]], rtol=1e-6)
+    assert len(valid_values) == 2 * 3   # valid: 48 items in batches of 16, two epochs
 
 
 def test_tensorboard_hyperparameters(tmp_path):
@@ -201,10 +213,17 @@ def test_mlflow_metrics_params_and_config(tmp_path):
 
     logger = MlflowLogger(experiment_name="ember-test", run_name="t")
     _fit(tmp_path, logger)
+    per_epoch = len(_log_values(tmp_path, "train", "Loss")[1])
     for split in ("train", "valid"):
         for m in METRICS:
             values, means = _series(tmp_path, split, m)
-            assert _mlflow_history(tmp_path, f"iteration/{split}/{m}") == list(enumerate(values, 1))
+            if split == "train":
+                assert _mlflow_history(tmp_path, f"iteration/train/{m}") == list(enumerate(values, 1))
+            else:   # validation means on the training steps' axis, at each epoch's end; its batches apart
+                got = _mlflow_history(tmp_path, f"iteration/valid/{m}")
+                assert [s for s, _ in got] == [per_epoch, 2 * per_epoch]
+                np.testing.assert_allclose([v for _, v in got], [means[1], means[2]], rtol=1e-12)
+                assert _mlflow_history(tmp_path, f"valid_batch/{m}") == list(enumerate(values, 1))
             got = _mlflow_history(tmp_path, f"epoch/{split}/{m}")
             assert [s for s, _ in got] == [1, 2]
             np.testing.assert_allclose([v for _, v in got], [means[1], means[2]], rtol=1e-12)
@@ -311,11 +330,11 @@ def test_interrupted_and_resumed_run_continues_the_same_run(tmp_path):
     _check_csv(d, _csv(d / "metrics.csv"))
     if has_tb:
         for split, tag in (("iterations/train", "iteration/Loss"), ("iterations/valid", "iteration/Accuracy"),
-                           ("train", "epoch/Loss"), ("valid", "epoch/Loss")):
+                           ("valid_batches", "valid_batch/Loss"), ("train", "epoch/Loss"), ("valid", "epoch/Loss")):
             assert _scalars(d / "tensorboard" / split, tag) == _scalars(ref / "tensorboard" / split, tag), split
     if has_mlflow:
         run_id = json.loads((d / "mlflow-run.json").read_text())["run_id"]
-        for key in ("iteration/train/Loss", "epoch/valid/Accuracy"):
+        for key in ("iteration/train/Loss", "iteration/valid/Loss", "valid_batch/Accuracy", "epoch/valid/Accuracy"):
             assert _mlflow_history(d, key) == _mlflow_history(ref, key), key
         assert json.loads((d / "mlflow-run.json").read_text())["run_id"] == run_id
 
@@ -371,5 +390,5 @@ def test_killed_run_resumed_from_an_earlier_checkpoint_drops_what_came_after(tmp
     assert rows == _csv(ref / "metrics.csv")
     if _has("tensorboardX") and _has("tensorboard"):
         for split, tag in (("iterations/train", "iteration/Loss"), ("iterations/valid", "iteration/Loss"),
-                           ("train", "epoch/Accuracy"), ("valid", "epoch/Loss")):
+                           ("valid_batches", "valid_batch/Loss"), ("train", "epoch/Accuracy"), ("valid", "epoch/Loss")):
             assert _scalars(d / "tensorboard" / split, tag) == _scalars(ref / "tensorboard" / split, tag), split

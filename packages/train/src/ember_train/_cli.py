@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         require_matplotlib()
         out = args.output or Path(args.artifact_dir) / "plots" / ("compare" if args.compare else "")
         written = plot_runs([args.artifact_dir, *args.compare], out)
-        print(f"wrote {len(written) - 1} figure(s) and {written[-1]}")
+        print(f"wrote {len(written) - 2} figure(s), {written[-2].name} and {written[-1]}")
         return 0
     except (FileNotFoundError, LearnerError) as exc:
         print(f"ember-train: error: {exc}", file=sys.stderr)

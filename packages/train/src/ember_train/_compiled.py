@@ -11,12 +11,19 @@ pass, Ember's backward pass and the optimizer update as one program:
 - ``valid(model, batch) -> item``: ``model.valid_step(batch)``, called on ``model.valid()``.
 
 numpy and torch return the functions unchanged (``Backend.compile``'s default), so their steps run eagerly
-exactly as written. Under a compiling backend the learning rate goes in as a Float tensor of shape ``[1]`` (a
+exactly as written.
+
+A compiled step is watched (:class:`_Watched`): its first call, which traces and compiles (tens of seconds
+for a large network on jax), is announced to the renderer (``MetricsRenderer.compiling``) before it starts and
+when it ends, and the time of every call that compiled (the first of each new argument structure, seen in the
+compiled function's ``trace_count``) is kept per split (:meth:`CompiledSteps.compile_stats`), so that the ETA's
+rate leaves it out. Under a compiling backend the learning rate goes in as a Float tensor of shape ``[1]`` (a
 Python float would be a static value: every new rate from the scheduler would recompile the step).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +31,7 @@ import numpy as np
 
 from ember import Float, Tensor
 
+from ._app_logger import LOGGER
 from ._checks import describe
 from ._errors import LearnerError
 from ._outputs import TrainOutput
@@ -48,23 +56,50 @@ class CompiledSteps:
         compiled: the backend really compiles (``compile(fn)`` is not ``fn``): the steps are traced, and
             :meth:`lr` gives a tensor.
         phase: the part of the step that ran last (``"train_step"``, ``"valid_step"`` or ``"other"``).
+        on_compile: called with ``(step, None)`` before the first call of a compiled step (``step``:
+            ``"training step"``, ``"validation step"``...), and with ``(step, seconds)`` after each call that
+            compiled (the Learner passes ``MetricsRenderer.compiling``).
     """
 
     def __init__(self, device: Any, enabled: bool = True, accumulation: bool = False) -> None:
         self.device = device
         self.phase = OTHER
+        self.on_compile: Callable[[str, float | None], None] | None = None
+        self._compile_time: dict[str, list[float]] = {"train": [0.0, 0], "valid": [0.0, 0]}
         compile_fn: Callable[..., Any] = device.backend.compile if enabled else _identity
         valid = self._valid  # one bound method, so that "compile returned it unchanged" can be seen
         self.valid = compile_fn(valid)
         self.compiled = self.valid is not valid
+        if self.compiled:
+            self.valid = _Watched(self, "valid", "validation step", self.valid)
+        watched = _watching(self, compile_fn)
         if accumulation:
-            self.grad = compile_fn(self._grad)
-            self.update = compile_fn(self._update)
+            self.grad = watched(self._grad, "training step")
+            self.update = watched(self._update, "optimizer update")
         else:
-            self.train = compile_fn(self._train)
+            self.train = watched(self._train, "training step")
         self._lr: tuple[float, Tensor] | None = None
         #: puts the learning-rate tensor where the step's other inputs are (``MultiDevice``: on every device)
         self.place: Callable[[Any], Any] = _identity
+
+    def reset_compile_time(self, split: str) -> None:
+        """Start counting the compile time of ``split`` (``"train"``, ``"valid"``) afresh (at each epoch start)."""
+        self._compile_time[split] = [0.0, 0]
+
+    def compile_stats(self, split: str) -> dict[str, Any]:
+        """``{"compile_seconds": s, "compile_iterations": n}``: the time and number of the calls of ``split``'s
+        steps that compiled since :meth:`reset_compile_time` (the keyword arguments of ``TrainingProgress``)."""
+        seconds, calls = self._compile_time[split]
+        return {"compile_seconds": seconds, "compile_iterations": int(calls)}
+
+    def _compiled_call(self, split: str, label: str, seconds: float, first: bool) -> None:
+        acc = self._compile_time[split]
+        acc[0] += seconds
+        acc[1] += 1
+        LOGGER.info("Compiled the %s%s in %.1f s (%s).", label, "" if first else " again for new argument shapes",
+                    seconds, self.device.inner.backend.name)
+        if self.on_compile is not None:
+            self.on_compile(label, seconds)
 
     def lr(self, lr: float) -> float | Tensor:
         """The learning rate to pass to the steps: ``lr`` itself when eager, else a Float ``[1]`` tensor on the
@@ -113,3 +148,52 @@ class CompiledSteps:
 
 def _identity(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
+
+
+def _watching(steps: CompiledSteps, compile_fn: Callable[..., Any]) -> Callable[[Callable[..., Any], str], Any]:
+    """``compile_fn`` whose compiled training steps are watched (:class:`_Watched`); eager steps stay as they are."""
+    def compile_and_watch(fn: Callable[..., Any], label: str) -> Any:
+        out = compile_fn(fn)
+        return out if not steps.compiled else _Watched(steps, "train", label, out)
+
+    return compile_and_watch
+
+
+class _Watched:
+    """A compiled step that reports its compiling calls: the first call is announced before it runs (it traces and
+    compiles); a call that compiled (``trace_count`` grew, or the first call when the function has no count) is
+    timed and reported after. Other attributes (``trace_count``, ``cache_size``) are the compiled function's."""
+
+    def __init__(self, steps: CompiledSteps, split: str, label: str, fn: Callable[..., Any]) -> None:
+        self.steps = steps
+        self.split = split
+        self.label = label
+        self.fn = fn
+        self.calls = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self.fn
+        first = self.calls == 0
+        self.calls += 1
+        before = getattr(fn, "trace_count", None)
+        if first and self.steps.on_compile is not None:
+            self.steps.on_compile(self.label, None)
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            seconds = time.perf_counter() - t0
+            after = getattr(fn, "trace_count", None)
+            compiled = first if before is None or after is None else after > before
+            if compiled:
+                self.steps._compiled_call(self.split, self.label, seconds, first)
+            elif first and self.steps.on_compile is not None:
+                self.steps.on_compile(self.label, seconds)   # ends the announcement
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "fn":
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)

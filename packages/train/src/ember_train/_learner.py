@@ -231,8 +231,10 @@ class Learner:
         if s.checkpoint is not None:
             resume = ResumePoint(start, skip, train.steps_before(start) + skip, valid.steps_before(start))
         self._trackers = trackers
+        units = {sl.name: getattr(sl.metric, "unit", "").strip() for sl in [*train.slots, *valid.slots]}
         run = RunInfo(s.artifact_dir, dict(s.hparams), resume, s.num_epochs,
-                      {"train": train.iterations_total, "valid": valid.iterations_total})
+                      {"train": train.iterations_total, "valid": valid.iterations_total},
+                      {name: unit for name, unit in units.items() if unit})
         for t in trackers:
             t.start(run)
         return trackers
@@ -307,6 +309,8 @@ class Learner:
         one_program = replicas is not None and self._one_program(replicas, loader_train, loader_valid)
         steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None
                               or (replicas is not None and not one_program))
+        # "compiling the training step" while a first call compiles (a renderer without the hook: none)
+        steps.on_compile = getattr(s.renderer, "compiling", None)
         if steps.compiled and hasattr(optim, "init_states"):
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
         if one_program:
@@ -520,6 +524,7 @@ class Learner:
             else steps.train if accumulator is None else _no_train_fn)
         it = iter(loader)
         start = time.perf_counter()
+        steps.reset_compile_time("train")
         iteration = 0
         completed = True
         try:
@@ -556,7 +561,8 @@ class Learner:
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                                          time.perf_counter() - start))
+                                                          time.perf_counter() - start,
+                                                          **steps.compile_stats("train")))
                 # under DDP the step's gradient all-reduce carried the ranks' stop flags (with accumulation, a
                 # step without an update asks the other ranks)
                 agreed = (replicas.stop_seen if replicas is not None and accumulator is None
@@ -570,7 +576,8 @@ class Learner:
         if iteration > skip:
             done, tot = _progress_of(it, iteration)
             self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                                  time.perf_counter() - start))
+                                                  time.perf_counter() - start,
+                                                  **steps.compile_stats("train")))
         self._last_iteration = iteration
         self._train_total = total
         if not completed:
@@ -630,6 +637,7 @@ class Learner:
         vm = model.valid()
         it = iter(loader)
         start = time.perf_counter()
+        steps.reset_compile_time("valid")
         iteration = 0
         stopped = False
         try:
@@ -640,7 +648,8 @@ class Learner:
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                                          time.perf_counter() - start))
+                                                          time.perf_counter() - start,
+                                                          **steps.compile_stats("valid")))
                 if self._agree(s.interrupter.should_stop()):
                     stopped = True
                     break
@@ -650,7 +659,8 @@ class Learner:
             return False  # the epoch's training is complete; resuming runs this validation again
         done, tot = _progress_of(it, iteration)
         self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
-                                              time.perf_counter() - start))
+                                              time.perf_counter() - start,
+                                              **steps.compile_stats("valid")))
         values = metrics.end_epoch()
         LOGGER.info("Epoch %d valid: %s", epoch, values)
         return True
@@ -756,7 +766,7 @@ class Learner:
                 if not hist:
                     continue
                 hib = m.higher_is_better if isinstance(m, Numeric) else None
-                out.metrics.append(MetricSummary(split.value, m.name(), hist, hib))
+                out.metrics.append(MetricSummary(split.value, m.name(), hist, hib, getattr(m, "unit", "").strip()))
                 out.epochs = max(out.epochs, hist[-1][0])
         return out
 

@@ -14,7 +14,7 @@ from typing import Any
 from ember.record._atomic import atomic_write
 
 from ._errors import LearnerError
-from ._tracking import RunInfo, TrackingLogger, flat_hparams
+from ._tracking import EpochEndSteps, RunInfo, TrackingLogger, flat_hparams
 
 __all__ = ["MlflowLogger"]
 
@@ -44,8 +44,11 @@ def _is_file_store(uri: str) -> bool:
 class MlflowLogger(TrackingLogger):
     """Logs to an MLflow tracking store: one MLflow run per training run.
 
-    - metrics ``iteration/<split>/<Metric>`` (step: the split's global iteration) and ``epoch/<split>/<Metric>``
-      (step: the epoch), sent with ``log_batch`` at each logging interval and epoch end;
+    - metrics ``iteration/train/<Metric>`` (step: the global training step) and ``iteration/valid/<Metric>`` (the
+      validation's epoch mean at the global training step where the epoch ended: one axis, as Keras and Lightning
+      log validation), ``valid_batch/<Metric>`` (each validation batch, step: the validation's own global
+      iteration) and ``epoch/<split>/<Metric>`` (step: the epoch), sent with ``log_batch`` at each logging
+      interval and epoch end;
     - the hyper-parameters (``LearnerBuilder.with_hyperparameters``) as params with dotted keys
       (``optimizer.beta_1``) and as the artifact ``config.json``;
     - the run ends ``FINISHED``, ``FAILED`` after an error, ``KILLED`` after a second Ctrl-C.
@@ -79,6 +82,7 @@ class MlflowLogger(TrackingLogger):
         self._client: Any = None
         self._pending: list[Any] = []
         self._metric: Any = None
+        self._ends = EpochEndSteps()
 
     def start(self, run: RunInfo) -> None:
         mlflow = _mlflow()
@@ -86,6 +90,7 @@ class MlflowLogger(TrackingLogger):
         from mlflow.tracking import MlflowClient
 
         self._metric = Metric
+        self._ends.start(run)
         uri = self.tracking_uri or (run.artifact_dir.resolve() / "mlruns").as_uri()
         self.tracking_uri = uri
         if _is_file_store(uri):
@@ -129,10 +134,16 @@ class MlflowLogger(TrackingLogger):
         self._pending.append(self._metric(_BAD_KEY.sub("_", key), float(value), int(time.time() * 1000), step))
 
     def log_iteration(self, split: str, name: str, value: float, epoch: int, iteration: int, step: int) -> None:
-        self._add(f"iteration/{split}/{name}", value, step)
+        if split == "train":
+            self._add(f"iteration/{split}/{name}", value, step)
+            self._ends.train(step, epoch)
+        else:
+            self._add(f"valid_batch/{name}", value, step)
 
     def log_epoch(self, split: str, name: str, value: float, epoch: int) -> None:
         self._add(f"epoch/{split}/{name}", value, epoch)
+        if split == "valid":
+            self._add(f"iteration/{split}/{name}", value, self._ends.at(epoch))
 
     def flush(self) -> None:
         if self._client is None or not self._pending:

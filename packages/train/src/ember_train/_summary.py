@@ -18,17 +18,20 @@ from typing import Any
 from ._store import aggregate_entries
 from .metric._base import NumericEntry
 
-__all__ = ["LearnerSummary", "MetricSummary", "metric_names", "read_entries", "read_history"]
+__all__ = ["LearnerSummary", "MetricSummary", "format_value", "known_unit", "metric_names", "metric_units",
+           "read_entries", "read_history"]
 
 
 @dataclass(frozen=True)
 class MetricSummary:
-    """One metric of one split: ``history`` is ``[(epoch, value)]``; ``higher_is_better`` may be ``None``."""
+    """One metric of one split: ``history`` is ``[(epoch, value)]``; ``higher_is_better`` may be ``None``;
+    ``unit`` is the metric's (``"%"`` for accuracies, ``""`` for none)."""
 
     split: str
     name: str
     history: list[tuple[int, float]]
     higher_is_better: bool | None = None
+    unit: str = ""
 
     @property
     def best(self) -> tuple[int, float]:
@@ -98,10 +101,37 @@ def known_direction(name: str) -> bool | None:
     return True if name.startswith(_HIGHER) else None
 
 
-def _fmt(v: float) -> str:
-    if v == 0 or 1e-3 <= abs(v) < 1e6:
-        return f"{v:.4f}".rstrip("0").rstrip(".") if abs(v) >= 1 else f"{v:.6f}".rstrip("0").rstrip(".")
-    return f"{v:.4e}"
+_UNITS = {"Accuracy": "%", "Top-K Accuracy": "%", "CPU Usage": "%", "CPU Memory": "GB", "CPU Temperature": "°C",
+          "Iteration Speed": "iter/s"}
+
+
+def known_unit(name: str) -> str:
+    """The unit of a built-in metric name (``"%"`` for the accuracies), ``""`` for others."""
+    return next((u for n, u in _UNITS.items() if name.startswith(n)), "")
+
+
+def metric_units(artifact_dir: Path) -> dict[str, str]:
+    """``{metric name: unit}`` from ``summary.json`` (the built-in units where it is missing or has none)."""
+    try:
+        data = json.loads((artifact_dir / "summary.json").read_text(encoding="utf-8"))
+        return {m["name"]: m.get("unit", known_unit(m["name"])) for m in data.get("metrics", [])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def format_value(v: float, unit: str = "") -> str:
+    """One value as the summary shows it: a percentage with 2 decimals (``"92.82 %"``), anything else with 4
+    significant digits (``"0.2345"``, ``"1.235e+04"``) and its unit (``"12.34 iter/s"``)."""
+    unit = unit.strip()
+    if not math.isfinite(v):
+        text = str(v)
+    elif unit == "%":
+        text = f"{v:.2f}"
+    else:
+        text = f"{v:#.4g}"
+        mantissa, e, exp = text.partition("e")
+        text = mantissa.rstrip(".") + e + exp
+    return f"{text} {unit}" if unit else text
 
 
 @dataclass
@@ -136,6 +166,7 @@ class LearnerSummary:
                 f"{root} holds no training logs (train/epoch-N/*.log or valid/...); is it a Learner artifact directory?"
             )
         names: dict[str, str] = {}
+        units: dict[str, str] = {}
         if directions is None:
             directions = {}
             saved = root / "summary.json"
@@ -145,6 +176,8 @@ class LearnerSummary:
                     for m in data.get("metrics", []):
                         directions[m["file"]] = m.get("higher_is_better")
                         names[m["file"]] = m["name"]
+                        if "unit" in m:
+                            units[m["file"]] = m["unit"]
                     model = model or data.get("model", "")
                 except (ValueError, KeyError, TypeError):
                     pass
@@ -155,7 +188,7 @@ class LearnerSummary:
             for stem, hist in hists:
                 name = names.get(stem, stem.replace("_", " "))
                 hib = directions.get(stem, directions.get(name, known_direction(name)))
-                out.metrics.append(MetricSummary(split, name, hist, hib))
+                out.metrics.append(MetricSummary(split, name, hist, hib, units.get(stem, known_unit(name))))
                 out.epochs = max(out.epochs, hist[-1][0])
         return out
 
@@ -167,6 +200,7 @@ class LearnerSummary:
             "model": self.model,
             "metrics": [
                 {"split": m.split, "name": m.name, "file": file_name(m.name), "higher_is_better": m.higher_is_better,
+                 "unit": m.unit,
                  "best": {"epoch": m.best[0], "value": m.best[1]}, "last": {"epoch": m.last[0], "value": m.last[1]},
                  "history": [[e, v] for e, v in m.history]}
                 for m in self.metrics
@@ -174,13 +208,16 @@ class LearnerSummary:
         }
 
     def rows(self) -> list[tuple[str, str, str, str, str]]:
-        """``(split, metric, best, best epoch, last)`` strings, as the table shows them; a metric without a
-        direction (``higher_is_better is None``, e.g. the learning rate) shows its minimum, marked ``(min)``."""
+        """``(split, metric, best, best epoch, last)`` strings, as the table shows them (:func:`format_value`: a
+        percentage with 2 decimals, anything else with 4 significant digits, with the metric's unit); a metric
+        without a direction (``higher_is_better is None``, e.g. the learning rate) shows its minimum, marked
+        ``(min)``."""
         rows = []
         for m in self.metrics:
             be, bv = m.best
-            best = _fmt(bv) if m.higher_is_better is not None else f"{_fmt(bv)} (min)"
-            rows.append((m.split.capitalize(), m.name, best, str(be), _fmt(m.last[1])))
+            best = format_value(bv, m.unit)
+            best = best if m.higher_is_better is not None else f"{best} (min)"
+            rows.append((m.split.capitalize(), m.name, best, str(be), format_value(m.last[1], m.unit)))
         return rows
 
     def table(self) -> str:
@@ -195,7 +232,7 @@ class LearnerSummary:
         title = " Learner Summary "
         out = [title.center(64, "=")]
         if self.model:
-            out.append(f"Model:\n{self.model}")
+            out.append(f"Model: {self.model}")
         out.append(f"Total Epochs: {self.epochs}")
         out.append("")
         out.append(line(header))

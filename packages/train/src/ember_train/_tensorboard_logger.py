@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import LearnerError
-from ._tracking import RunInfo, TrackingLogger, flat_hparams
+from ._tracking import EpochEndSteps, RunInfo, TrackingLogger, flat_hparams
 
 __all__ = ["TensorBoardLogger"]
 
 _RUNS = {("epoch", "train"): "train", ("epoch", "valid"): "valid",
-         ("iteration", "train"): "iterations/train", ("iteration", "valid"): "iterations/valid"}
+         ("iteration", "train"): "iterations/train", ("iteration", "valid"): "iterations/valid",
+         ("batch", "valid"): "valid_batches"}
 
 
 def _summary_writer() -> Any:
@@ -35,13 +36,19 @@ def _summary_writer() -> Any:
 class TensorBoardLogger(TrackingLogger):
     """Writes every metric to TensorBoard event files under ``log_dir``, one TensorBoard run per series:
 
-    ============================  ====================  =========================================
-    run (sub-directory)           tag                   step
-    ============================  ====================  =========================================
-    ``train``, ``valid``          ``epoch/<Metric>``    the epoch (train and valid on one chart)
-    ``iterations/train``, ``…``   ``iteration/<Metric>``  the split's global iteration (1-based)
-    ``.`` (``log_dir`` itself)    HParams, ``config``   the hyper-parameters (``with_hyperparameters``)
-    ============================  ====================  =========================================
+    ==========================  =======================  ======================================================
+    run (sub-directory)         tag                      step
+    ==========================  =======================  ======================================================
+    ``iterations/train``        ``iteration/<Metric>``   the global training step (1-based): each iteration
+    ``iterations/valid``        ``iteration/<Metric>``   the global training step at which the epoch ended: the
+                                                         validation's epoch mean (as Keras and Lightning log it)
+    ``train``, ``valid``        ``epoch/<Metric>``       the epoch (train and valid on one chart)
+    ``valid_batches``           ``valid_batch/<Metric>`` the validation's own global iteration: each batch
+    ``.`` (``log_dir`` itself)  HParams, ``config``      the hyper-parameters (``with_hyperparameters``)
+    ==========================  =======================  ======================================================
+
+    So each chart has one x axis: ``iteration/Loss`` shows the training loss of every step and the validation loss
+    as one point at the end of each epoch, where the model it measured stopped training.
 
     Values are TensorBoard's ``simple_value`` (float32). The event files are flushed (tensorboardX flushes with an
     ``fsync``, about 2 ms a file) at most every ``flush_secs`` seconds, at each epoch end and when ``fit`` ends. Each
@@ -68,6 +75,7 @@ class TensorBoardLogger(TrackingLogger):
         self._last_flush = 0.0
         self._writers: dict[tuple[str, str], Any] = {}
         self._root: Any = None
+        self._ends = EpochEndSteps()
 
     def start(self, run: RunInfo) -> None:
         writer_cls = _summary_writer()
@@ -78,8 +86,11 @@ class TensorBoardLogger(TrackingLogger):
             ("epoch", "train"): 1 if r is None else r.epoch + (1 if r.iteration else 0),
             ("epoch", "valid"): 1 if r is None else r.epoch,
             ("iteration", "train"): 1 if r is None else r.train_step + 1,
-            ("iteration", "valid"): 1 if r is None else r.valid_step + 1,
+            # validation of the resumed epoch and after: at or after the end of the epoch before
+            ("iteration", "valid"): self._ends.purge_step(run),
+            ("batch", "valid"): 1 if r is None else r.valid_step + 1,
         }
+        self._ends.start(run)
         # a name that sorts after the files of an interrupted run, even one started in the same second
         suffix = f".{time.time_ns()}.{os.getpid()}"
         for key, sub in _RUNS.items():
@@ -96,10 +107,16 @@ class TensorBoardLogger(TrackingLogger):
         self._hparams = bool(run.hparams)
 
     def log_iteration(self, split: str, name: str, value: float, epoch: int, iteration: int, step: int) -> None:
-        self._writers[("iteration", split)].add_scalar(f"iteration/{name}", value, step)
+        if split == "train":
+            self._writers[("iteration", split)].add_scalar(f"iteration/{name}", value, step)
+            self._ends.train(step, epoch)
+        else:
+            self._writers[("batch", split)].add_scalar(f"valid_batch/{name}", value, step)
 
     def log_epoch(self, split: str, name: str, value: float, epoch: int) -> None:
         self._writers[("epoch", split)].add_scalar(f"epoch/{name}", value, epoch)
+        if split == "valid":
+            self._writers[("iteration", split)].add_scalar(f"iteration/{name}", value, self._ends.at(epoch))
 
     def flush(self) -> None:
         if time.monotonic() - self._last_flush >= self.flush_secs:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._errors import LearnerError
 
-__all__ = ["ResumePoint", "RunInfo", "TrackingLogger", "hparams_of", "flat_hparams"]
+__all__ = ["EpochEndSteps", "ResumePoint", "RunInfo", "TrackingLogger", "hparams_of", "flat_hparams"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class RunInfo:
         resume: ``None`` for a run that starts at epoch 1, else where it continues.
         num_epochs: the configured number of epochs.
         iterations_per_epoch: ``{"train": len(train loader), "valid": ...}`` (``None`` when a loader has no length).
+        units: ``{metric name: unit}`` of the metrics that have one (``{"Accuracy": "%"}``; a metric's ``unit``).
     """
 
     artifact_dir: Path
@@ -65,6 +66,7 @@ class RunInfo:
     resume: ResumePoint | None = None
     num_epochs: int = 1
     iterations_per_epoch: dict[str, int | None] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
 
 
 def hparams_of(config: Any) -> dict[str, Any]:
@@ -105,6 +107,39 @@ def flat_hparams(params: Mapping[str, Any], prefix: str = "") -> dict[str, float
         else:
             out[key] = json.dumps(v) if isinstance(v, (list, tuple)) else str(v)
     return out
+
+
+class EpochEndSteps:
+    """The global training step at which each epoch's training ended, for loggers that put the validation of epoch
+    ``e`` on the training steps' axis (as Keras and Lightning): feed it the training entries
+    (:meth:`train`); :meth:`at` gives the step for an epoch's validation."""
+
+    def __init__(self) -> None:
+        self._step = self._epoch = 0
+        self._per_epoch: int | None = None
+
+    def start(self, run: RunInfo) -> None:
+        r = run.resume
+        self._step = 0 if r is None else r.train_step
+        self._epoch = 0 if r is None else r.epoch - (0 if r.iteration else 1)
+        self._per_epoch = run.iterations_per_epoch.get("train")
+
+    def train(self, step: int, epoch: int) -> None:
+        """A training entry of ``epoch`` at global step ``step``."""
+        if step >= self._step:
+            self._step, self._epoch = step, epoch
+
+    def at(self, epoch: int) -> int:
+        """The global training step at which ``epoch``'s training ended: its last training step logged (the
+        loader's length times the epochs when no training metric was logged in it)."""
+        if self._epoch == epoch or not self._per_epoch:
+            return self._step
+        return epoch * self._per_epoch
+
+    def purge_step(self, run: RunInfo) -> int:
+        """The first step of this run's validation entries: a resumed run hides those logged from there on."""
+        r = run.resume
+        return 1 if r is None else r.train_step - r.iteration + 1
 
 
 class TrackingLogger:

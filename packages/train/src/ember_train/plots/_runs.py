@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._store import aggregate_entries
-from .._summary import metric_names, read_entries
+from .._summary import known_unit, metric_names, metric_units, read_entries
 from ._figure import Curve, write_plots
 
 __all__ = ["run_curves", "plot_runs"]
@@ -33,7 +33,8 @@ def run_curves(artifact_dir: str | os.PathLike[str], label: str = "") -> dict[st
             means = {e: v for e, es in epochs.items() if not math.isnan(v := aggregate_entries(es))}
             values = {e: [x.value for x in es] for e, es in epochs.items()}
             name = names.get(stem, stem.replace("_", " "))
-            out.setdefault(name, []).append(Curve.build(f"{label} {split}".strip(), values, means))
+            out.setdefault(name, []).append(Curve.build(f"{label} {split}".strip(), values, means,
+                                                        at_epoch_end=split == "valid"))
     return out
 
 
@@ -44,7 +45,7 @@ def _labels(dirs: Sequence[Path]) -> list[str]:
 
 
 def plot_runs(artifact_dirs: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str]) -> list[Path]:
-    """Write ``<output>/<Metric>.png`` and ``<output>/index.html`` with the curves of every run in
+    """Write ``<output>/<Metric>.png``, ``curves.json`` and ``index.html`` with the curves of every run in
     ``artifact_dirs`` (one run: train and valid; several: each run's train and valid, labelled by folder).
 
     Raises:
@@ -54,8 +55,10 @@ def plot_runs(artifact_dirs: Sequence[str | os.PathLike[str]], output: str | os.
     dirs = [Path(d) for d in artifact_dirs]
     labels = _labels(dirs) if len(dirs) > 1 else [""]
     metrics: dict[str, list[Curve]] = {}
+    units: dict[str, str] = {}
     for d, label in zip(dirs, labels):
         for name, curves in run_curves(d, label).items():
             metrics.setdefault(name, []).extend(curves)
+        units = {**metric_units(d), **units}
     title = "Ember metrics: " + ", ".join(str(d) for d in dirs)
-    return write_plots(output, metrics, title)
+    return write_plots(output, metrics, title, {n: units.get(n, known_unit(n)) for n in metrics})

@@ -12,10 +12,14 @@ __all__ = ["PlotWriter"]
 
 
 class PlotWriter(TrackingLogger):
-    """Writes ``<directory>/<Metric>.png`` (train and valid, per iteration and per epoch) and ``index.html`` at
-    each epoch end, and once more when ``fit`` ends inside an epoch. The Learner adds one (``plots/`` in the
-    artifact directory) unless ``LearnerBuilder.plots(False)``; a resumed run is handed the earlier epochs'
-    values first, so its curves continue those of the interrupted run.
+    """Writes ``<directory>/<Metric>.png`` (train and valid, per iteration and per epoch), ``curves.json`` (the
+    points plotted) and ``index.html`` at each epoch end, and once more when ``fit`` ends inside an epoch. The
+    Learner adds one (``plots/`` in the artifact directory) unless ``LearnerBuilder.plots(False)``.
+
+    Both splits share the x axis, the training progress in epochs: the training values per iteration, the
+    validation of epoch ``e`` at ``e`` (where the model it saw stopped training); the y axis carries the
+    metric's unit (``Accuracy (%)``). A resumed run is handed the earlier epochs' values first, so its curves
+    continue those of the interrupted run.
 
     Args:
         directory: where the files go (created).
@@ -26,10 +30,12 @@ class PlotWriter(TrackingLogger):
         self._values: dict[tuple[str, str], dict[int, list[float]]] = {}
         self._means: dict[tuple[str, str], dict[int, float]] = {}
         self._per_epoch: dict[str, int | None] = {}
+        self._units: dict[str, str] = {}
         self._dirty = False
 
     def start(self, run: RunInfo) -> None:
         self._per_epoch = dict(run.iterations_per_epoch)
+        self._units = dict(run.units)
 
     def restore(self, split: str, name: str, epoch: int, values: list[float], mean: float | None) -> None:
         self._values.setdefault((split, name), {})[epoch] = list(values)
@@ -55,7 +61,7 @@ class PlotWriter(TrackingLogger):
         out: dict[str, list[Curve]] = {}
         for name in names:
             out[name] = [Curve.build(split, self._values.get((split, name), {}), self._means.get((split, name), {}),
-                                     self._per_epoch.get(split))
+                                     self._per_epoch.get(split), at_epoch_end=split == "valid")
                          for split in ("train", "valid")
                          if (split, name) in self._values or (split, name) in self._means]
         return out
@@ -65,7 +71,7 @@ class PlotWriter(TrackingLogger):
 
     def write(self) -> None:
         """Redraw every metric's figure and the index now."""
-        write_plots(self.directory, self.curves())
+        write_plots(self.directory, self.curves(), units=self._units)
         self._dirty = False
 
     def close(self) -> None:

@@ -21,8 +21,10 @@ _KINDS = ("Full history", "Recent history")
 class PlotPanel:
     """The chart's data and view state; :meth:`render` draws it at a given size.
 
-    Points are placed in epochs: the updates logged between two progress reports of a split are spread evenly
-    between the positions of those reports (``epoch - 1 + items_processed / items_total``).
+    Points are placed in epochs of training: the training updates logged between two progress reports are spread
+    evenly between the positions of those reports (``epoch - 1 + items_processed / items_total``); the validation
+    of epoch ``e`` is one point, its epoch mean, at ``e`` (:meth:`epoch_end`), where the model it measured stopped
+    training.
 
     Args:
         recent: the recent history spans the last ``recent`` points of the split with the most (default 100).
@@ -43,14 +45,34 @@ class PlotPanel:
 
     # -- data ----------------------------------------------------------------------------------------
     def add(self, split: str, name: str, value: float) -> None:
-        """One step's value of a numeric metric (placed at the split's next progress report)."""
+        """One step's value of a numeric metric (training: placed at the next progress report; validation: only
+        names the metric, whose point comes with :meth:`epoch_end`)."""
         with self._lock:
             if name not in self.names:
                 self.names.append(name)
-            self._pending[split].setdefault(name, []).append(value)
+            if split == "train":
+                self._pending[split].setdefault(name, []).append(value)
+
+    def epoch_end(self, split: str, epoch: int, values: dict[str, float]) -> None:
+        """The epoch means of ``split``: the validation's are placed at ``x = epoch`` (the end of that epoch's
+        training)."""
+        if split != "valid":
+            return
+        with self._lock:
+            for name, v in values.items():
+                if name not in self.names:
+                    self.names.append(name)
+                xs, ys = self._points.setdefault((split, name), ([], []))
+                while xs and xs[-1] >= epoch:   # a validation run again (resume) replaces its point
+                    xs.pop()
+                    ys.pop()
+                xs.append(float(epoch))
+                ys.append(v)
 
     def progress(self, split: str, epoch: int, items_processed: int, items_total: int) -> None:
-        """Place the pending values of ``split`` up to ``epoch - 1 + items_processed / items_total``."""
+        """Place the pending training values up to ``epoch - 1 + items_processed / items_total``."""
+        if split != "train":
+            return
         x = epoch - 1 + (items_processed / items_total if items_total else 1.0)
         last = self._last_x[split]
         start = last if epoch - 1 <= last <= x else float(epoch - 1)

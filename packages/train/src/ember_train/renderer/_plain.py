@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import IO, TYPE_CHECKING
 
+from .._summary import format_value, known_unit
 from ._base import MetricsRenderer, MetricState, TrainingProgress
 from ._format import duration
 
@@ -65,12 +66,18 @@ class CliMetricsRenderer(MetricsRenderer):
         self._render("valid", progress)
 
     def on_epoch_end(self, split: str, epoch: int, values: dict[str, float]) -> None:
-        body = "  ".join(f"{k} {v:.6g}" for k, v in values.items())
+        body = "  ".join(f"{k} {format_value(v, known_unit(k))}" for k, v in values.items())
         self._print(f"[{split}] epoch {epoch} done: {body}")
         self._current[split] = {}
 
     def message(self, text: str) -> None:
         self._print(text)
+
+    def compiling(self, step: str, seconds: float | None) -> None:
+        if seconds is None:
+            self._print(f"Compiling the {step}: its first call traces and compiles it, which can take a minute…")
+        else:
+            self._print(f"Compiled the {step} in {seconds:.1f} s (left out of the ETA).")
 
     def on_train_end(self, summary: LearnerSummary | None) -> None:
         if summary is not None:

@@ -19,6 +19,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from .._summary import format_value, known_unit
 from ._base import MetricsRenderer, MetricState, TrainingProgress
 from ._chart import PlotPanel
 from ._format import duration, sparkline
@@ -59,6 +60,7 @@ class TuiMetricsRenderer(MetricsRenderer):
         self._current: dict[str, dict[str, MetricState]] = {"train": {}, "valid": {}}
         self._epochs: dict[str, dict[str, list[float]]] = {"train": {}, "valid": {}}
         self._notes: list[str] = []
+        self._compiling: tuple[str, str] | None = None
 
     # -- hooks -------------------------------------------------------------------------------------
     def update_train(self, state: MetricState) -> None:
@@ -88,6 +90,7 @@ class TuiMetricsRenderer(MetricsRenderer):
             for name, v in values.items():
                 self._epochs[split].setdefault(name, []).append(v)
             self._current[split] = {}
+            self.plot.epoch_end(split, epoch, values)
         self._draw(force=True)
 
     def message(self, text: str) -> None:
@@ -98,6 +101,16 @@ class TuiMetricsRenderer(MetricsRenderer):
             self.console.print(text)
         else:
             self._draw(force=True)
+
+    def compiling(self, step: str, seconds: float | None) -> None:
+        with self._lock:
+            if seconds is None:
+                self._compiling = (step, time.strftime("%H:%M:%S"))  # the view is not redrawn while it compiles
+            else:
+                self._compiling = None
+                self._notes.append(f"Compiled the {step} in {seconds:.1f} s (left out of the ETA).")
+                self._notes = self._notes[-4:]
+        self._draw(force=True)
 
     def on_train_end(self, summary: LearnerSummary | None) -> None:
         if self._keys is not None:
@@ -137,6 +150,10 @@ class TuiMetricsRenderer(MetricsRenderer):
 
     def _view(self) -> Any:
         parts: list[Any] = []
+        if self._compiling is not None:
+            step, since = self._compiling
+            parts.append(Text(f"Compiling the {step}: its first call traces and compiles it, which can take a minute "
+                              f"(since {since}; the ETA leaves this time out)…", style="bold yellow"))
         p = self._progress.get(self._split)
         if p is not None:
             bars = Table.grid(padding=(0, 1))
@@ -185,7 +202,7 @@ class TuiMetricsRenderer(MetricsRenderer):
                 if st is not None:
                     cells.append(st.entry.formatted)
                 elif self._epochs[split].get(name):
-                    cells.append(f"{self._epochs[split][name][-1]:.4g} (last epoch)")
+                    cells.append(f"{format_value(self._epochs[split][name][-1], known_unit(name))} (last epoch)")
                 else:
                     cells.append("-")
             finite = [v for s in series.values() for v in s if math.isfinite(v)]
