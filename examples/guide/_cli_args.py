@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from ember import install_command
+
 from ._errors import UsageError
 
 __all__ = ["BACKENDS", "non_negative_int", "parser", "positive_int"]
@@ -70,10 +72,10 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--devices", type=positive_int, default=1,
                    help="train data-parallel on N devices of this process (MultiDevice; jax or several CUDA devices)")
     t.add_argument("--tensorboard", metavar="DIR", default=None,
-                   help="also write TensorBoard event files to DIR (pip install 'ember-train[tensorboard]')")
+                   help=f"also write TensorBoard event files to DIR ({install_command('ember-train', 'tensorboard')})")
     t.add_argument("--mlflow", metavar="URI", default=None,
                    help="also log to the MLflow tracking URI, e.g. file:/tmp/mlruns "
-                        "(pip install 'ember-train[mlflow]')")
+                        f"({install_command('ember-train', 'mlflow')})")
     again = t.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true",
                        help="continue the unfinished (interrupted) run of the artifact directory from its last "

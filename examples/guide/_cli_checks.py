@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from ember import BackendError
+from ember import BackendError, install_command
 from ember.data import DatasetError
 from ember.data.vision import MnistDataset, mnist_dir, mnist_missing
 
@@ -16,8 +16,8 @@ from ._errors import UsageError
 
 __all__ = ["check_loggers", "device_of", "load_mnist", "mnist_or_say_why", "one_line"]
 
-#: optional logger flag -> (module it needs, the extra that installs it)
-_LOGGERS = {"tensorboard": ("tensorboardX", "ember-train[tensorboard]"), "mlflow": ("mlflow", "ember-train[mlflow]")}
+#: optional logger flag -> (module it needs, the ember-train extra that installs it)
+_LOGGERS = {"tensorboard": ("tensorboardX", "tensorboard"), "mlflow": ("mlflow", "mlflow")}
 
 
 def one_line(exc: BaseException) -> str:
@@ -29,8 +29,8 @@ def check_loggers(args: Any) -> None:
     """``--tensorboard`` / ``--mlflow`` need their library installed."""
     for flag, (module, extra) in _LOGGERS.items():
         if getattr(args, flag, None) is not None and importlib.util.find_spec(module) is None:
-            raise UsageError(f"--{flag} needs {module}, which is not installed: pip install '{extra}', or drop "
-                             f"--{flag}.")
+            raise UsageError(f"--{flag} needs {module}, which is not installed: "
+                             f"{install_command('ember-train', extra)}, or drop --{flag}.")
 
 
 def device_of(backend_factory: Any, args: Any) -> Any:

@@ -195,7 +195,7 @@ def test_without_matplotlib_the_learner_says_so_once(tmp_path, monkeypatch):
     buf = io.StringIO()
     _fit(tmp_path, CliMetricsRenderer(file=buf), epochs=2)
     notes = [ln for ln in buf.getvalue().splitlines() if "Plots are off" in ln]
-    from ember._install import install_command
+    from ember import install_command
 
     hint = install_command("ember-train", "plot")         # pip install -e '<checkout>/packages/train[plot]' here
     assert len(notes) == 1 and hint in notes[0] and "plots(False)" in notes[0]

@@ -147,7 +147,7 @@ def test_tensorboard_missing_is_a_clear_error(tmp_path, monkeypatch):
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", no_tbx)
-    from ember._install import install_command
+    from ember import install_command
 
     with pytest.raises(LearnerError, match=re.escape(install_command("ember-train", "tensorboard"))):
         _fit(tmp_path, TensorBoardLogger(tmp_path / "tb"), epochs=1)

@@ -145,7 +145,7 @@ class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOp
         try:
             from ._collectives import NumpyGlooCollectives
         except ImportError as exc:
-            from ember._install import install_command
+            from ember import install_command
 
             raise CollectiveError(
                 "the numpy backend runs its collectives with gloo through torch.distributed, which needs "

@@ -37,6 +37,7 @@ from ._errors import (
 from ._errors import (
     IndexError_ as IndexError,  # noqa: A004 - exported under the natural name
 )
+from ._install import install_command
 from ._kind import Bool, Float, Int, Kind
 from .backend import Backend, Device, backends, device
 from .config import config
@@ -70,6 +71,7 @@ __all__ = [
     "backend",
     "backends",
     "device",
+    "install_command",
     "__version__",
     "Module",
     "Param",

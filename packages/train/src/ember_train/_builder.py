@@ -346,7 +346,7 @@ class LearnerBuilder:
         if isinstance(strategy, DistributedDataParallel):
             inner = getattr(device, "inner", device).backend
             if not getattr(inner, "supports_collectives", False):
-                from ember._install import install_command
+                from ember import install_command
 
                 raise LearnerError(
                     f"LearnerBuilder.build: DistributedDataParallel needs collective ops, and the {inner.name!r} "

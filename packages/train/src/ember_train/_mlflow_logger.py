@@ -28,7 +28,7 @@ def _mlflow() -> Any:
     try:
         import mlflow
     except ImportError as exc:
-        from ember._install import install_command
+        from ember import install_command
 
         raise LearnerError(
             f"MlflowLogger needs MLflow's client, which is not installed: {install_command('ember-train', 'mlflow')} "

@@ -76,7 +76,7 @@ class Replicas:
 
         backend = device.inner.backend
         if not getattr(backend, "supports_collectives", False):
-            from ember._install import install_command
+            from ember import install_command
 
             raise LearnerError(
                 f"DistributedDataParallel: the {backend.name!r} backend has no collective ops, so it cannot average "

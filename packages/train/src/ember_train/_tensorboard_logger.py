@@ -23,7 +23,7 @@ def _summary_writer() -> Any:
     try:
         from tensorboardX import SummaryWriter
     except ImportError as exc:
-        from ember._install import install_command
+        from ember import install_command
 
         raise LearnerError(
             "TensorBoardLogger needs tensorboardX, which is not installed: "

@@ -45,7 +45,7 @@ def _onnx() -> Any:
     try:
         import onnx
     except ImportError:  # pragma: no cover - the extra is missing
-        from ember._install import install_command
+        from ember import install_command
 
         raise OnnxImportError(
             f"ONNX import needs the onnx package, which is not installed; install it with: "

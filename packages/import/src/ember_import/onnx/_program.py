@@ -34,7 +34,7 @@ def host_device() -> Device:
             try:
                 _host = ember.backend("numpy").device()
             except Exception as exc:  # pragma: no cover - the extra pulls ember-backend-numpy
-                from ember._install import install_command
+                from ember import install_command
 
                 raise OnnxImportError(
                     f"ONNX import runs constants and shape arithmetic on Ember's numpy backend, which is not "

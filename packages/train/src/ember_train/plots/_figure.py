@@ -24,7 +24,7 @@ __all__ = ["Curve", "axis_label", "metric_figure", "save_figure", "write_plots",
 
 
 def _enable() -> str:
-    from ember._install import install_command
+    from ember import install_command
 
     return f"{install_command('ember-train', 'plot')} (or pip install matplotlib)"
 
