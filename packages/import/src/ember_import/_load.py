@@ -14,6 +14,7 @@ from ._imported import ImportedFile
 from ._keys import compile_remap, map_indices_contiguous, remap_key
 from ._limits import summary
 from ._load_args import LoadArgs
+from ._pt_tar import is_tar
 
 __all__ = ["LoadResult", "load_tensors", "read_file", "detect_format", "unflatten"]
 
@@ -26,13 +27,14 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         ModelImportError: neither format.
     """
     with open(path, "rb") as f:
-        head = f.read(16)
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")) or (head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5):
+        head = f.read(512)
+    pickled = head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")) or pickled or is_tar(head):
         return "pytorch"
     if len(head) >= 9 and head[8:9] == b"{":
         return "safetensors"
     raise ModelImportError(
-        f"'{path}': neither a PyTorch file (zip or pickle) nor a safetensors file (starts with {head[:8]!r})."
+        f"'{path}': neither a PyTorch file (zip, pickle or tar) nor a safetensors file (starts with {head[:8]!r})."
     )
 
 
