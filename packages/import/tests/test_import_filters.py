@@ -113,10 +113,12 @@ def test_recorder_reports_applied_skipped_and_unused(tmp_path: Path) -> None:
     net, report = net.load_record(record, strict=False)
     assert record.apply_result.applied == ["fc.weight"]
     assert record.apply_result.skipped == ["fc.bias"] and record.apply_result.unused == ["extra.weight"]
+    assert record.apply_result.missing == ["fc.bias"] and not record.apply_result.is_success()
     assert "fc.bias" in report.missing  # the filtered-out bias keeps its initial value
     np.testing.assert_array_equal(net.fc.bias.val().to_numpy(), bias)
     np.testing.assert_array_equal(net.fc.weight.val().to_numpy(), np.arange(6, dtype=np.float32).reshape(2, 3).T)
-    assert "skipped 1 (filtered)" in str(record.apply_result) and "unused: 'extra.weight'" in str(record.apply_result)
+    text = str(record.apply_result)
+    assert "skipped 1 (filtered), missing 1" in text and "unused: 'extra.weight'" in text
 
 
 class Two(Module):

@@ -52,9 +52,10 @@ class ImportedRecord(dict):  # type: ignore[type-arg]
             ``variants``), None before.
         skipped: keys the ``LoadArgs`` filter left out (after remapping).
         apply_result: Burn's report of the latest load into a module, an :class:`~ember_import.ApplyResult`:
-            ``applied`` (Ember keys loaded), ``skipped``, ``unused`` (file keys with no place in the module);
-            ``missing`` is in the report of ``module.load_record(record, strict=False)``. Before a load: what
-            the file gave (``applied``) and ``skipped``.
+            ``applied`` (Ember keys loaded), ``skipped``, ``missing`` (the module's parameters and states the
+            file, once filtered, does not give: they keep their values under ``load_record(record,
+            strict=False)``), ``unused`` (file keys with no place in the module). Before a load: what the file
+            gave (``applied``) and ``skipped``.
     """
 
     def __init__(self, tensors: dict[str, TensorData], *, origins: Mapping[str, str], values: Mapping[str, Any],
@@ -104,7 +105,11 @@ class ImportedRecord(dict):  # type: ignore[type-arg]
         result = adapt_to_module(self.tensors, module, pytorch=self.pytorch, adapter=self.adapter,
                                  candidates=self.variants, device=self.device, origins=self.origins)
         self.last = result
+        target = result.module
+        wanted = [p for p, _ in (*target.named_params(), *target.running_states())] \
+            if isinstance(target, Module) else []
         self.apply_result = ApplyResult(applied=list(result.tensors), skipped=list(self.skipped),
+                                        missing=[p for p in wanted if p not in result.tensors],
                                         unused=list(result.unused))
         if result.unused:
             logger.warning("%s: %d tensors have no place in %s and were not loaded: %s", self.source,
