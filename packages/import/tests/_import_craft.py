@@ -214,3 +214,28 @@ def tar_checkpoint(arrays: dict[str, object], *, order: str = "<", sys_info: dic
     info = dict(SYS_INFO, little_endian=order == "<") if sys_info is None else sys_info
     return [("sys_info", pickle.dumps(info, protocol=2)), ("pickle", tar_object(entries)),
             ("tensors", tar_tensors(tensors, order)), ("storages", tar_storages(storages, order=order))]
+
+
+def burn_tar(arrays: dict[str, object], *, persistent: bool = False, numel_delta: int = 0) -> list[tuple[str, bytes]]:
+    """The layout of Burn's hand-made tar fixtures (``burn-store``'s ``tar_*.tar``; torch does not read it): no
+    ``tensors`` member, a ``storages`` member without the view list (keys ``"0"``, ``"1"``...), and a ``pickle``
+    of ``_rebuild_tensor_v2(("storage", torch.FloatStorage, key, "cpu", numel), 0, size, stride, False, {})``
+    calls: the storage tuple plain, as Burn writes it, or (``persistent``) a persistent id."""
+    import numpy as np
+
+    stypes = {"float32": "FloatStorage", "float64": "DoubleStorage", "int64": "LongStorage", "int32": "IntStorage"}
+    storages = [_p2(num(len(arrays)))]
+    entries = []
+    for i, (name, value) in enumerate(arrays.items()):
+        a = np.asarray(value)
+        c = a.copy(order="C")
+        storages.append(_p2(tup([st(str(i)), st("cpu"), glob("torch", stypes[a.dtype.name])])))
+        storages.append(struct.pack("<q", a.size) + c.astype(a.dtype.newbyteorder("<")).tobytes())
+        stype = glob("torch", stypes[a.dtype.name])
+        ref = tup([st("storage"), stype, st(str(i)), st("cpu"), num(a.size + numel_delta)])
+        stride = [int(np.prod(a.shape[d + 1 :], dtype=np.int64)) for d in range(a.ndim)]
+        args = [ref + (BINPERSID if persistent else b""), num(0), tup([num(x) for x in a.shape]),
+                tup([num(x) for x in stride]), NEWFALSE, glob("collections", "OrderedDict") + EMPTY_TUPLE + REDUCE]
+        entries.append(st(name) + glob("torch._utils", "_rebuild_tensor_v2") + tup(args) + REDUCE + SETITEM)
+    obj = _p2(glob("collections", "OrderedDict") + EMPTY_TUPLE + REDUCE + b"".join(entries))
+    return [("sys_info", pickle.dumps(SYS_INFO, protocol=2)), ("pickle", obj), ("storages", b"".join(storages))]

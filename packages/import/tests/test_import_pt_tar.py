@@ -139,6 +139,31 @@ def test_loading_through_load_args_and_the_recorder_path(tmp_path: Path) -> None
     assert result.tensors["linear.weight"].dtype is DType.FLOAT32
 
 
+#: Burn's tar fixtures (``burn-store``'s ``create_tar_format.py``): name -> tensors, in Burn's layout
+BURN_FIXTURES: dict[str, dict[str, Any]] = {
+    "tar_float32": {"tensor": np.array([1.0, 2.5, -3.7, 0.0], np.float32)},
+    "tar_float64": {"tensor": np.array([1.1, 2.2, 3.3])},
+    "tar_int64": {"tensor": np.array([100, -200, 300, 0], np.int64)},
+    "tar_weight_bias": {"weight": np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], np.float32),
+                        "bias": np.array([0.01, 0.02], np.float32)},
+    "tar_multi_dtype": {"float_tensor": np.array([1.5, 2.5, 3.5], np.float32),
+                        "double_tensor": np.array([1.111, 2.222]), "int_tensor": np.array([10, 20, 30, 40], np.int64)},
+    "tar_2d_tensor": {"matrix": np.arange(1, 13, dtype=np.float32).reshape(3, 4)},
+}
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["plain-tuple", "persistent-id"])
+@pytest.mark.parametrize("name", sorted(BURN_FIXTURES))
+def test_burns_tar_fixtures_read_as_burn_does(tmp_path: Path, name: str, persistent: bool) -> None:
+    """Burn's six tar fixtures have no view list and no ``tensors`` member and rebuild tensors from zip-style
+    storage tuples: torch 2.13 cannot read them (it stops where the view list should be), Burn and Ember do."""
+    path = _write(tmp_path, craft.burn_tar(BURN_FIXTURES[name], persistent=persistent), f"{name}.tar")
+    _assert_same(path, BURN_FIXTURES[name])
+    torch = pytest.importorskip("torch")
+    with pytest.raises(EOFError):
+        torch.load(path, weights_only=False)
+
+
 # --- hostile tar files: each ends in a ModelImportError naming the file -------------------------------------
 
 def _good() -> list[tuple[str, bytes]]:
@@ -186,6 +211,11 @@ HOSTILE_TAR: dict[str, tuple[Any, str]] = {
     "untyped-key": (lambda p: _write(p, _swap(_good(), "pickle", craft.tar_object({"w": craft.st("x1")
                                                                                     + craft.BINPERSID}))),
                     "integer key"),
+    "burn-ref-wrong-size": (lambda p: _write(p, craft.burn_tar({"w": np.zeros(4, np.float32)}, numel_delta=5)),
+                            "but the file stores"),
+    "burn-ref-unknown": (lambda p: _write(p, _swap(craft.burn_tar({"w": np.zeros(4, np.float32)}), "storages",
+                                                   craft.tar_storages([(7, "FloatStorage", 4, b"\0" * 16)]))),
+                         "storage 0, which the file does not hold"),
     "truncated": (lambda p: p.joinpath("old.pt").write_bytes(
         _write(p, _good(), "full.pt").read_bytes()[:1500]) and p / "old.pt", "truncated"),
 }

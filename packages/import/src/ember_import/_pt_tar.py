@@ -10,6 +10,11 @@ archive (PAX format) of four regular members, each a file of pickles (protocol 2
                4 padding bytes, ndim int64 sizes, ndim int64 strides, int64 storage offset
     pickle     the object; each tensor or storage is a persistent id, ``str(key)``
 
+Burn's own tar fixtures (built by hand, like Ember's tests) have another layout that torch does not read: no
+``tensors`` member and no view list, and a ``pickle`` of ``_rebuild_tensor_v2`` calls on zip-style storage
+references ``("storage", torch.<X>Storage, key, location, numel)``. Ember reads it too (Burn does), with the same
+checks: each reference must name a stored storage of the same type and size.
+
 Keys are integers (the saving process's ``_cdata`` pointers). Numbers are little-endian (what torch assumes);
 a ``sys_info`` that declares a big-endian writer switches both the metadata and the elements to big-endian.
 
@@ -26,7 +31,7 @@ from __future__ import annotations
 import re
 import struct
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 from ._errors import ModelImportError
@@ -39,7 +44,7 @@ from ._views import PendingTensor, make_view
 __all__ = ["read_tar", "is_tar"]
 
 #: the members torch reads (``sys_info`` is optional: torch ignores it)
-REQUIRED = ("storages", "tensors", "pickle")
+REQUIRED = ("storages", "pickle")
 MAX_MEMBERS = 64
 _MAX_SYS_INFO = 1 << 16
 _MAX_NDIM = 64
@@ -106,9 +111,18 @@ class _Window:
 class _TarUnpickler(SafeUnpickler):
     """The safe unpickler, plus the ``torch.<X>Tensor`` classes the ``tensors`` member names (inert markers)."""
 
-    def __init__(self, file: Any, **kw: Any) -> None:
+    def __init__(self, file: Any, *, storage_ref: Callable[[tuple[Any, ...]], Storage] | None = None,
+                 **kw: Any) -> None:
+        self._storage_ref = storage_ref
         super().__init__(file, **kw)
         self._allowed.update(_TENSOR_TYPES)
+
+    def _rebuild_v2(self, storage: Any, *args: Any) -> PendingTensor:
+        """Also takes the plain ``("storage", ...)`` tuple of Burn's fixtures in place of a storage."""
+        if self._storage_ref is not None and isinstance(storage, tuple) and storage and \
+                storage[0] in ("storage", b"storage"):
+            storage = self._storage_ref(storage)
+        return super()._rebuild_v2(storage, *args)
 
 
 def _kind(m: tarfile.TarInfo) -> str:
@@ -136,7 +150,7 @@ def _members(f: BinaryIO, origin: str, file_size: int) -> dict[str, tuple[int, i
             if len(found) >= MAX_MEMBERS:
                 raise ModelImportError(
                     f"{origin}: the tar archive holds more than {MAX_MEMBERS} members; a PyTorch < 0.4 checkpoint "
-                    f"has four ({', '.join(('sys_info', *REQUIRED))}). Refused."
+                    "has four (sys_info, pickle, storages, tensors). Refused."
                 )
             name = m.name
             parts = name.split("/")
@@ -190,6 +204,25 @@ def _count(value: Any, what: str, room: int, origin: str) -> int:
             f"{origin}: {what} is {summary(value, 40)}, expected an int from 0 to {room} (what the member can hold)."
         )
     return value
+
+
+def _storage_ref(pid: tuple[Any, ...], roots: dict[int, Storage], origin: str) -> Storage:
+    """A zip-style storage reference ``("storage", torch.<X>Storage, key, location, numel)`` to a storage of the
+    ``storages`` member: the layout of Burn's hand-made tar fixtures (a pickle of ``_rebuild_tensor_v2`` calls and
+    no ``tensors`` member), which torch itself does not read. Type and size must match the stored storage."""
+    if len(pid) not in (5, 6) or (len(pid) == 6 and pid[5] is not None):
+        raise ModelImportError(f"{origin}: unexpected persistent id {summary(pid, 120)}.")
+    stype, key, numel = pid[1], _key(pid[2], "a storage reference", origin), pid[4]
+    root = roots.get(key)
+    if root is None:
+        raise ModelImportError(f"{origin}: the pickle refers to storage {key}, which the file does not hold.")
+    if not isinstance(stype, StorageType) or stype.dtype is None or stype.dtype is not root.dtype or \
+            isinstance(numel, bool) or not isinstance(numel, int) or numel * stype.dtype.itemsize != root.nbytes:
+        raise ModelImportError(
+            f"{origin}: the pickle refers to storage {key} as {summary(stype, 40)} of {summary(numel, 20)} "
+            f"elements, but the file stores {root.nbytes} bytes of {root.dtype}; corrupted or malicious file."
+        )
+    return root
 
 
 def read_tar(f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int,
@@ -251,7 +284,8 @@ def read_tar(f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int,
         st = roots[key] = Storage(str(key), nbytes, stype.dtype, f"storage {key}")
         st.set(file_offset=start + w.tell())
         w.seek(nbytes, 1)
-    views_raw = plain(w, "the storage view list")
+    # (the view list ends the member; Burn's hand-made fixtures leave it out: no views)
+    views_raw = plain(w, "the storage view list") if w.tell() < size else []
     if not isinstance(views_raw, list):
         raise ModelImportError(f"{origin}: the storage view list is a {type(views_raw).__name__}, expected a list.")
     objects: dict[int, Storage | PendingTensor] = dict(roots)
@@ -281,8 +315,9 @@ def read_tar(f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int,
         views.append(child)
 
     # --- tensors: views into the storages, checked and counted ---
-    w = _Window(f, *members["tensors"])
-    for head in records(w, members["tensors"][1], "tensor", "key, storage key, tensor type", 28):
+    w = _Window(f, *members.get("tensors", (0, 0)))
+    for head in records(w, members["tensors"][1], "tensor", "key, storage key, tensor type", 28) \
+            if "tensors" in members else ():
         key = _key(head[0], "a tensor key", origin)
         skey = _key(head[1], f"tensor {key}'s storage key", origin)
         storage = objects.get(skey)
@@ -301,6 +336,8 @@ def read_tar(f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int,
 
     # --- the object: every tensor or storage is a persistent id ---
     def persistent_load(pid: Any) -> Storage | PendingTensor:
+        if isinstance(pid, tuple) and pid and pid[0] in ("storage", b"storage"):
+            return _storage_ref(pid, roots, origin)
         if isinstance(pid, tuple):  # (module class, source file, source): a pickled nn.Module
             raise ModelImportError(
                 f"{origin}: the file pickles a whole nn.Module, which needs its code to load. Save "
@@ -315,6 +352,7 @@ def read_tar(f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int,
 
     start, size = members["pickle"]
     unpickler = _TarUnpickler(_Window(f, start, size), origin=origin, persistent_load=persistent_load,
-                              max_tensor_bytes=max_tensor_bytes, budget=budget)
+                              max_tensor_bytes=max_tensor_bytes, budget=budget,
+                              storage_ref=lambda ref: _storage_ref(ref, roots, origin))
     root_obj = safe_load(unpickler, origin, "the pickled object")
     return root_obj, list(roots.values()) + views, big_endian
