@@ -183,7 +183,8 @@ def write_tar(path: Path | io.BytesIO, members: list[tuple[str, bytes]], *, kind
 def tar_checkpoint(arrays: dict[str, object], *, order: str = "<", sys_info: dict[str, object] | None = None,
                    share: bool = True) -> list[tuple[str, bytes]]:
     """The four members of a PyTorch < 0.4 ``torch.save(state_dict)`` of numpy ``arrays`` (float32/64,
-    int64/32/16/8, uint8 and float16), one storage per array (keys 1000, 1001, ...), tensors keyed 2000, 2001...,
+    int64/32/16/8, uint8 and float16), one storage per array (keys 1000, 1001, ...), tensors keyed 2000, 2001...
+    (``2**40 + i`` beyond 1000 arrays),
     C-contiguous. With ``share``, a name ending in ``".T"`` is the transpose of the array before it (same storage)."""
     import numpy as np
 
@@ -198,7 +199,7 @@ def tar_checkpoint(arrays: dict[str, object], *, order: str = "<", sys_info: dic
     for i, (name, value) in enumerate(arrays.items()):
         a = np.asarray(value)
         stype, ttype = stypes[a.dtype.name]
-        tkey = 2000 + i
+        tkey = (2000 if len(arrays) <= 1000 else 1 << 40) + i  # (torch shares one key space for both)
         if share and name.endswith(".T") and last is not None:
             skey, size, stride, ttype = last
             tensors.append((tkey, skey, size[::-1], stride[::-1], 0, ttype))

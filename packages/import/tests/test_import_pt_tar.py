@@ -184,6 +184,8 @@ HOSTILE_TAR: dict[str, tuple[Any, str]] = {
     "duplicate": (lambda p: _write(p, _good() + [("pickle", craft.tar_object({"w": 2000}))]), "more than once"),
     "size-past-end": (lambda p: _write(p, _good(), sizes={"storages": 1 << 30}), "past the end"),
     "missing-member": (lambda p: _write(p, _good()[:3]), "without the member"),
+    "tensor-twice": (lambda p: _write(p, _swap(_good(), "tensors", craft.tar_tensors(
+        [(2000, 1000, (4,), (1,), 0, "FloatTensor")] * 2))), "declared twice"),
     "too-many-members": (lambda p: _write(p, _good() + [(f"m{i}", b"") for i in range(70)]), "more than 64"),
     "forged-numel": (lambda p: _write(p, _swap(_good(), "storages", craft.tar_storages(
         [(1000, "FloatStorage", 1 << 40, b"\0" * 16)]))), "declares"),

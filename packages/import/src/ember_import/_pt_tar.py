@@ -323,8 +323,8 @@ def read_tar(f: BinaryIO, *, origin: str, file_size: int, max_tensor_bytes: int,
         storage = objects.get(skey)
         if not isinstance(storage, Storage):
             raise ModelImportError(f"{origin}: tensor {key} views storage {skey}, which the file does not hold.")
-        if key in objects:
-            raise ModelImportError(f"{origin}: tensor {key} reuses a key; corrupted or malicious file.")
+        if isinstance(objects.get(key), PendingTensor):  # (a storage's key it may take over, as in torch)
+            raise ModelImportError(f"{origin}: tensor {key} is declared twice; corrupted or malicious file.")
         (ndim,) = struct.unpack(order + "i", w.exact(4, f"tensor {key}'s rank", origin))
         if not 0 <= ndim <= _MAX_NDIM:
             raise ModelImportError(f"{origin}: tensor {key} declares rank {ndim}, expected 0 to {_MAX_NDIM}.")
