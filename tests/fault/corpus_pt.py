@@ -104,6 +104,29 @@ def _hand_written() -> bytes:
     return buf.getvalue()
 
 
+def _tar_model() -> bytes:
+    """``model_expected()`` in the tar layout of PyTorch < 0.4 (test_import_pt_tar checks it against torch)."""
+    buf = io.BytesIO()
+    craft.write_tar(buf, craft.tar_checkpoint(model_expected()))  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def _burn_tar() -> bytes:
+    """Burn's ``tar_weight_bias`` fixture, rebuilt in its layout (no ``tensors`` member; torch cannot read it)."""
+    buf = io.BytesIO()
+    craft.write_tar(buf, craft.burn_tar(_BURN_WEIGHT_BIAS))  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+_BURN_WEIGHT_BIAS = {"weight": np.array([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], np.float32),
+                     "bias": np.array([0.01, 0.02], np.float32)}
+
+
+def check_burn_tar(loaded: Any) -> None:
+    _assert_tensors(loaded, _BURN_WEIGHT_BIAS)
+    assert len(loaded.tensors) == 2
+
+
 def _torch_files() -> list[Case]:
     """Real torch.save files; none when torch is not installed in the parent."""
     try:
@@ -146,6 +169,10 @@ def cases(full: bool) -> list[Case]:
                     f"{CHECKS}:check_hand_written", note="a transposed view, no torch needed"))
     out.append(Case("pt/f16-shared", "f16-shared.pt", hostile.f16_shared(), f"{CHECKS}:load_record", "exact",
                     f"{CHECKS}:check_f16_shared", note="one f16 storage under 400 keys: converted once (was 1.6 GB)"))
+    out.append(Case("pt/tar-model", "tar-model.pt", _tar_model(), READ, "exact", f"{CHECKS}:check_model",
+                    note="a PyTorch < 0.4 tar checkpoint built member by member (no torch)"))
+    out.append(Case("pt/tar-burn-layout", "tar-burn.tar", _burn_tar(), READ, "exact", f"{CHECKS}:check_burn_tar",
+                    note="the layout of Burn's tar fixtures"))
     out.extend(_torch_files())
     if full:
         out += [

@@ -233,6 +233,62 @@ def safetensors_deep_json(depth: int = 100_000) -> bytes:
     return struct.pack("<Q", len(header)) + header
 
 
+def _tar(members: list[tuple[str, bytes]], **kw: object) -> bytes:
+    buf = io.BytesIO()
+    craft.write_tar(buf, members, **kw)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def _tar_good() -> list[tuple[str, bytes]]:
+    import numpy as np
+
+    return craft.tar_checkpoint({"w": np.arange(4, dtype=np.float32)})
+
+
+def _tar_swap(name: str, data: bytes) -> list[tuple[str, bytes]]:
+    return [(n, data if n == name else d) for n, d in _tar_good()]
+
+
+def tar_link() -> bytes:
+    """A PyTorch < 0.4 tar checkpoint with a symlink to /etc/passwd named like a member."""
+    import tarfile
+
+    return _tar([("sys_info", b"")] + _tar_good()[1:], kinds={"sys_info": tarfile.SYMTYPE})
+
+
+def tar_traversal() -> bytes:
+    return _tar(_tar_good() + [("../../../tmp/ember-owned", b"x")])
+
+
+def tar_duplicate() -> bytes:
+    """``pickle`` twice: tarfile's lookup would take the second, another reader the first."""
+    return _tar(_tar_good() + [("pickle", craft.tar_object({"w": 31337}))])
+
+
+def tar_size_past_end() -> bytes:
+    return _tar(_tar_good(), sizes={"storages": 1 << 30})
+
+
+def tar_many_members(count: int = 5000) -> bytes:
+    return _tar(_tar_good() + [(f"m{i}", b"") for i in range(count)])
+
+
+def tar_forged_numel() -> bytes:
+    return _tar(_tar_swap("storages", craft.tar_storages([(1000, "FloatStorage", 1 << 40, b"\0" * 16)])))
+
+
+def tar_stride0(count: int = 12, elements: int = 12_500_000) -> bytes:
+    """12 stride-0 tensors of 50 MB each over one 16-byte storage: 600 MB materialised from a 10 KB file."""
+    tensors = [(2000 + i, 1000, (elements,), (0,), 0, "FloatTensor") for i in range(count)]
+    obj = craft.tar_object({f"t{i}": 2000 + i for i in range(count)})
+    return _tar([(n, obj if n == "pickle" else craft.tar_tensors(tensors) if n == "tensors" else d)
+                 for n, d in _tar_good()])
+
+
+def tar_pid_dag(depth: int = 40) -> bytes:
+    return _tar(_tar_swap("pickle", craft.state_dict({"x": dag(depth) + b"Q"})))
+
+
 @dataclass(frozen=True)
 class Hostile:
     """One hostile file: what to call it, its bytes, how to load it and a word its error must contain."""
@@ -270,6 +326,14 @@ HOSTILE: tuple[Hostile, ...] = (
     Hostile("zip-byteorder-bomb", "zip-byteorder.pt", zip_byteorder_bomb, match="byteorder", fast=False),
     Hostile("zip-traversal", "zip-traversal.pt", zip_traversal, match="'..'"),
     Hostile("numel-mismatch", "numel-mismatch.pt", numel_mismatch, match="declares"),
+    Hostile("tar-link", "tar-link.pt", tar_link, match="a link"),
+    Hostile("tar-traversal", "tar-traversal.pt", tar_traversal, match="'..'"),
+    Hostile("tar-duplicate", "tar-duplicate.pt", tar_duplicate, match="more than once"),
+    Hostile("tar-size-past-end", "tar-size.pt", tar_size_past_end, match="past the end"),
+    Hostile("tar-many-members", "tar-many.pt", tar_many_members, match="more than 64"),
+    Hostile("tar-forged-numel", "tar-numel.pt", tar_forged_numel, match="declares"),
+    Hostile("tar-stride0", "tar-stride0.pt", tar_stride0, match="budget"),
+    Hostile("tar-pid-dag", "tar-pid-dag.pt", tar_pid_dag, match="shared references"),
     Hostile("safetensors-overlap", "overlap.safetensors", safetensors_overlap,
             loader="ember_import.safetensors:read_safetensors", match="overlap"),
     Hostile("safetensors-deep-json", "deep.safetensors", safetensors_deep_json,

@@ -20,6 +20,7 @@ from ._adapter import Adapter, IdentityAdapter, TensorEntry
 from ._config import config_from_file
 from ._errors import ModelImportError
 from ._export import save_pytorch, save_safetensors, to_pytorch_state_dict
+from ._filter import ApplyResult, PathFilter
 from ._imported import ImportedFile
 from ._keys import map_indices_contiguous
 from ._load import LoadResult, detect_format, load_tensors, read_file, unflatten
@@ -32,12 +33,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adapter",
+    "ApplyResult",
     "IdentityAdapter",
     "ImportedFile",
     "ImportedRecord",
     "LoadArgs",
     "LoadResult",
     "ModelImportError",
+    "PathFilter",
     "PyTorchFileRecorder",
     "SafetensorsFileRecorder",
     "TensorEntry",

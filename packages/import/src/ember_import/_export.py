@@ -10,6 +10,7 @@ projections packed into ``in_proj_weight``); other parameters keep their dotted 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import struct
 from collections.abc import Sequence
@@ -24,11 +25,14 @@ from ember.record import PrecisionSettings
 from ember.record._atomic import atomic_write
 
 from ._errors import ModelImportError
+from ._filter import ApplyResult, as_filter
 from ._keys import compile_remap, remap_key
 from ._layers import rule_for
 from ._pt_writer import write_pytorch
 
 __all__ = ["to_pytorch_state_dict", "save_pytorch", "save_safetensors"]
+
+logger = logging.getLogger("ember_import")
 
 _ST_NAMES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "BF16", "int64": "I64",
              "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "uint16": "U16", "uint32": "U32",
@@ -37,7 +41,8 @@ _ST_NAMES = {"float64": "F64", "float32": "F32", "float16": "F16", "bfloat16": "
 
 
 def to_pytorch_state_dict(module: Any, *, settings: PrecisionSettings | None = None,
-                          key_remap: Sequence[tuple[str, str]] = (), pytorch: bool = True) -> dict[str, TensorData]:
+                          key_remap: Sequence[tuple[str, str]] = (), pytorch: bool = True, filter: Any = None,
+                          report: ApplyResult | None = None) -> dict[str, TensorData]:
     """``module``'s parameters and running states as a PyTorch-convention ``state_dict`` (dotted key -> data).
 
     Args:
@@ -46,17 +51,26 @@ def to_pytorch_state_dict(module: Any, *, settings: PrecisionSettings | None = N
         key_remap: ``(regex, replacement)`` rules applied in order to the final keys (e.g. to re-insert the
             indices of a PyTorch ``Sequential``'s parameter-free layers: ``(r"^layers\\.1\\.", "layers.2.")``).
         pytorch: False writes Ember's own names and layouts.
+        filter: keep only the final keys (after ``key_remap``) it matches (Burn's store filters): a
+            :class:`~ember_import.PathFilter`, a regex (``re.search``), a predicate ``fn(key) -> bool``, or a
+            list of these (OR-ed); None keeps everything. What it leaves out is logged (``ember_import`` logger).
+        report: an :class:`~ember_import.ApplyResult` to fill in: ``applied`` (keys written), ``skipped``.
 
     Raises:
-        ModelImportError: two tensors end up with the same key, or an invalid remap rule.
+        ModelImportError: two tensors end up with the same key, an invalid remap rule or filter.
     """
     rules = [compile_remap(p, r) for p, r in key_remap]
+    keep = None if filter is None else as_filter(filter)
     out: dict[str, TensorData] = {}
+    skipped: list[str] = []
 
     def emit(key: str, data: TensorData) -> None:
         key = remap_key(key, rules)
-        if key in out:
+        if key in out or key in skipped:
             raise ModelImportError(f"export: two tensors map to {key!r}; fix the key remaps.")
+        if keep is not None and not keep.matches(key):
+            skipped.append(key)
+            return
         out[key] = settings.convert(data, key) if settings is not None else data
 
     def walk(v: Any, p: str) -> None:
@@ -79,12 +93,19 @@ def to_pytorch_state_dict(module: Any, *, settings: PrecisionSettings | None = N
                 walk(x, f"{p}.{i}" if p else str(i))
 
     walk(module, "")
+    if keep is not None:
+        logger.info("export: %s kept %d tensors, skipped %d: %s", keep, len(out), len(skipped),
+                    ", ".join(skipped[:20]) + (" ..." if len(skipped) > 20 else ""))
+    if report is not None:
+        report.applied[:] = list(out)
+        report.skipped[:] = skipped
     return out
 
 
 def save_pytorch(module: Any, path: str | os.PathLike[str], **kwargs: Any) -> Path:
     """Write ``module`` as a ``torch.save``-format ``.pt`` state_dict (see :func:`to_pytorch_state_dict` for
-    ``kwargs``); ``model.load_state_dict(torch.load(path, weights_only=True))`` accepts it. Torch is not used.
+    ``kwargs``: ``settings``, ``key_remap``, ``pytorch``, ``filter``, ``report``);
+    ``model.load_state_dict(torch.load(path, weights_only=True))`` accepts it. Torch is not used.
     """
     return write_pytorch(to_pytorch_state_dict(module, **kwargs), path)
 
@@ -121,5 +142,6 @@ def write_safetensors(tensors: dict[str, TensorData], path: str | os.PathLike[st
 def save_safetensors(module: Any, path: str | os.PathLike[str], *, metadata: dict[str, str] | None = None,
                      **kwargs: Any) -> Path:
     """Write ``module`` as a PyTorch-convention safetensors file (see :func:`to_pytorch_state_dict` for
-    ``kwargs``); ``model.load_state_dict(safetensors.torch.load_file(path))`` accepts it. bfloat16 included."""
+    ``kwargs``: ``settings``, ``key_remap``, ``pytorch``, ``filter``, ``report``);
+    ``model.load_state_dict(safetensors.torch.load_file(path))`` accepts it. bfloat16 included."""
     return write_safetensors(to_pytorch_state_dict(module, **kwargs), path, {"format": "pt", **(metadata or {})})

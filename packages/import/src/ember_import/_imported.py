@@ -200,7 +200,7 @@ class ImportedFile:
 
     Attributes:
         path: the file.
-        format: ``"pytorch-zip"``, ``"pytorch-legacy"`` or ``"safetensors"``.
+        format: ``"pytorch-zip"``, ``"pytorch-legacy"``, ``"pytorch-tar"`` (PyTorch < 0.4) or ``"safetensors"``.
         root: the file's object as Ember values (dicts, lists, tuples, ``TensorData``, plain values).
         tensors: every tensor leaf under its dotted key, in file order.
         values: every non-tensor leaf (epoch numbers, strings, config entries) under its dotted key.

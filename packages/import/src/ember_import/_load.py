@@ -1,7 +1,9 @@
-"""``load_tensors``: read a file and apply ``LoadArgs`` (top-level key, remaps, indices, adapter, debug print)."""
+"""``load_tensors``: read a file and apply ``LoadArgs`` (top-level key, remaps, indices, filter, adapter, debug
+print)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -10,12 +12,16 @@ from ember import TensorData
 from ._adapter import TensorEntry
 from ._debug import print_keys
 from ._errors import ModelImportError
+from ._filter import ApplyResult
 from ._imported import ImportedFile
 from ._keys import compile_remap, map_indices_contiguous, remap_key
 from ._limits import summary
 from ._load_args import LoadArgs
+from ._pt_tar import is_tar
 
 __all__ = ["LoadResult", "load_tensors", "read_file", "detect_format", "unflatten"]
+
+logger = logging.getLogger("ember_import")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -26,13 +32,14 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         ModelImportError: neither format.
     """
     with open(path, "rb") as f:
-        head = f.read(16)
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")) or (head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5):
+        head = f.read(512)
+    pickled = head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")) or pickled or is_tar(head):
         return "pytorch"
     if len(head) >= 9 and head[8:9] == b"{":
         return "safetensors"
     raise ModelImportError(
-        f"'{path}': neither a PyTorch file (zip or pickle) nor a safetensors file (starts with {head[:8]!r})."
+        f"'{path}': neither a PyTorch file (zip, pickle or tar) nor a safetensors file (starts with {head[:8]!r})."
     )
 
 
@@ -56,16 +63,19 @@ class LoadResult:
         original_keys: final key -> the key in the file.
         values: non-tensor leaves under the top-level key (epoch, config entries), by dotted key.
         file: the :class:`ImportedFile` read.
+        apply_result: an :class:`~ember_import.ApplyResult`: ``applied`` (the final keys), ``skipped`` (keys the
+            ``LoadArgs`` filter left out, after remapping); ``missing``/``unused`` are for loads into a module.
     """
 
-    __slots__ = ("tensors", "original_keys", "values", "file")
+    __slots__ = ("tensors", "original_keys", "values", "file", "apply_result")
 
     def __init__(self, tensors: dict[str, TensorData], original_keys: dict[str, str], values: dict[str, Any],
-                 file: ImportedFile) -> None:
+                 file: ImportedFile, apply_result: ApplyResult | None = None) -> None:
         self.tensors = tensors
         self.original_keys = original_keys
         self.values = values
         self.file = file
+        self.apply_result = apply_result if apply_result is not None else ApplyResult(applied=list(tensors))
 
     def nested(self) -> dict[str, Any]:
         """The tensors as nested dicts split on dots (``{"fc": {"weight": t}}``); see :func:`unflatten`."""
@@ -134,7 +144,12 @@ def load_tensors(args: LoadArgs) -> LoadResult:
     out: dict[str, TensorData] = {}
     origins: dict[str, str] = {}
     rows = []
+    skipped: list[str] = []
     for key, orig, data in renamed:
+        if args.filter is not None and not args.filter.matches(key):
+            skipped.append(key)
+            rows.append((orig, "(skipped)", data.shape, str(data.dtype)))
+            continue
         entry = args.adapter.adapt(TensorEntry(key, data, orig))
         if entry is None:
             rows.append((orig, "(dropped)", data.shape, str(data.dtype)))
@@ -153,4 +168,8 @@ def load_tensors(args: LoadArgs) -> LoadResult:
         rows.append((orig, entry.key, entry.data.shape, str(entry.data.dtype)))
     if args.debug_print:
         print_keys(rows, f"{args.path} ({file.format}): {len(out)} tensors")
-    return LoadResult(out, origins, values, file)
+    report = ApplyResult(applied=list(out), skipped=skipped)
+    if args.filter is not None:
+        logger.info("%s: %s kept %d tensors, skipped %d: %s", args.path, args.filter, len(out), len(skipped),
+                    ", ".join(skipped[:20]) + (" ..." if len(skipped) > 20 else ""))
+    return LoadResult(out, origins, values, file, report)

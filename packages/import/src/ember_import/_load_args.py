@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from ._adapter import Adapter, IdentityAdapter
 from ._errors import ModelImportError
+from ._filter import PathFilter, Predicate, as_filter
 from ._keys import compile_remap
 
 __all__ = ["LoadArgs"]
@@ -22,11 +25,13 @@ class LoadArgs:
         args = (LoadArgs("model.pt")
                 .with_key_remap(r"conv\\.(.*)", r"\\1")        # regex, replacement; in order; repeatable
                 .with_top_level_key("model_state_dict")     # for checkpoints nesting the state_dict
+                .with_filter(r"^encoder\\.")                 # keep only these keys (regexes, paths, predicates)
                 .with_debug_print())                        # original key, remapped key, shape, dtype
 
     Order of the steps (as in Burn): select ``top_level_key``, flatten to dotted keys, apply the key remaps in
     order, renumber ``Sequential`` indices contiguously (on by default for PyTorch files, off for
-    safetensors, Burn's defaults), then the adapter; the debug print shows the result.
+    safetensors, Burn's defaults), keep what the filter matches, then the adapter; the debug print shows the
+    result.
 
     Attributes:
         path: the file.
@@ -39,6 +44,8 @@ class LoadArgs:
         max_tensor_bytes: refuse larger tensors (default ``max(file size, 1 GiB)``).
         max_bytes: the budget of the whole load, the bytes of every distinct tensor plus decompressed storages
             (default ``$EMBER_IMPORT_MAX_BYTES``, else ``max(4 x file size, 256 MiB)``; see docs/import.md).
+        filter: a :class:`~ember_import.PathFilter` on the remapped keys (Burn's store filters), or None to keep
+            every tensor; what it leaves out is reported as ``skipped`` (``LoadResult.apply_result``).
         adapter_type: ``"pytorch"`` (default) or ``"none"``: whether the recorders
             (``PyTorchFileRecorder``, ``SafetensorsFileRecorder``) convert PyTorch layouts to Ember's
             (Burn's ``AdapterType``); ``load_tensors`` ignores it.
@@ -54,6 +61,7 @@ class LoadArgs:
     max_tensor_bytes: int | None = None
     max_bytes: int | None = None
     adapter_type: str = "pytorch"
+    filter: PathFilter | None = None
 
     def __init__(self, path: str | os.PathLike[str], **kwargs: object) -> None:
         object.__setattr__(self, "path", Path(path))
@@ -138,3 +146,39 @@ class LoadArgs:
         if value not in ("pytorch", "none"):
             raise ModelImportError(f"with_adapter_type: expected 'pytorch' or 'none', got {adapter_type!r}.")
         return self._replace(adapter_type=value)
+
+    def with_filter(self, *criteria: PathFilter | str | re.Pattern[str] | Predicate) -> LoadArgs:
+        """Load only the tensors whose key (after the remaps) matches any of ``criteria``: a
+        :class:`~ember_import.PathFilter`, a regex (``re.search``; anchor it with ``^``) or a predicate
+        ``fn(key) -> bool``. Several criteria, or several calls, are OR-ed as in Burn. What is left out is
+        reported (``LoadResult.apply_result.skipped``, the debug print and the ``ember_import`` logger).
+
+        Raises:
+            ModelImportError: an invalid regex or an unsupported criterion.
+        """
+        added = as_filter(*criteria)
+        return self._replace(filter=added if self.filter is None else self.filter.or_(added))
+
+    def with_regex(self, pattern: str) -> LoadArgs:
+        """Burn's ``with_regex``: ``with_filter(PathFilter().with_regex(pattern))``."""
+        return self.with_filter(PathFilter().with_regex(pattern))
+
+    def with_regexes(self, patterns: Iterable[str]) -> LoadArgs:
+        """Burn's ``with_regexes``: keep keys matching any of ``patterns``."""
+        return self.with_filter(PathFilter().with_regexes(patterns))
+
+    def with_full_path(self, path: str) -> LoadArgs:
+        """Burn's ``with_full_path``: also keep exactly ``path``."""
+        return self.with_filter(PathFilter().with_full_path(path))
+
+    def with_full_paths(self, paths: Iterable[str]) -> LoadArgs:
+        """Burn's ``with_full_paths``: also keep each of ``paths`` exactly."""
+        return self.with_filter(PathFilter().with_full_paths(paths))
+
+    def with_predicate(self, predicate: Predicate) -> LoadArgs:
+        """Burn's ``with_predicate``: also keep keys for which ``predicate(key)`` is true."""
+        return self.with_filter(PathFilter().with_predicate(predicate))
+
+    def match_all(self) -> LoadArgs:
+        """Burn's ``match_all``: keep every tensor (the default when no filter is given)."""
+        return self.with_filter(PathFilter.all())

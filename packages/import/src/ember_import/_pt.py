@@ -1,8 +1,8 @@
 """``read_pytorch``: read a ``.pt`` / ``.pth`` file written by ``torch.save`` without importing torch.
 
-Detects the format by its first bytes (zip archive, or a legacy pickle stream), unpickles it through the
-safe unpickler, checks every storage and tensor declaration against the file, then reads the storages and
-builds :class:`~ember.TensorData` leaves.
+Detects the format by its first bytes (zip archive, a legacy pickle stream, or the tar archive of PyTorch < 0.4),
+unpickles it through the safe unpickler, checks every storage and tensor declaration against the file, then
+reads the storages and builds :class:`~ember.TensorData` leaves.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ._errors import ModelImportError
 from ._imported import ImportedFile, map_tree
 from ._limits import Budget, default_max_bytes
 from ._pt_legacy import read_legacy
+from ._pt_tar import is_tar, read_tar
 from ._pt_zip import read_zip
 from ._storage import Storage, fill_storages
 from ._views import PendingTensor, make_view, materialize
@@ -38,7 +39,7 @@ def read_pytorch(
     path: str | os.PathLike[str], *, mmap: bool = False, max_tensor_bytes: int | None = None,
     max_bytes: int | None = None,
 ) -> ImportedFile:
-    """Read a PyTorch checkpoint (``torch.save`` output, zip or legacy format) into Ember values.
+    """Read a PyTorch checkpoint (``torch.save`` output: zip, legacy or PyTorch < 0.4 tar format) into Ember values.
 
     Torch is never imported and no code from the file runs: the pickle may name only the globals a
     ``state_dict`` needs (see :mod:`ember_import._unpickler`).
@@ -95,15 +96,14 @@ def _read(p: Path, origin: str, file_size: int, mmap: bool, max_tensor_bytes: in
             fmt = "pytorch-legacy"
             root, storages, big = read_legacy(f, origin=origin, file_size=file_size, max_tensor_bytes=limit,
                                          budget=budget)
-        elif len(head) >= 262 and head[257:262] == b"ustar":
-            raise ModelImportError(
-                f"{origin}: a tar-format checkpoint (PyTorch < 0.4); Ember does not read it. Re-save it with a "
-                "recent torch.save."
-            )
+        elif is_tar(head):
+            fmt = "pytorch-tar"
+            root, storages, big = read_tar(f, origin=origin, file_size=file_size, max_tensor_bytes=limit,
+                                           budget=budget)
         else:
             raise ModelImportError(
-                f"{origin}: not a PyTorch file (it starts with {head[:8]!r}); expected a torch.save zip archive or a "
-                "legacy pickle."
+                f"{origin}: not a PyTorch file (it starts with {head[:8]!r}); expected a torch.save zip archive, a "
+                "legacy pickle or a PyTorch < 0.4 tar archive."
             )
     fill_storages(storages, str(p), mmap=mmap, file_size=file_size, origin=origin)
 

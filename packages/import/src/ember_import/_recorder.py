@@ -29,6 +29,7 @@ from ._adapt import AdaptResult, adapt_to_module
 from ._adapter import Adapter, IdentityAdapter
 from ._debug import print_keys
 from ._errors import ModelImportError
+from ._filter import ApplyResult
 from ._load import load_tensors, unflatten
 from ._load_args import LoadArgs
 
@@ -49,12 +50,21 @@ class ImportedRecord(dict):  # type: ignore[type-arg]
         file_values: non-tensor leaves under the top-level key (epoch, config entries).
         last: the :class:`~ember_import._adapt.AdaptResult` of the latest load (``unused`` keys, chosen
             ``variants``), None before.
+        skipped: keys the ``LoadArgs`` filter left out (after remapping).
+        apply_result: Burn's report of the latest load into a module, an :class:`~ember_import.ApplyResult`:
+            ``applied`` (Ember keys loaded), ``skipped``, ``missing`` (the module's parameters and states the
+            file, once filtered, does not give: they keep their values under ``load_record(record,
+            strict=False)``), ``unused`` (file keys with no place in the module). Before a load: what the file
+            gave (``applied``) and ``skipped``.
     """
 
     def __init__(self, tensors: dict[str, TensorData], *, origins: Mapping[str, str], values: Mapping[str, Any],
                  pytorch: bool, adapter: Adapter | None, device: Any = None, debug_print: bool = False,
-                 source: str = "", variants: Mapping[str, Sequence[Any]] | None = None) -> None:
+                 source: str = "", variants: Mapping[str, Sequence[Any]] | None = None,
+                 skipped: Sequence[str] = ()) -> None:
         super().__init__(unflatten(tensors))
+        self.skipped = list(skipped)
+        self.apply_result = ApplyResult(applied=list(tensors), skipped=list(skipped))
         self.tensors = tensors
         self.origins = dict(origins)
         self.file_values = dict(values)
@@ -84,7 +94,7 @@ class ImportedRecord(dict):  # type: ignore[type-arg]
         merged = {**self.variants, **{k: list(v) for k, v in variants.items()}}
         return ImportedRecord(self.tensors, origins=self.origins, values=self.file_values, pytorch=self.pytorch,
                               adapter=self.adapter, device=self.device, debug_print=self.debug_print,
-                              source=self.source, variants=merged)
+                              source=self.source, variants=merged, skipped=self.skipped)
 
     def adapt(self, module: Any) -> AdaptResult:
         """The file's tensors converted to ``module``'s layout (what ``load_record`` will load).
@@ -95,6 +105,12 @@ class ImportedRecord(dict):  # type: ignore[type-arg]
         result = adapt_to_module(self.tensors, module, pytorch=self.pytorch, adapter=self.adapter,
                                  candidates=self.variants, device=self.device, origins=self.origins)
         self.last = result
+        target = result.module
+        wanted = [p for p, _ in (*target.named_params(), *target.running_states())] \
+            if isinstance(target, Module) else []
+        self.apply_result = ApplyResult(applied=list(result.tensors), skipped=list(self.skipped),
+                                        missing=[p for p in wanted if p not in result.tensors],
+                                        unused=list(result.unused))
         if result.unused:
             logger.warning("%s: %d tensors have no place in %s and were not loaded: %s", self.source,
                            len(result.unused), type(module).__name__, ", ".join(result.unused[:20]))
@@ -156,7 +172,8 @@ class _FileRecorder:
             ) from None
         return ImportedRecord(tensors, origins=result.original_keys, values=result.values,
                               pytorch=args.adapter_type == "pytorch", adapter=entry_adapter, device=device,
-                              debug_print=args.debug_print, source=f"{args.path} ({result.file.format})")
+                              debug_print=args.debug_print, source=f"{args.path} ({result.file.format})",
+                              skipped=result.apply_result.skipped)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.settings!r})"
