@@ -393,3 +393,48 @@ def test_unit_module_repr_and_record():
     b = Block(act=Relu(), lin=linear(2, 2, 0))
     assert repr(Relu()) == "Relu" and "act: Relu\n" in repr(b)
     assert b.into_record()["act"] == {} and Relu().num_params() == 0 and Relu().devices() == []
+
+
+# ---------------------------------------------------------------------------- calling a module
+def test_calling_a_module_calls_its_forward_with_every_argument():
+    class Scale(Module):
+        factor: float = 2.0
+
+        def forward(self, x, *, offset=0.0):
+            return x * self.factor + offset
+
+    class Triple(Scale):  # overrides forward only: the call follows the override
+        def forward(self, x, *, offset=0.0):
+            return x * 3.0 + offset
+
+    x = t([1.0, 2.0])
+    np.testing.assert_allclose(Scale()(x, offset=1.0).to_numpy(), [3.0, 5.0])
+    np.testing.assert_allclose(Triple()(x).to_numpy(), [3.0, 6.0])
+
+
+def test_a_module_that_defines_call_keeps_it_and_one_without_forward_says_so():
+    class Custom(Module):
+        def forward(self, x):
+            return x
+
+        def __call__(self, x):
+            return "custom"
+
+    class NoForward(Module):
+        pass
+
+    assert Custom()(t([1.0])) == "custom"
+    with pytest.raises(AttributeError, match="forward"):
+        NoForward()(t([1.0]))
+
+
+def test_layers_define_forward_only():
+    """``Module.__call__`` serves every layer: no ``__call__ = forward`` alias is left in ``ember.nn``."""
+    import inspect
+
+    from ember import nn
+
+    layers = [c for _, c in inspect.getmembers(nn, inspect.isclass) if issubclass(c, Module)]
+    layers += [c for _, c in inspect.getmembers(nn.loss, inspect.isclass) if issubclass(c, Module)]
+    assert len(layers) > 30
+    assert [c.__name__ for c in layers if "__call__" in c.__dict__] == []

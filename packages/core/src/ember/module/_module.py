@@ -118,6 +118,12 @@ class Module:
         for hook in SUBCLASS_HOOKS:
             hook(cls)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``module(x)`` is ``module.forward(x)``: every layer and model is called like a function (Burn's
+        ``forward``; PyTorch's ``module(x)``). Subclasses define ``forward`` only; this costs one Python frame.
+        A class that defines its own ``__call__`` keeps it."""
+        return self.forward(*args, **kwargs)  # type: ignore[attr-defined]
+
     # ------------------------------------------------------------------ structure
     def replace(self: M, **changes: Any) -> M:
         """A new module with some fields replaced (the others are shared, not copied).

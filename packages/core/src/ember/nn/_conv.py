@@ -133,8 +133,6 @@ class Conv1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         return _forward("Conv1d", 1, self, x)
 
-    __call__ = forward
-
 
 @config
 class Conv2dConfig:
@@ -205,8 +203,6 @@ class Conv2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("Conv2d", 2, self, x)
-
-    __call__ = forward
 
 
 @config
@@ -280,6 +276,4 @@ class Conv3d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("Conv3d", 3, self, x)
-
-    __call__ = forward
 

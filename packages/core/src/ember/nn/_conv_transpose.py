@@ -134,8 +134,6 @@ class ConvTranspose1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         return _forward("ConvTranspose1d", 1, self, x)
 
-    __call__ = forward
-
 
 @config
 class ConvTranspose2dConfig:
@@ -209,8 +207,6 @@ class ConvTranspose2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("ConvTranspose2d", 2, self, x)
-
-    __call__ = forward
 
 
 @config
@@ -286,6 +282,4 @@ class ConvTranspose3d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("ConvTranspose3d", 3, self, x)
-
-    __call__ = forward
 
