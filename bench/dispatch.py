@@ -6,7 +6,7 @@ batches (interleaved, so that load from other processes hits both alike), and th
 the median time per call of each, Ember's overhead in microseconds and the ratio Ember / numpy
 of the medians (the verdict uses it). The ratio of the fastest batches ("min ratio") is printed
 too: it is the steadier figure when other processes load the machine.
-A benchmark, not a test: it never fails on time, it only reports (DESIGN.md §7).
+A benchmark, not a test: it never fails on time, it only reports (ARCHITECTURE.md, "Performance").
 
 BLAS threads are set with threadpoolctl: 1 thread for every case, and matmul again with 2
 (PERF-NOTES: a second BLAS thread can help big matmuls but hurts under load).

@@ -1,4 +1,4 @@
-"""The fault suite's unit: one hostile or malformed file and what loading it must end in (DESIGN.md §11).
+"""The fault suite's unit: one hostile or malformed file and what loading it must end in (ARCHITECTURE.md, "Trust").
 
 Each corpus module (``tests/fault/corpus_<area>.py``: ``pt``, ``onnx``, ``record``, ``safetensors``...) exposes
 ``cases(full: bool) -> list[Case]``; ``full=False`` is the fast subset the normal ``nox -s tests`` run takes,

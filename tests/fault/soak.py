@@ -1,5 +1,5 @@
-"""The kill -9 soak (DESIGN.md section 11): a small Learner run killed with SIGKILL at random points and resumed each
-time must end bitwise equal to an uninterrupted run.
+"""The kill -9 soak (ARCHITECTURE.md, "Trust"): a small Learner run killed with SIGKILL at random points and resumed
+each time must end bitwise equal to an uninterrupted run.
 
 The run: a tiny MLP with Dropout (``Linear(4, 16) -> ReLU -> Dropout(0.3) -> Linear(16, 3)``) on numpy float64, Adam,
 an exponential learning-rate schedule, a shuffled loader, validation, a seed, a full-precision file checkpointer keeping

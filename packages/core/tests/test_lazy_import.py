@@ -1,4 +1,4 @@
-"""``import ember`` stays light: it never imports torch or jax (DESIGN.md §3).
+"""``import ember`` stays light: it never imports torch or jax (ARCHITECTURE.md, "The backend contract").
 
 Each check runs in a fresh interpreter, because this test process may already hold torch or jax
 (other tests compare against them). In nox's ``tests`` session every backend package of the

@@ -393,3 +393,70 @@ def test_unit_module_repr_and_record():
     b = Block(act=Relu(), lin=linear(2, 2, 0))
     assert repr(Relu()) == "Relu" and "act: Relu\n" in repr(b)
     assert b.into_record()["act"] == {} and Relu().num_params() == 0 and Relu().devices() == []
+
+
+# ---------------------------------------------------------------------------- calling a module
+def test_calling_a_module_calls_its_forward_with_every_argument():
+    class Scale(Module):
+        factor: float = 2.0
+
+        def forward(self, x, *, offset=0.0):
+            return x * self.factor + offset
+
+    class Triple(Scale):  # overrides forward only: the call follows the override
+        def forward(self, x, *, offset=0.0):
+            return x * 3.0 + offset
+
+    x = t([1.0, 2.0])
+    np.testing.assert_allclose(Scale()(x, offset=1.0).to_numpy(), [3.0, 5.0])
+    np.testing.assert_allclose(Triple()(x).to_numpy(), [3.0, 6.0])
+
+
+def test_a_module_that_defines_call_keeps_it_and_one_without_forward_says_so():
+    class Custom(Module):
+        def forward(self, x):
+            return x
+
+        def __call__(self, x):
+            return "custom"
+
+    class NoForward(Module):
+        pass
+
+    class CustomChild(Custom):  # a subclass of a class with its own __call__ keeps that __call__
+        def forward(self, x):
+            return x * 2.0
+
+    assert Custom()(t([1.0])) == "custom"
+    assert CustomChild()(t([1.0])) == "custom"
+    with pytest.raises(AttributeError, match="forward"):
+        NoForward()(t([1.0]))
+    NoForward.forward = lambda self, x: x + 1.0  # a forward added later is served by Module.__call__
+    np.testing.assert_allclose(NoForward()(t([1.0])).to_numpy(), [2.0])
+
+
+def test_calling_a_module_costs_no_frame_over_forward():
+    """A class that defines ``forward`` gets it as its ``__call__`` (no ``*args`` frame on every layer call)."""
+    from ember import nn
+
+    class Model(Module):
+        def forward(self, x):
+            return x
+
+    class Sub(Model):
+        def forward(self, x):
+            return x
+
+    assert Model.__call__ is Model.__dict__["forward"] and Sub.__call__ is Sub.__dict__["forward"]
+    assert nn.Linear.__call__ is nn.Linear.forward and nn.Conv2d.__call__ is nn.Conv2d.forward
+
+
+def test_layers_define_forward_only():
+    """``Module`` serves every layer's call: no ``__call__ = forward`` line is left in ``ember.nn``."""
+    from pathlib import Path
+
+    from ember import nn
+
+    sources = sorted(Path(nn.__file__).parent.rglob("*.py"))
+    assert len(sources) > 30
+    assert [p.name for p in sources if "__call__ = forward" in p.read_text(encoding="utf-8")] == []

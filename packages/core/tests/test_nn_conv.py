@@ -171,3 +171,28 @@ def test_conv_default_init_bound() -> None:
     bound = 1 / np.sqrt(8 * 9)  # PyTorch's default: 1 / sqrt(fan_in)
     w = param_np(layer.weight)
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_layers_check_their_options_once_at_init_not_per_forward(nd: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The config's ``init`` checks the options and builds the weight; ``forward`` checks the input once and does
+    not repeat the argument checks of the functional ``conv*d`` / ``conv_transpose*d`` (issue 31). What depends on
+    the input (the kernel fitting the padded input) is still checked."""
+    from ember.tensor import module as M
+
+    dev = ember.backend("numpy").device()
+    conv = getattr(nn, f"Conv{nd}dConfig")((2, 4), (3,) * nd).init(dev)
+    deconv = getattr(nn, f"ConvTranspose{nd}dConfig")((2, 4), (3,) * nd).init(dev)
+    x = tensor(rng.standard_normal((1, 2, *(5,) * nd)), dev)
+
+    def repeated(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the functional convolution's argument checks ran in a layer's forward")
+
+    for name in ("_ints", "_groups", "_rank", "_tensor"):
+        monkeypatch.setattr(M, name, repeated)
+    assert list(conv(x).shape) == [1, 4, *(3,) * nd]
+    assert list(deconv(x).shape) == [1, 4, *(7,) * nd]
+    with pytest.raises(ember.ShapeError, match="larger than the padded input"):
+        conv(tensor(np.zeros((1, 2, *(2,) * nd)), dev))
+    with pytest.raises(AssertionError, match="argument checks"):  # the functional API keeps its checks
+        getattr(M, f"conv{nd}d")(x, conv.weight.val())

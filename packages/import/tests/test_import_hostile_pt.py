@@ -1,4 +1,4 @@
-"""Hostile files in bounded time and memory (issue 28, DESIGN.md section 11).
+"""Hostile files in bounded time and memory (issue 28, ARCHITECTURE.md, "Trust").
 
 Each file of ``_import_hostile.HOSTILE`` is about a kilobyte and once hung Ember or made it allocate gigabytes.
 Each is loaded in a child process under a 1.5 GiB address-space limit (``RLIMIT_AS``) and a time limit; the

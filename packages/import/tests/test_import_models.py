@@ -125,8 +125,6 @@ class Block(Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.ln(A.relu(self.linear(x)))
 
-    __call__ = forward
-
 
 class Encoder(Module):
     tokens: nn.Embedding
@@ -239,8 +237,6 @@ class DwsConv(Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.pconv(self.dconv(x))
 
-    __call__ = forward
-
 
 class EnumNet(Module):
     conv: nn.Conv2d | DwsConv
@@ -257,8 +253,6 @@ class TorchDws(torch.nn.Module):
 
     def forward(self, x: Any) -> Any:
         return self.pconv(self.dconv(x))
-
-    __call__ = forward
 
 
 def _dws(dev: Any) -> DwsConv:

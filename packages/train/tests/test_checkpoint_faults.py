@@ -1,4 +1,4 @@
-"""Checkpoints under faults (DESIGN.md section 11, issue 28): a SIGKILL at every file operation of the saves, the
+"""Checkpoints under faults (ARCHITECTURE.md, "Trust", issue 28): a SIGKILL at every file operation of the saves, the
 kill -9 soak, manifests, earlier Ember's checkpoint directories, full-precision optimizer state.
 
 The run is the soak's (``tests/fault/soak.py``): a tiny MLP with Dropout on numpy float64, a seed, Adam, a schedule,

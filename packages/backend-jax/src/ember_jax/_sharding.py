@@ -1,7 +1,7 @@
 """Data parallelism over several devices of one process: :func:`replicate` and :func:`shard_batch`.
 
-The Learner's ``MultiDevice`` strategy on jax (DESIGN.md §10): the model and optimizer are replicated
-on every device, each batch is split along dim 0 (a ``NamedSharding`` over a 1-D ``Mesh`` with axis
+The Learner's ``MultiDevice`` strategy on jax (ARCHITECTURE.md, "Distributed training"): the model and optimizer are
+replicated on every device, each batch is split along dim 0 (a ``NamedSharding`` over a 1-D ``Mesh`` with axis
 ``"batch"``), and the step compiled by :func:`ember_jax.jit` runs as ONE XLA program on the sharded
 inputs: GSPMD partitions the forward and backward over the devices and inserts the all-reduce of the
 gradients, so the new parameters are replicated again and equal (up to rounding) those of the same

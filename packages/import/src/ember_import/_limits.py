@@ -1,7 +1,7 @@
 """Bounds for reading untrusted files: bounded summaries for messages and the memory budget of one load.
 
 A hostile file is small and describes something huge: a tuple DAG whose ``repr`` is exponential, views that
-repeat one element billions of times, tensors shared under thousands of keys. DESIGN.md section 11: parsing is
+repeat one element billions of times, tensors shared under thousands of keys. ARCHITECTURE.md, "Trust": parsing is
 bounded in time and memory, messages never ``repr`` attacker-sized objects, and a load materialises at most a
 budget of bytes.
 

@@ -1,5 +1,5 @@
 """The run state a checkpoint saves beside the records so that resuming is bitwise: every random state the run uses
-and the data order (DESIGN.md section 11).
+and the data order (ARCHITECTURE.md, "Trust").
 
 Saved per process (under ``DistributedDataParallel`` every rank's, gathered by rank 0), as plain JSON data:
 

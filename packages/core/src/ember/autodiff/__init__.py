@@ -1,4 +1,4 @@
-"""Autodiff as a backend decorator (DESIGN.md §4, Burn's ``burn-autodiff``).
+"""Autodiff as a backend decorator (ARCHITECTURE.md, "Autodiff", Burn's ``burn-autodiff``).
 
 >>> import ember
 >>> from ember import Tensor

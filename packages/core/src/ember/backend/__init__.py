@@ -1,4 +1,4 @@
-"""The backend contract, devices and the plugin registry (DESIGN.md §3)."""
+"""The backend contract, devices and the plugin registry (ARCHITECTURE.md, "The backend contract")."""
 
 from ._base import Backend
 from ._collectives import Collectives, Work

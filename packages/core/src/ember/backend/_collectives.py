@@ -1,4 +1,4 @@
-"""Collective ops in the backend contract (DESIGN.md §10; after Burn's ``burn-collective``).
+"""Collective ops in the backend contract (ARCHITECTURE.md, "Distributed training"; after Burn's ``burn-collective``).
 
 A backend that can run collectives sets ``supports_collectives = True`` and returns, from
 :meth:`CollectiveOps.collectives`, a :class:`Collectives` engine: a thin mapping of primitives onto

@@ -1,4 +1,4 @@
-"""Collective ops over a process group (DESIGN.md §10; after Burn's ``burn-collective``).
+"""Collective ops over a process group (ARCHITECTURE.md, "Distributed training"; after Burn's ``burn-collective``).
 
 >>> import ember.distributed as dist
 >>> group = dist.init_process_group("torch")          # doctest: +SKIP

@@ -7,6 +7,8 @@ import functools
 import os
 import sys
 import threading
+import types
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -67,6 +69,22 @@ def _wrap_init(init: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
+#: the classes whose ``__call__`` is their ``forward``, set by :func:`_alias_call` (not by the class's author)
+_CALL_ALIASED: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def _alias_call(cls: type) -> None:
+    """Make ``cls.__call__`` its ``forward`` function (no extra frame per call) when ``cls`` defines ``forward`` and
+    the ``__call__`` it inherits is Module's or such an alias, not one a class defined on purpose."""
+    fn = cls.__dict__.get("forward")
+    if not isinstance(fn, types.FunctionType) or "__call__" in cls.__dict__:
+        return
+    owner = next(c for c in cls.__mro__[1:] if "__call__" in c.__dict__)
+    if owner is Module or owner in _CALL_ALIASED:
+        cls.__call__ = fn  # type: ignore[method-assign]
+        _CALL_ALIASED.add(cls)
+
+
 if sys.version_info >= (3, 11):
     from typing import dataclass_transform
 else:  # pragma: no cover - Python 3.10: the decorator only informs type checkers
@@ -115,8 +133,19 @@ class Module:
             cls.__init__ = _wrap_init(init)  # type: ignore[method-assign]
         cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign, assignment]
         cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign, assignment]
+        _alias_call(cls)
         for hook in SUBCLASS_HOOKS:
             hook(cls)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``module(x)`` is ``module.forward(x)``: every layer and model is called like a function (Burn's
+        ``forward``; PyTorch's ``module(x)``). Subclasses define ``forward`` only, never ``__call__ = forward``.
+
+        A class that defines ``forward`` gets it as its ``__call__`` when the class is created, so the call costs
+        what ``forward`` costs (this method only serves a ``forward`` assigned after the class was created). A class
+        that defines its own ``__call__`` keeps it, and so do its subclasses.
+        """
+        return self.forward(*args, **kwargs)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ structure
     def replace(self: M, **changes: Any) -> M:

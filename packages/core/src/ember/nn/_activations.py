@@ -29,8 +29,6 @@ class Relu(Module):
     def forward(self, x: Tensor) -> Tensor:
         return A.relu(x)
 
-    __call__ = forward
-
 
 class LeakyRelu(Module):
     """``x`` for ``x >= 0`` else ``negative_slope * x`` (Burn's ``LeakyRelu``; default slope 0.01)."""
@@ -39,8 +37,6 @@ class LeakyRelu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.leaky_relu(x, self.negative_slope)
-
-    __call__ = forward
 
 
 @config
@@ -63,8 +59,6 @@ class PRelu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.prelu(x, self.alpha.val())
-
-    __call__ = forward
 
 
 @config
@@ -95,8 +89,6 @@ class Gelu(Module):
     def forward(self, x: Tensor) -> Tensor:
         return A.gelu(x, "tanh" if self.approximate else "none")
 
-    __call__ = forward
-
 
 @config
 class GeluConfig:
@@ -114,8 +106,6 @@ class Sigmoid(Module):
     def forward(self, x: Tensor) -> Tensor:
         return A.sigmoid(x)
 
-    __call__ = forward
-
 
 class Tanh(Module):
     """Hyperbolic tangent (Burn's ``Tanh``)."""
@@ -123,16 +113,12 @@ class Tanh(Module):
     def forward(self, x: Tensor) -> Tensor:
         return A.tanh(x)
 
-    __call__ = forward
-
 
 class Silu(Module):
     """``x * sigmoid(x)`` (SiLU, also called Swish; Elfwing et al. 2017; PyTorch ``nn.SiLU``)."""
 
     def forward(self, x: Tensor) -> Tensor:
         return A.silu(x)
-
-    __call__ = forward
 
 
 #: Alias of :class:`Silu` (Ramachandran et al. 2017 call it Swish).
@@ -147,8 +133,6 @@ class Elu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.elu(x, self.alpha)
-
-    __call__ = forward
 
 
 @config
@@ -168,8 +152,6 @@ class Celu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.celu(x, self.alpha)
-
-    __call__ = forward
 
 
 @config
@@ -191,8 +173,6 @@ class Selu(Module):
     def forward(self, x: Tensor) -> Tensor:
         return A.selu(x)
 
-    __call__ = forward
-
 
 class Softplus(Module):
     """``log(1 + exp(beta * x)) / beta`` (PyTorch default ``beta=1``)."""
@@ -201,8 +181,6 @@ class Softplus(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.softplus(x, self.beta)
-
-    __call__ = forward
 
 
 @config
@@ -224,8 +202,6 @@ class Softsign(Module):
     def forward(self, x: Tensor) -> Tensor:
         return A.softsign(x)
 
-    __call__ = forward
-
 
 class HardSigmoid(Module):
     """``max(0, min(1, alpha * x + beta))`` (Burn's ``HardSigmoid``, defaults 0.2 and 0.5 as ONNX;
@@ -236,8 +212,6 @@ class HardSigmoid(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.hard_sigmoid(x, self.alpha, self.beta)
-
-    __call__ = forward
 
 
 @config
@@ -257,16 +231,12 @@ class HardSwish(Module):
     def forward(self, x: Tensor) -> Tensor:
         return A.hard_swish(x)
 
-    __call__ = forward
-
 
 class Mish(Module):
     """``x * tanh(softplus(x))`` (Misra 2019; PyTorch ``nn.Mish``)."""
 
     def forward(self, x: Tensor) -> Tensor:
         return A.mish(x)
-
-    __call__ = forward
 
 
 class Glu(Module):
@@ -277,8 +247,6 @@ class Glu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.glu(x, self.dim)
-
-    __call__ = forward
 
 
 @config

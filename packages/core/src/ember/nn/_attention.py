@@ -196,8 +196,6 @@ class MultiHeadAttention(Module):
 
         return MhaOutput.lazy(weights, self.output.forward(self._merge(ctx)))
 
-    __call__ = forward
-
     def _heads(self, x: Tensor) -> Tensor:
         b, s, _ = x.shape
         return x.reshape([b, s, self.n_heads, self.d_k]).swap_dims(1, 2)

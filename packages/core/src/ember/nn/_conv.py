@@ -19,7 +19,7 @@ __all__ = ["Conv1dConfig", "Conv1d", "Conv2dConfig", "Conv2d", "Conv3dConfig", "
 
 _LAYOUTS = {1: "[batch, channels_in, length]", 2: "[batch, channels_in, height, width]",
             3: "[batch, channels_in, depth, height, width]"}
-_FNS = {1: M.conv1d, 2: M.conv2d, 3: M.conv3d}
+_OPS = {1: "conv1d", 2: "conv2d", 3: "conv3d"}
 _DEFAULT_INIT = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
 
 
@@ -37,28 +37,31 @@ def _build(cfg: Any, nd: int, device: Device) -> dict[str, Any]:
         raise config_error(name, f"groups ({cfg.groups}) must divide both channels_in ({c_in}) and channels_out "
                            f"({c_out}).")
     left, right = resolve_padding(name, cfg.padding, kernel, stride, dilation)
+    stride, dilation = tuple(int(i) for i in stride), tuple(int(i) for i in dilation)
+    left, right = tuple(int(i) for i in left), tuple(int(i) for i in right)
     k = math.prod(kernel)
     fan_in, fan_out = c_in // cfg.groups * k, c_out // cfg.groups * k
     weight = cfg.initializer.init_param_with([c_out, c_in // cfg.groups, *kernel], fan_in, fan_out, device)
     bias = cfg.initializer.init_param_with([c_out], fan_in, fan_out, device) if cfg.bias else None
-    return dict(weight=weight, bias=bias, stride=stride, dilation=dilation, groups=cfg.groups,
+    return dict(weight=weight, bias=bias, stride=stride, dilation=dilation, groups=int(cfg.groups),
                 padding=left, padding_right=right)
 
 
 def _forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
+    """The layer's forward: the input is checked here, once (kind, rank, channels); the options and the weight were
+    checked by the config's ``init`` (``_build``), so the functional convolution's argument checks are skipped."""
     check_float(layer, x)
     layout = _LAYOUTS[nd]
     check_rank(layer, x, nd + 2, layout)
     w = conv.weight.val()
     check_dim(layer, x, 1, w.shape[1] * conv.groups, layout, "channels_in")
-    pad = tuple(conv.padding)
-    if tuple(conv.padding_right) != pad:  # asymmetric "Same" padding of an even window
+    pad = conv.padding
+    if conv.padding_right != pad:  # asymmetric "Same" padding of an even window
         pairs = [(lo, hi) for lo, hi in zip(conv.padding, conv.padding_right)]
         x = x.pad([(0, 0), (0, 0), *pairs])
         pad = (0,) * nd
     b = conv.bias.val() if conv.bias is not None else None
-    return _FNS[nd](x, w, b, M.ConvOptions(stride=conv.stride, padding=pad, dilation=conv.dilation,
-                                           groups=conv.groups))
+    return M._conv_prechecked(_OPS[nd], x, w, b, conv.stride, pad, conv.dilation, conv.groups)
 
 
 @config
@@ -133,8 +136,6 @@ class Conv1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         return _forward("Conv1d", 1, self, x)
 
-    __call__ = forward
-
 
 @config
 class Conv2dConfig:
@@ -205,8 +206,6 @@ class Conv2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("Conv2d", 2, self, x)
-
-    __call__ = forward
 
 
 @config
@@ -280,6 +279,4 @@ class Conv3d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("Conv3d", 3, self, x)
-
-    __call__ = forward
 

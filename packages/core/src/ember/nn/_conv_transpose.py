@@ -19,7 +19,7 @@ __all__ = ["ConvTranspose1dConfig", "ConvTranspose1d", "ConvTranspose2dConfig", 
 
 _LAYOUTS = {1: "[batch, channels_in, length]", 2: "[batch, channels_in, height, width]",
             3: "[batch, channels_in, depth, height, width]"}
-_FNS = {1: M.conv_transpose1d, 2: M.conv_transpose2d, 3: M.conv_transpose3d}
+_OPS = {1: "conv_transpose1d", 2: "conv_transpose2d", 3: "conv_transpose3d"}
 _DEFAULT_INIT = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
 
 
@@ -45,20 +45,25 @@ def _build(cfg: Any, nd: int, device: Device) -> dict[str, Any]:
     fan_in, fan_out = c_out // cfg.groups * k, c_in // cfg.groups * k
     weight = cfg.initializer.init_param_with([c_in, c_out // cfg.groups, *kernel], fan_in, fan_out, device)
     bias = cfg.initializer.init_param_with([c_out], fan_in, fan_out, device) if cfg.bias else None
-    return dict(weight=weight, bias=bias, stride=tuple(cfg.stride), dilation=tuple(cfg.dilation), groups=cfg.groups,
-                padding=tuple(cfg.padding), padding_out=tuple(cfg.padding_out))
+    return dict(weight=weight, bias=bias, stride=_ints(cfg.stride), dilation=_ints(cfg.dilation),
+                groups=int(cfg.groups), padding=_ints(cfg.padding), padding_out=_ints(cfg.padding_out))
+
+
+def _ints(v: Any) -> tuple[int, ...]:
+    return tuple(int(i) for i in v)
 
 
 def _forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
+    """The layer's forward: the input is checked here, once (kind, rank, channels); the options and the weight were
+    checked by the config's ``init`` (``_build``), so the functional convolution's argument checks are skipped."""
     check_float(layer, x)
     layout = _LAYOUTS[nd]
     check_rank(layer, x, nd + 2, layout)
     w = conv.weight.val()
     check_dim(layer, x, 1, w.shape[0], layout, "channels_in")
     b = conv.bias.val() if conv.bias is not None else None
-    opts = M.ConvTransposeOptions(stride=conv.stride, padding=conv.padding, padding_out=conv.padding_out,
-                                  dilation=conv.dilation, groups=conv.groups)
-    return _FNS[nd](x, w, b, opts)
+    return M._conv_transpose_prechecked(_OPS[nd], x, w, b, conv.stride, conv.padding, conv.padding_out,
+                                        conv.dilation, conv.groups)
 
 
 @config
@@ -134,8 +139,6 @@ class ConvTranspose1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         return _forward("ConvTranspose1d", 1, self, x)
 
-    __call__ = forward
-
 
 @config
 class ConvTranspose2dConfig:
@@ -209,8 +212,6 @@ class ConvTranspose2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("ConvTranspose2d", 2, self, x)
-
-    __call__ = forward
 
 
 @config
@@ -286,6 +287,4 @@ class ConvTranspose3d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return _forward("ConvTranspose3d", 3, self, x)
-
-    __call__ = forward
 

@@ -66,5 +66,3 @@ class Dropout(Module):
             return Tensor.zeros(dims, like.device)
         keep = Tensor.random(dims, Distribution.bernoulli(1.0 - p), like.device)
         return keep * (1.0 / (1.0 - p))
-
-    __call__ = forward

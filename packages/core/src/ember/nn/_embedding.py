@@ -51,5 +51,3 @@ class Embedding(Module):
     def forward(self, indices: Tensor) -> Tensor:
         check_int("Embedding", indices)
         return M.embedding(self.weight.val(), indices)
-
-    __call__ = forward

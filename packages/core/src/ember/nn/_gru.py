@@ -129,5 +129,3 @@ class Gru(Module):
             h = n + z * (h - n)
             outputs.append(h)
         return Tensor.stack(outputs, 1)
-
-    __call__ = forward

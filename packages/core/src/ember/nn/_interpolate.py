@@ -84,8 +84,6 @@ class Interpolate1d(Module):
         y = M.interpolate(x.reshape([b, c, 1, n]), [1, out[0]], M.InterpolateOptions(mode=_OPS[self.mode]))
         return y.reshape([b, c, out[0]])
 
-    __call__ = forward
-
 
 @config
 class Interpolate2dConfig:
@@ -122,5 +120,3 @@ class Interpolate2d(Module):
         check_rank(layer, x, 4, "[batch, channels, height, width]")
         out = _out(layer, self.output_size, self.scale_factor, x.shape[2:])
         return M.interpolate(x, out, M.InterpolateOptions(mode=_OPS[self.mode]))
-
-    __call__ = forward

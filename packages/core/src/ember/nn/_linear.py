@@ -77,5 +77,3 @@ class Linear(Module):
         if self.bias is not None:
             y = y + self.bias.val()
         return y
-
-    __call__ = forward

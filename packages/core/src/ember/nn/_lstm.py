@@ -100,8 +100,6 @@ class Lstm(Module):
         """
         return _run("Lstm", self, batched_input, state, reverse=False)
 
-    __call__ = forward
-
 
 def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bool) -> tuple[Tensor, LstmState]:
     check_float(layer, x)
@@ -183,5 +181,3 @@ class BiLstm(Module):
         return Tensor.cat([out_f, out_r], 2), LstmState(
             cell=Tensor.stack([st_f.cell, st_r.cell], 0), hidden=Tensor.stack([st_f.hidden, st_r.hidden], 0)
         )
-
-    __call__ = forward

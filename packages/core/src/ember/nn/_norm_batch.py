@@ -96,5 +96,3 @@ class BatchNorm(Module):
         var = self.running_var.value().to_device(x.device).reshape(bshape)
         y = (x - mean) / (var + self.epsilon).sqrt()
         return y * self.gamma.val().reshape(bshape) + self.beta.val().reshape(bshape)
-
-    __call__ = forward

@@ -80,5 +80,3 @@ class GroupNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return group_norm("GroupNorm", x, self.num_groups, self.num_channels, self.gamma, self.beta, self.epsilon)
-
-    __call__ = forward

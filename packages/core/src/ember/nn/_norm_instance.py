@@ -53,5 +53,3 @@ class InstanceNorm(Module):
     def forward(self, x: Tensor) -> Tensor:
         c = self.num_channels
         return group_norm("InstanceNorm", x, c, c, self.gamma, self.beta, self.epsilon)
-
-    __call__ = forward

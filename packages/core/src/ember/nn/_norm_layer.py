@@ -53,5 +53,3 @@ class LayerNorm(Module):
             raise ShapeError("LayerNorm: expected input of shape [..., d_model] (rank >= 1), got a rank-0 tensor.")
         check_dim("LayerNorm", x, -1, d, "[..., d_model]", "d_model")
         return M.layer_norm(x, self.gamma.val(), self.beta.val(), self.epsilon)[0]
-
-    __call__ = forward

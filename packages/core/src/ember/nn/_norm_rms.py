@@ -48,5 +48,3 @@ class RmsNorm(Module):
             raise ShapeError("RmsNorm: expected input of shape [..., d_model] (rank >= 1), got a rank-0 tensor.")
         check_dim("RmsNorm", x, -1, self.gamma.shape[0], "[..., d_model]", "d_model")
         return M.rms_norm(x, self.gamma.val(), self.epsilon)[0]
-
-    __call__ = forward

@@ -104,8 +104,6 @@ class MaxPool1d(Module):
         _check("MaxPool1d", 1, x)
         return M.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
-    __call__ = forward
-
 
 @config
 class MaxPool2dConfig:
@@ -161,8 +159,6 @@ class MaxPool2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check("MaxPool2d", 2, x)
         return M.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
-
-    __call__ = forward
 
 
 @config
@@ -223,8 +219,6 @@ class AvgPool1d(Module):
         _check("AvgPool1d", 1, x)
         return M.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.count_include_pad, self.ceil_mode)
 
-    __call__ = forward
-
 
 @config
 class AvgPool2dConfig:
@@ -283,8 +277,6 @@ class AvgPool2d(Module):
         _check("AvgPool2d", 2, x)
         return M.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.count_include_pad, self.ceil_mode)
 
-    __call__ = forward
-
 
 @config
 class AdaptiveAvgPool1dConfig:
@@ -308,8 +300,6 @@ class AdaptiveAvgPool1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check("AdaptiveAvgPool1d", 1, x)
         return M.adaptive_avg_pool1d(x, self.output_size)
-
-    __call__ = forward
 
 
 @config
@@ -335,6 +325,4 @@ class AdaptiveAvgPool2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         _check("AdaptiveAvgPool2d", 2, x)
         return M.adaptive_avg_pool2d(x, self.output_size)
-
-    __call__ = forward
 

@@ -80,5 +80,3 @@ class PositionalEncoding(Module):
                              "raise it in PositionalEncodingConfig.")
         table = self.sinusoids if seq == self.max_sequence_size else self.sinusoids.narrow(1, 0, seq)
         return x + table
-
-    __call__ = forward

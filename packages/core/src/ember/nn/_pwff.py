@@ -57,5 +57,3 @@ class PositionWiseFeedForward(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.linear_outer.forward(self.dropout.forward(A.gelu(self.linear_inner.forward(x))))
-
-    __call__ = forward

@@ -65,8 +65,6 @@ class RotaryEncoding(Module):
         """:meth:`apply` from position 0."""
         return self.apply(x, 0)
 
-    __call__ = forward
-
     def apply(self, x: Tensor, start: int) -> Tensor:
         """Encode ``x`` ``[..., seq_length, d_model]`` for positions ``start .. start + seq_length - 1``
         (Burn's ``apply``; for decoding with a cache).

@@ -52,5 +52,3 @@ class SwiGlu(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return A.silu(self.linear_inner.forward(x)) * self.linear_outer.forward(x)
-
-    __call__ = forward

@@ -123,8 +123,6 @@ class TransformerDecoderLayer(Module):
         x = self.norm_2.forward(x + ca(x))
         return self.norm_3.forward(x + d(self.pwff.forward(x)))
 
-    __call__ = forward
-
 
 class TransformerDecoder(Module):
     """A stack of :class:`TransformerDecoderLayer` (Burn's ``TransformerDecoder``; no final norm).
@@ -139,5 +137,3 @@ class TransformerDecoder(Module):
         for layer in self.layers:
             x = layer.forward(x, input)
         return x
-
-    __call__ = forward

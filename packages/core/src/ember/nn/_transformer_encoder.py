@@ -108,8 +108,6 @@ class TransformerEncoderLayer(Module):
         x = self.norm_1.forward(x + attn(x))
         return self.norm_2.forward(x + self.dropout.forward(self.pwff.forward(x)))
 
-    __call__ = forward
-
 
 class TransformerEncoder(Module):
     """A stack of :class:`TransformerEncoderLayer` (Burn's ``TransformerEncoder``; no final norm).
@@ -124,5 +122,3 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             x = layer.forward(x, input.mask_pad, input.mask_attn)
         return x
-
-    __call__ = forward

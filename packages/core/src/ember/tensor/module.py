@@ -248,7 +248,6 @@ def _conv(op: str, nd: int, x: Any, weight: Any, bias: Any, options: ConvOptions
     _tensor(op, "weight", weight)
     if bias is not None:
         _tensor(op, "bias", bias)
-    _same(op, x, weight, bias)
     layout = _LAYOUT[nd]
     _rank(op, "x", x, nd + 2, layout.replace("channels", "channels_in"))
     _rank(op, "weight", weight, nd + 2,
@@ -268,11 +267,22 @@ def _conv(op: str, nd: int, x: Any, weight: Any, bias: Any, options: ConvOptions
         )
     if bias is not None and tuple(bias.shape) != (o,):
         raise ShapeError(f"{op}: bias must have shape [channels_out] = [{o}], got {list(bias.shape)}.")
-    kernel = tuple(weight.shape[2:])
-    _fits(op, x, kernel, padding, dilation)
+    return _conv_prechecked(op, x, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_prechecked(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Ints, padding: Ints,
+                    dilation: Ints, groups: int) -> Tensor:
+    """The convolution ``op`` (``"conv1d"``, ``"conv2d"`` or ``"conv3d"``) without the argument checks of
+    :func:`conv2d`: for the ``ember.nn`` layers, whose config's ``init`` checked the options and built the weight
+    and bias once, and whose ``forward`` checked the input's kind, rank and channels. What depends on the input
+    alone is still checked here: the devices agree and the dilated kernel fits the padded input.
+
+    ``stride``, ``padding``, ``dilation``: tuples of one int per spatial dim; ``groups``: an int >= 1.
+    """
+    _same(op, x, weight, bias)
+    _fits(op, x, tuple(weight.shape[2:]), padding, dilation)
     bp = None if bias is None else bias.primitive
-    ops = x.ops
-    fn = getattr(ops, op)
+    fn = getattr(x.ops, op)
     p = _call(op, lambda: fn(x.primitive, weight.primitive, bp, stride, padding, dilation, groups), x, weight)
     return wrap(p, x, Float)
 
@@ -303,7 +313,6 @@ def _conv_transpose(op: str, nd: int, x: Any, weight: Any, bias: Any, options: C
     _tensor(op, "weight", weight)
     if bias is not None:
         _tensor(op, "bias", bias)
-    _same(op, x, weight, bias)
     _rank(op, "x", x, nd + 2, _LAYOUT[nd].replace("channels", "channels_in"))
     _rank(op, "weight", weight, nd + 2,
           f"[channels_in, channels_out / groups, {', '.join('kernel_' + d for d in _DIMS[nd])}]")
@@ -328,6 +337,14 @@ def _conv_transpose(op: str, nd: int, x: Any, weight: Any, bias: Any, options: C
         if po >= max(s, d):
             raise ValueError(f"{op}: padding_out {list(padding_out)} must be smaller than stride {list(stride)} "
                              f"or dilation {list(dilation)} (PyTorch's rule).")
+    return _conv_transpose_prechecked(op, x, weight, bias, stride, padding, padding_out, dilation, groups)
+
+
+def _conv_transpose_prechecked(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Ints,
+                              padding: Ints, padding_out: Ints, dilation: Ints, groups: int) -> Tensor:
+    """The transposed convolution ``op`` (``"conv_transpose1d"`` ...) without the argument checks of
+    :func:`conv_transpose2d` (see :func:`_conv_prechecked`): the devices and the output size are still checked."""
+    _same(op, x, weight, bias)
     kernel = tuple(weight.shape[2:])
     out = [geo.conv_transpose_out(s, k, st, p, po, d)
            for s, k, st, p, po, d in zip(x.shape[2:], kernel, stride, padding, padding_out, dilation)]

@@ -2,7 +2,7 @@
 
 A tiny hostile file can ask for terabytes: ``ConstantOfShape`` of ``[2**20, 2**20]``, an ``Expand`` or ``Tile`` to
 a huge shape, a ``Range`` of ``2**40`` steps, an initializer that declares huge dims over a few bytes of data
-(DESIGN.md §11: parsing hostile input is bounded in time and memory). ``load_model(..., max_tensor_bytes=N)``
+(ARCHITECTURE.md, "Trust": parsing hostile input is bounded in time and memory). ``load_model(..., max_tensor_bytes=N)``
 sets the budget (default :func:`default_max_tensor_bytes`: ``max(file size, 1 GiB)``, the ``.pt`` reader's
 rule and name); it applies to
 

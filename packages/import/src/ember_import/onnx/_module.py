@@ -81,9 +81,6 @@ class OnnxModule(Module):
         outs = [_out(o, ctx) for o in outs]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def __call__(self, *inputs: Any) -> Any:
-        return self.forward(*inputs)
-
 
 def _main_device(inputs: tuple[Any, ...], params: dict[str, Param], host: Device) -> Device:
     for x in inputs:

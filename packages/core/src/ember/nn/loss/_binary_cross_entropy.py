@@ -75,5 +75,3 @@ class BinaryCrossEntropyLoss(Module):
                                  f"(logits {list(logits.shape)}).")
             loss = loss * self.weights
         return loss.mean()
-
-    __call__ = forward

@@ -48,8 +48,6 @@ class CosineEmbeddingLoss(Module):
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         return reduce(self.forward_no_reduction(input1, input2, target), self.reduction)
 
-    __call__ = forward
-
     def forward_no_reduction(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
         name = "CosineEmbeddingLoss"
         check_float(name, input1, "input1")

@@ -74,8 +74,6 @@ class CTCLoss(Module):
             return loss.sum()
         return (loss / target_lengths.float().clamp_min(1.0)).mean()
 
-    __call__ = forward
-
     def forward_no_reduction(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor,
                              target_lengths: Tensor) -> Tensor:
         name = "CTCLoss"

@@ -38,8 +38,6 @@ class KLDivLoss(Module):
                 reduction: Reduction | str = Reduction.BATCH_MEAN) -> Tensor:
         return reduce(self.forward_no_reduction(input, target), reduction)
 
-    __call__ = forward
-
     def forward_no_reduction(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         same_shape("KLDivLoss", input, target, ("input", "target"))
         if self.log_target:

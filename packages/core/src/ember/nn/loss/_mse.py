@@ -20,8 +20,6 @@ class MseLoss(Module):
     def forward(self, predictions: Tensor, targets: Tensor, reduction: Reduction | str = Reduction.MEAN) -> Tensor:
         return reduce(self.forward_no_reduction(predictions, targets), reduction)
 
-    __call__ = forward
-
     def forward_no_reduction(self, predictions: Tensor, targets: Tensor) -> Tensor:
         same_shape("MseLoss", predictions, targets)
         return (predictions - targets).square()

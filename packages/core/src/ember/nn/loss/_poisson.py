@@ -54,8 +54,6 @@ class PoissonNllLoss(Module):
     def forward(self, predictions: Tensor, targets: Tensor) -> Tensor:
         return reduce(self.forward_no_reduction(predictions, targets), self.reduction)
 
-    __call__ = forward
-
     def forward_no_reduction(self, predictions: Tensor, targets: Tensor) -> Tensor:
         same_shape("PoissonNllLoss", predictions, targets)
         if self.log_input:

@@ -200,7 +200,6 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
         out += _fit(line, "        ")
     rets = [e for e, _ in outputs]
     out.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")
-    out += ["", "    __call__ = forward"]
     out += ["", "    @classmethod",
             f"    def from_record(cls, path: str, device: Device) -> {class_name}:",
             f'        """The network with the weights saved at ``path`` (``{record_file}``), on ``device``."""',
