@@ -18,7 +18,7 @@ checks: each reference must name a stored storage of the same type and size.
 Keys are integers (the saving process's ``_cdata`` pointers). Numbers are little-endian (what torch assumes);
 a ``sys_info`` that declares a big-endian writer switches both the metadata and the elements to big-endian.
 
-The same guarantees as the zip format (DESIGN.md section 11): every pickle goes through
+The same guarantees as the zip format (ARCHITECTURE.md, "Trust"): every pickle goes through
 :class:`SafeUnpickler` (no code runs); nothing is extracted to disk and member data is never read whole: the
 small pickles are read through a window bounded by their member, storages are located (their bytes read later,
 or mapped, by :func:`fill_storages`); every tar member is checked first (regular files only: no links,
