@@ -8,7 +8,8 @@
 - ``fault``: the whole fault suite (``python -m tests.fault --full``): every hostile file of the corpus
   (``tests/fault/corpus_*.py``) loaded in a child process under a memory and a time limit; each must end in a clean
   error naming the file or load exactly.
-- ``lint``: ruff. ``typecheck``: mypy on every distribution's package.
+- ``lint``: ruff, then the import-linter contracts of the layers (``lint-imports``). ``typecheck``: mypy on every
+  distribution's package.
 - ``docs``: The Ember Book and the API reference (``mkdocs build --strict`` into ``site/``), then every Python
   block of the book and of the READMEs (pytest-markdown-docs), the API-reference coverage and the headless-browser
   checks.
@@ -209,9 +210,14 @@ def fault(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check over the whole repository (settings in the root pyproject.toml)."""
-    session.install(*CONSTRAINTS, "ruff")
+    """ruff check over the whole repository, then the layers' import contracts (``lint-imports``; both configured in
+    the root pyproject.toml, ``[tool.ruff]`` and ``[tool.importlinter]``)."""
+    session.install(*CONSTRAINTS, "ruff", "import-linter")
+    # import-linter parses the sources (it imports nothing), but finds the packages through the import system:
+    # every distribution editable, without its dependencies (no numpy, torch or jax needed)
+    session.install("--no-deps", *(arg for p in _packages() for arg in ("-e", p.relative_to(ROOT).as_posix())))
     session.run("ruff", "check", *(session.posargs or ["."]))
+    session.run("lint-imports")
 
 
 @nox.session(python=PYTHON)

@@ -14,9 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ember import DType
-from ember._distribution import Distribution
-from ember._errors import BackendError, DTypeError
+from ember import BackendError, Distribution, DType, DTypeError
 from ember.backend import Backend, Device
 
 from . import _pytree, _random

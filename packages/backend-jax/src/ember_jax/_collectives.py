@@ -29,7 +29,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ember._errors import BackendError, CollectiveError
+from ember import BackendError, CollectiveError
 from ember.backend import Backend, Collectives, Device
 
 from ._sharding import BATCH_AXIS, process_mesh

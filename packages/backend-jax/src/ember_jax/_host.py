@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ember._errors import BackendError
+from ember import BackendError
 
 __all__ = ["host_read_error"]
 

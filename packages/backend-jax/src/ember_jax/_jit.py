@@ -24,8 +24,7 @@ from typing import Any
 
 import jax
 
-from ember import Tensor
-from ember._errors import BackendError
+from ember import BackendError, Tensor
 from ember.module import Module
 
 from ._out import OutWalk, generate, holds_ember

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ember.backend._ops_module import ModuleOps
+from ember.backend.contract import ModuleOps
 
 from ._kernel import HALF, kernel
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from ember import Float, Tensor
 from ember.autodiff import Gradients
-from ember.autodiff._graph import AutodiffPrimitive, new_leaf
 from ember.backend import Device
+from ember.backend.contract import AutodiffPrimitive, new_leaf
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 

@@ -29,10 +29,9 @@ from typing import Any
 import jax
 
 from ember import Tensor
-from ember.autodiff._graph import AutodiffPrimitive as AP
-from ember.autodiff._graph import new_leaf
+from ember.backend.contract import SUBCLASS_HOOKS, new_leaf
+from ember.backend.contract import AutodiffPrimitive as AP
 from ember.module import Module, Param, RunningState
-from ember.module._module import SUBCLASS_HOOKS
 from ember.optim import GradientsParams, Optimizer
 
 __all__ = ["register"]

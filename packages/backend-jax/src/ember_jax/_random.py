@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ember._errors import BackendError
+from ember import BackendError
 
 from ._kernel import F32, HALF, is_tracer, kernel
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember import Float, Tensor
-from ember.autodiff._graph import AutodiffPrimitive as AP
+from ember.backend.contract import AutodiffPrimitive as AP
 from ember.module import Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
@@ -94,7 +94,7 @@ def _b_state(rb: Rebuild, x: RunningState) -> Any:
 
 
 def _b_module(rb: Rebuild, m: Any) -> Any:
-    from ember.module._tree import rebuild as rebuild_module
+    from ember.backend.contract import rebuild_module
 
     n, done = _seen(rb, m)
     if done is not None:

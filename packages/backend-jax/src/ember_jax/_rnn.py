@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ember.backend._ops_rnn import RnnOps
+from ember.backend.contract import RnnOps
 
 from ._kernel import HALF, kernel
 

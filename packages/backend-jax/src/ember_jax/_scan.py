@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ember._errors import BackendError
+from ember import BackendError
 from ember.backend import Device
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ember._errors import BackendError
+from ember import BackendError
 
 from ._kernel import is_tracer, kernel
 

@@ -31,8 +31,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ember import Device, Tensor
-from ember._errors import BackendError, ShapeError
+from ember import BackendError, Device, ShapeError, Tensor
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 

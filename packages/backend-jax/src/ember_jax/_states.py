@@ -7,8 +7,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ember import Bool, Float, Int, Tensor
-from ember._data import TensorData
+from ember import Bool, Float, Int, Tensor, TensorData
 from ember.backend import Device
 from ember.optim import Optimizer
 

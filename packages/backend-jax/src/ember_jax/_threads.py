@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ember._errors import ConfigError
+from ember import ConfigError
 
 _FLAG = "--xla_cpu_multi_thread_eigen"
 

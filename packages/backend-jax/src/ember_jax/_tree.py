@@ -38,10 +38,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from ember import Tensor
-from ember._data import TensorData
-from ember.autodiff._graph import AutodiffPrimitive as AP
+from ember import Tensor, TensorData
 from ember.backend import Device
+from ember.backend.contract import AutodiffPrimitive as AP
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 

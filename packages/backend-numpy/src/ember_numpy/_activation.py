@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backend._ops_activation_grad import ActivationGradOps
+from ember.backend.contract import ActivationGradOps
 
 from ._float import _work, erfc
 from ._gelu32 import gelu32, gelu_backward32

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backend._ops_attention import AttentionOps
+from ember.backend.contract import AttentionOps
 
 from ._quiet import quiet
 

@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import DType
-from ember._errors import BackendError, CollectiveError, ConfigError
+from ember import BackendError, CollectiveError, ConfigError, DType
 from ember.backend import Backend, Device
 
 from ._activation import NumpyActivationOps

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ember.backend._module_geometry import conv_out
+from ember.backend.contract import conv_out
 
 __all__ = ["conv_forward", "conv_backward_input", "conv_backward_weight", "windows"]
 

@@ -3,7 +3,7 @@
 Each kernel loops over the kernel taps (``k_h * k_w`` iterations, 4 for a 2x2 pool), each one
 vectorized over the whole ``[N, C, h_out, w_out]`` output through a strided slice of the padded
 input: never a loop over pixels. Geometry (output sizes, ceil-mode padding, divisors) comes from
-:mod:`ember.backend._module_geometry`, shared with every backend.
+:mod:`ember.backend.contract`, shared with every backend.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backend import _module_geometry as geo
+from ember.backend.contract import avg_divisor, pool_out, pool_pads
 
 Ints = tuple[int, ...]
 
@@ -20,9 +20,9 @@ Ints = tuple[int, ...]
 def _geometry(shape: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints,
               ceil_mode: bool) -> tuple[Ints, tuple[tuple[int, int], ...]]:
     sp = shape[2:]
-    out = tuple(geo.pool_out(s, k, st, p, d, ceil_mode) for s, k, st, p, d in zip(sp, kernel, stride, padding,
+    out = tuple(pool_out(s, k, st, p, d, ceil_mode) for s, k, st, p, d in zip(sp, kernel, stride, padding,
                                                                                  dilation))
-    pads = tuple(geo.pool_pads(s, k, st, p, d, o) for s, k, st, p, d, o in zip(sp, kernel, stride, padding,
+    pads = tuple(pool_pads(s, k, st, p, d, o) for s, k, st, p, d, o in zip(sp, kernel, stride, padding,
                                                                                dilation, out))
     return out, pads
 
@@ -93,7 +93,7 @@ def _avg_geometry(shape: Ints, kernel: Ints, stride: Ints, padding: Ints, count_
                   ceil_mode: bool) -> tuple[Ints, tuple[tuple[int, int], ...], np.ndarray]:
     ones = (1,) * len(kernel)
     out, pads = _geometry(shape, kernel, stride, padding, ones, ceil_mode)
-    div = geo.avg_divisor(shape[2:], kernel, stride, padding, out, count_include_pad)
+    div = avg_divisor(shape[2:], kernel, stride, padding, out, count_include_pad)
     return out, pads, div
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backend._ops_optim import OptimOps, Prims
+from ember.backend.contract import OptimOps, Prims
 
 __all__ = ["NumpyOptimOps", "CHUNK"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backend._ops_rnn import RnnOps
+from ember.backend.contract import RnnOps
 
 __all__ = ["NumpyRnnOps"]
 

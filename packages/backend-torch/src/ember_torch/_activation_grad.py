@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ember.backend._ops_activation_grad import ActivationGradOps
+from ember.backend.contract import ActivationGradOps
 
 __all__ = ["TorchActivationGradOps"]
 

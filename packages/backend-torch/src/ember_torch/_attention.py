@@ -20,7 +20,7 @@ from typing import Any
 
 import torch.nn.functional as F
 
-from ember.backend._ops_attention import AttentionOps
+from ember.backend.contract import AttentionOps
 
 from ._graph import graph_forward, graph_grad
 

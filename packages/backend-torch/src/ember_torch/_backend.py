@@ -13,9 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ember import DType
-from ember._distribution import Distribution
-from ember._errors import BackendError, DTypeError
+from ember import BackendError, Distribution, DType, DTypeError
 from ember.backend import Backend, Device
 
 from ._activation import TorchActivationOps

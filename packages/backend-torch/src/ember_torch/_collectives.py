@@ -31,7 +31,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ember._errors import CollectiveError
+from ember import CollectiveError
 from ember.backend import Backend, Collectives, Device, Work
 
 __all__ = ["TorchDistributedCollectives"]

@@ -25,7 +25,7 @@ kernels could differ, and how they are reconciled:
   missing trailing outputs as zeros, as the contract's default;
 - ``avg_pool2d`` divisor (``count_include_pad``, ``ceil_mode``), adaptive pooling windows and the
   bilinear / bicubic source-index formulas are torch's own, which
-  :mod:`ember.backend._module_geometry` restates.
+  :mod:`ember.backend.contract` restates.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's convention
 
-from ember.backend._module_geometry import conv_out
+from ember.backend.contract import conv_out
 
 Ints = tuple[int, ...]
 _aten = torch.ops.aten

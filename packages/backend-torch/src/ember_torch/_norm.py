@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ember.backend._ops_norm import NormOps
+from ember.backend.contract import NormOps
 
 __all__ = ["TorchNormOps"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ember.backend._ops_optim import OptimOps, Prims
+from ember.backend.contract import OptimOps, Prims
 
 __all__ = ["TorchOptimOps"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ember.backend._ops_rnn import RnnOps
+from ember.backend.contract import RnnOps
 
 from ._graph import graph_forward, graph_grad
 

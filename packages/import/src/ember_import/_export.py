@@ -21,8 +21,7 @@ import numpy as np
 
 from ember import TensorData
 from ember.module import Module, Param, RunningState
-from ember.record import PrecisionSettings
-from ember.record._atomic import atomic_write
+from ember.record import PrecisionSettings, atomic_write
 
 from ._errors import ModelImportError
 from ._filter import ApplyResult, as_filter

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ember import DType, TensorData
-from ember.record._atomic import atomic_path
+from ember.record import atomic_path
 
 from ._errors import ModelImportError
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from ember import DType, RecordError, TensorData
-from ember.record._safetensors_format import read_header as read_checked_header
-from ember.record._safetensors_format import read_into
+from ember.record import read_safetensors_header as read_checked_header
+from ember.record import read_safetensors_into as read_into
 
 from ._errors import ModelImportError
 from ._imported import ImportedFile

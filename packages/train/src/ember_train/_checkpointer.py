@@ -42,8 +42,7 @@ from typing import Any
 import numpy as np
 
 from ember import TensorData
-from ember.record import DoublePrecisionSettings, FileRecorder, FullPrecisionSettings
-from ember.record._atomic import atomic_write, remove_stale_temps
+from ember.record import DoublePrecisionSettings, FileRecorder, FullPrecisionSettings, atomic_write, remove_stale_temps
 
 from ._errors import CheckpointError
 

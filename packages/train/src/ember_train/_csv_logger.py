@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from ember.record._atomic import atomic_write
+from ember.record import atomic_write
 
 from ._errors import LearnerError
 from ._tracking import RunInfo, TrackingLogger

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
 
-from ember.record._atomic import atomic_write
+from ember.record import atomic_write
 
 from .metric._base import MetricEntry, NumericEntry, file_name
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ember.record._atomic import atomic_write
+from ember.record import atomic_write
 
 from ._errors import LearnerError
 from ._tracking import EpochEndSteps, RunInfo, TrackingLogger, flat_hparams

@@ -244,7 +244,7 @@ class LearnerSummary:
 
     def save(self, artifact_dir: str | os.PathLike[str]) -> None:
         """Write ``summary.txt`` and ``summary.json`` in ``artifact_dir``."""
-        from ember.record._atomic import atomic_write
+        from ember.record import atomic_write
 
         root = Path(artifact_dir)
         table = self.table().encode("utf-8")

@@ -122,8 +122,10 @@ class NormOps:
         ``invstd^-2 - epsilon`` is the batch's biased variance (as Burn; PyTorch keeps the unbiased one).
 
         Args:
-            running_mean, running_var: ``[channels]``, the statistics so far (not written).
-            mean, invstd: ``[channels]``, what :meth:`batch_norm` returned for the batch (same dtype and device).
+            running_mean: ``[channels]``, the statistic so far (not written).
+            running_var: ``[channels]``, the statistic so far (not written).
+            mean: ``[channels]``, what :meth:`batch_norm` returned for the batch (same dtype and device).
+            invstd: ``[channels]``, what :meth:`batch_norm` returned for the batch (same dtype and device).
             momentum: the weight of the batch, in ``[0, 1]``. epsilon: the ``epsilon`` given to :meth:`batch_norm`.
 
         Returns:
@@ -171,7 +173,8 @@ class NormOps:
 
         Args:
             x: ``[batch, channels, *spatial]`` (rank >= 2), ``channels`` divisible by ``num_groups``.
-            gamma, beta: ``[channels]``. epsilon: added to the biased variance.
+            gamma: ``[channels]``.
+            beta: ``[channels]``. epsilon: added to the biased variance.
 
         Returns:
             ``(y, mean, rstd)``: ``y`` like ``x``; ``mean`` and ``rstd = 1 / sqrt(var + epsilon)``
@@ -191,7 +194,8 @@ class NormOps:
 
         Args:
             grad: the gradient of ``y``, shaped like ``x``. mean, rstd: what :meth:`group_norm` returned.
-            num_groups, epsilon: the forward's.
+            num_groups: the forward's.
+            epsilon: the forward's.
 
         Returns:
             ``(grad_x like x, grad_gamma [channels], grad_beta [channels])``.

@@ -110,8 +110,8 @@ class RnnOps:
         Args:
             grad_y: the gradient of ``y`` ``[batch, seq_length, d]``; grad_h, grad_c: those of ``h_n``, ``c_n``
                 ``[batch, d]``; each may be ``None`` (zero), not all three.
-            x, h0, c0, w_x, w_h, bias: the forward's arguments. y: its output. residual: what it returned with
-                ``residual=True``.
+            x: the forward's argument, as are h0, c0, w_x, w_h and bias. y: its output. residual: what it
+                returned with ``residual=True``.
 
         Returns:
             ``(grad_x, grad_h0, grad_c0, grad_w_x, grad_w_h, grad_bias)`` shaped like the arguments

@@ -22,8 +22,11 @@ NamedMpkBytesRecorder          (bytes)          in memory
 BinBytesRecorder               (bytes)          in memory, positional
 =============================  ===============  ==========================================
 
-Writes are atomic (temporary file in the same directory, fsync, ``os.replace``). Loading problems raise
-:class:`~ember.RecordError` naming the file and the problem. The byte layout is specified in
+Writes are atomic (temporary file in the same directory, fsync, ``os.replace``); extension packages write
+their own files the same way with :func:`atomic_write` / :func:`atomic_path` (and :func:`remove_stale_temps`
+clears what a killed writer left). :func:`read_safetensors_header` and :func:`read_safetensors_into` are the
+checked safetensors reader that :class:`SafetensorsFileRecorder` and ``ember_import.safetensors`` share.
+Loading problems raise :class:`~ember.RecordError` naming the file and the problem. The byte layout is specified in
 ``docs/record-format.md``.
 
 >>> import ember
@@ -36,6 +39,7 @@ Writes are atomic (temporary file in the same directory, fsync, ``os.replace``).
 
 from __future__ import annotations
 
+from ._atomic import atomic_path, atomic_write, remove_stale_temps
 from ._codec import TENSOR
 from ._json import JsonGzFileRecorder, PrettyJsonFileRecorder
 from ._mpk import (
@@ -51,6 +55,8 @@ from ._mpk import (
 )
 from ._recorder import FORMAT_VERSION, BytesRecorder, FileRecorder, Recorder
 from ._safetensors import SafetensorsFileRecorder
+from ._safetensors_format import read_header as read_safetensors_header
+from ._safetensors_format import read_into as read_safetensors_into
 from ._settings import DoublePrecisionSettings, FullPrecisionSettings, HalfPrecisionSettings, PrecisionSettings
 
 __all__ = [
@@ -75,4 +81,9 @@ __all__ = [
     "Recorder",
     "SafetensorsFileRecorder",
     "SensitiveCompactRecorder",
+    "atomic_path",
+    "atomic_write",
+    "read_safetensors_header",
+    "read_safetensors_into",
+    "remove_stale_temps",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ember.record._atomic import atomic_write
+from ember.record import atomic_write
 
 from .._errors import LearnerError
 from ..metric._base import file_name

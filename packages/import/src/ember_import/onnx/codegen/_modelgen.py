@@ -258,7 +258,7 @@ class ModelGen:
 
 
 def _write(path: Path, text: str) -> None:
-    from ember.record._atomic import atomic_write
+    from ember.record import atomic_write
 
     atomic_write(path, lambda f: f.write(text.encode()))
 
