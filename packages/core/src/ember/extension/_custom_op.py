@@ -258,7 +258,10 @@ def custom_op(
     ``None`` as the function (``custom_op(...)(None)``) for an op that has kernels only.
     """
 
+    kinds = tuple(_kind(k) for k in inputs)  # checked at declaration, not at decoration
+    static = tuple(static)
+
     def deco(fn: Callable[..., Any] | None) -> CustomOp:
-        return CustomOp(name, inputs, static, fn)
+        return CustomOp(name, kinds, static, fn)
 
     return deco
