@@ -252,3 +252,29 @@ def test_numpy_kernel_under_jit_is_a_clear_error() -> None:
     assert op(x).to_numpy().tolist() == [2.0, 4.0]  # eager: fine
     with pytest.raises(CustomOpError, match="not traceable"):
         ember_jax.jit(lambda t: op(t))(x)
+
+
+# ---------------------------------------------------------------- ember.testing.check_custom_op
+@pytest.mark.parametrize("name", BACKENDS)
+def test_check_custom_op_passes_for_a_correct_kernel(name: str) -> None:
+    from ember.testing import check_custom_op
+
+    for op in (MAR, MAR_DERIVED):
+        report = check_custom_op(op, (6, 4), (4, 5), (1, 5), backend=name)
+        assert set(report) == {"forward", "grad 0", "grad 1", "grad 2"}
+    check_custom_op(ROWS, (4, 3), np.array([1, 3]), backend=name, static={"scale": 0.5})
+
+
+def test_check_custom_op_finds_a_wrong_kernel_and_a_wrong_backward() -> None:
+    from ember.testing import check_custom_op
+
+    op = custom_op("test_wrong", inputs=(Float, Float, Float))(_mar_default)
+    op.register_kernel("numpy", lambda x, w, b: np.maximum(x @ w - b, 0.0))
+    with pytest.raises(AssertionError, match="test_wrong forward on numpy"):
+        check_custom_op(op, (3, 2), (2, 4), (1, 4))
+    op2 = custom_op("test_wrong_backward", inputs=(Float, Float, Float))(_mar_default)
+    op2.register_backward(lambda ctx, g: (*_mar_backward(ctx, g)[:2], None))
+    with pytest.raises(AssertionError, match="gradient 2 on Autodiff"):
+        check_custom_op(op2, (3, 2), (2, 4), (1, 4))
+    with pytest.raises(ValueError, match="no default"):
+        check_custom_op(custom_op("test_no_default", inputs=(Float,))(None), (2,))
