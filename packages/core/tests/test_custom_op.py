@@ -278,3 +278,61 @@ def test_check_custom_op_finds_a_wrong_kernel_and_a_wrong_backward() -> None:
         check_custom_op(op2, (3, 2), (2, 4), (1, 4))
     with pytest.raises(ValueError, match="no default"):
         check_custom_op(custom_op("test_no_default", inputs=(Float,))(None), (2,))
+
+
+# ---------------------------------------------------------------- backward kernels
+def _np_backward(inputs: tuple[Any, ...], out: Any, grad: Any) -> tuple[Any, Any, Any]:
+    CALLS["numpy backward"] = CALLS.get("numpy backward", 0) + 1
+    x, w, _ = inputs
+    g = grad * (out > 0)
+    return g @ w.T, x.T @ g, g.sum(0, keepdims=True)
+
+
+MAR_BK = _make("test_matmul_add_relu_bk", backward=False)
+MAR_BK.register_kernel("numpy", lambda x, w, b: np.maximum(x @ w + b, 0.0))
+MAR_BK.register_backward_kernel("numpy", _np_backward)
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_backward_kernel_where_registered_derived_elsewhere(name: str) -> None:
+    dev = Autodiff(_backend(name)).device()
+    arrays = _inputs(5)
+    xs = [Tensor.from_data(a, dev, Float).require_grad() for a in arrays]
+    before = CALLS.get("numpy backward", 0)
+    grads = MAR_BK(*xs).sum().backward()
+    assert CALLS.get("numpy backward", 0) == before + (name == "numpy")
+    ref = _reference(*arrays, np.ones((6, 5)))
+    for x, r in zip(xs, ref[1:]):
+        np.testing.assert_allclose(x.grad(grads).to_numpy(), r, atol=TOL[DTYPE[name]], rtol=TOL[DTYPE[name]])
+
+
+def test_backward_kernel_returning_the_wrong_number_of_gradients() -> None:
+    op = custom_op("test_bad_backward_kernel", inputs=(Float,))(lambda a: a.exp())
+    op.register_backward_kernel("numpy", lambda inputs, out, g: (g, g))
+    a = Tensor.from_floats([1.0], Autodiff(_backend("numpy")).device()).require_grad()
+    with pytest.raises(CustomOpError, match="backward kernel returned 2 gradients for 1 tensor inputs"):
+        op(a).sum().backward()
+
+
+@pytest.mark.skipif("jax" not in BACKENDS, reason="jax is not installed")
+def test_jax_backward_kernel_inside_jit() -> None:
+    import jax
+
+    import ember_jax
+
+    op = _make("test_mar_jax_bk", backward=False)
+    op.register_backward_kernel("jax", lambda i, out, g: (
+        (g * (out > 0)) @ i[1].T, i[0].T @ (g * (out > 0)), (g * (out > 0)).sum(0, keepdims=True)))
+    dev = Autodiff(_backend("jax")).device()
+    arrays = _inputs(6)
+
+    @ember_jax.jit
+    def step(x: Tensor, w: Tensor, b: Tensor) -> Any:
+        xs = [t.require_grad() for t in (x, w, b)]
+        grads = op(*xs).sum().backward()
+        return [t.grad(grads) for t in xs]
+
+    gs = step(*[Tensor.from_data(a, dev, Float) for a in arrays])
+    assert isinstance(gs[0].primitive, jax.Array)
+    for g, r in zip(gs, _reference(*arrays, np.ones((6, 5)))[1:]):
+        np.testing.assert_allclose(g.to_numpy(), r, atol=2e-4, rtol=2e-4)

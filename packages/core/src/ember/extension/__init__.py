@@ -16,6 +16,7 @@ Extension" and "Custom Kernel" chapters; the API follows ``torch.library.custom_
 - :meth:`CustomOp.register_kernel` adds a kernel for one backend, by name: a function of that backend's
   primitives (numpy arrays, torch tensors, jax arrays) and the static arguments; :func:`register_kernel` does the
   same by op name (for a third-party backend's plugin).
+- :meth:`CustomOp.register_backward_kernel` adds a backward pass on one backend's primitives (a fused kernel).
 - :meth:`CustomOp.register_backward` gives the op a backward rule under ``Autodiff``; without one, the default's
   backward is derived by running the default under ``Autodiff``.
 """

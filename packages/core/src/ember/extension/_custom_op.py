@@ -9,8 +9,10 @@ Dispatch of ``op(*tensors, **static)`` on a device of backend ``B``:
 - a Float input is tracked and the op has a backward rule: the forward as above on ``inner``, and one graph node
   over the tracked inputs whose rule calls the user's backward with Tensors on the inner device (the rule table is
   not touched: the node carries its own rule, as the attention op's does).
-- a Float input is tracked and there is no backward rule: the default runs under ``Autodiff`` (its recorded ops
-  give the derived backward); a kernel is then not used for the forward.
+- the same with a backward kernel for the inner backend (:meth:`CustomOp.register_backward_kernel`): the node's
+  rule calls it on the inner primitives.
+- a Float input is tracked and there is no backward rule (nor backward kernel): the default runs under
+  ``Autodiff`` (its recorded ops give the derived backward); a kernel is then not used for the forward.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ _KINDS = {"float": Float, "int": Int, "bool": Bool}
 
 #: op name -> backend name -> kernel; shared by the ops and :func:`register_kernel` (order does not matter)
 _KERNELS: dict[str, dict[str, Callable[..., Any]]] = {}
+#: op name -> backend name -> backward kernel (:meth:`CustomOp.register_backward_kernel`)
+_BACKWARD_KERNELS: dict[str, dict[str, Callable[..., Any]]] = {}
 
 
 class CustomOpError(EmberError, RuntimeError):
@@ -116,6 +120,22 @@ class CustomOp:
         self.backward_fn = fn
         return fn
 
+    def register_backward_kernel(self, backend: str, fn: Callable[..., Any] | None = None) -> Any:
+        """Register a backward kernel for the backend named ``backend``, used under ``Autodiff`` in place of the
+        rule of :meth:`register_backward` (which the op needs too: it serves the other backends):
+        ``fn(inputs, output, grad, **static) -> gradients`` on primitives (``inputs`` a tuple, ``None`` for an
+        input without gradient). A decorator without ``fn``."""
+        if not isinstance(backend, str):
+            raise CustomOpError(f"custom op {self.name!r}: the backend is a name (str), got {backend!r}.")
+
+        def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+            if not callable(f):
+                raise CustomOpError(f"custom op {self.name!r}: the backward kernel must be callable, got {f!r}.")
+            _BACKWARD_KERNELS.setdefault(self.name, {})[backend] = f
+            return f
+
+        return deco if fn is None else deco(fn)
+
     def kernels(self) -> list[str]:
         """The names of the backends this op has a kernel for."""
         return sorted(_KERNELS.get(self.name, {}))
@@ -196,7 +216,7 @@ class CustomOp:
         raw = [p.p if p.__class__ is AP else p for p in prims]
         parents = tuple(p.node if p.__class__ is AP else None for p in prims)
         tracked = any(n is not None for n in parents)
-        if tracked and self.backward_fn is None:
+        if tracked and self.backward_fn is None and inner.backend.name not in _BACKWARD_KERNELS.get(self.name, {}):
             if self.default is None:
                 raise CustomOpError(
                     f"custom op {self.name!r}: under Autodiff with tracked inputs it needs a backward rule "
@@ -212,12 +232,21 @@ class CustomOp:
 
     def _rule(self) -> Callable[..., Any]:
         fn, name, kinds = self.backward_fn, self.name, self.inputs
-        assert fn is not None
 
         def rule(B: Any, g: Any, saved: Any, parents: tuple[Any, ...]) -> Any:
             from ..tensor import Tensor
 
             inner, raw, out, static = saved
+            kernel = _BACKWARD_KERNELS.get(name, {}).get(B.name)
+            if kernel is not None:
+                grads = tuple(kernel(raw, out, g, **static))
+                if len(grads) != len(parents):
+                    raise CustomOpError(f"custom op {name!r}: the {B.name!r} backward kernel returned {len(grads)} "
+                                        f"gradients for {len(parents)} tensor inputs.")
+                return tuple(None if p is None else gr for gr, p in zip(grads, parents))
+            if fn is None:
+                raise CustomOpError(f"custom op {name!r} has a backward kernel for {sorted(_BACKWARD_KERNELS[name])} "
+                                    f"but none for {B.name!r}, and no backward rule (register_backward).")
             ctx = BackwardContext(tuple(Tensor(r, inner, k) for r, k in zip(raw, kinds)), Tensor(out, inner, Float),
                                   static)
             grads = fn(ctx, Tensor(g, inner, Float))
