@@ -6,7 +6,7 @@ Extension" and "Custom Kernel" chapters; the API follows ``torch.library.custom_
 >>> from ember.extension import custom_op
 >>> @custom_op("doc_scaled_relu", inputs=(Float,), static=("scale",))
 ... def scaled_relu(x, *, scale):
-...     return x.relu().mul_scalar(scale)
+...     return x.clamp_min(0.0).mul_scalar(scale)
 >>> x = Tensor.from_floats([-1.0, 2.0], ember.backend("numpy").device())
 >>> scaled_relu(x, scale=3.0).to_data().to_numpy().tolist()
 [0.0, 6.0]
