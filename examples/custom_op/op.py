@@ -38,22 +38,19 @@ def _backward(ctx: BackwardContext, grad: Tensor) -> tuple[Tensor, Tensor, Tenso
 # ------------------------------------------------------------------ torch
 @matmul_add_relu.register_kernel("torch")
 def _torch_forward(lhs: Any, rhs: Any, bias: Any) -> Any:
-    import torch
-
     if lhs.is_cuda:
         from .triton_kernel import TRITON, triton_matmul_add_relu
 
         if TRITON:
             return triton_matmul_add_relu(lhs, rhs, bias)
-    out = torch.addmm(bias, lhs, rhs)
-    return out.relu_()
+    return bias.addmm(lhs, rhs).relu_()  # torch.addmm(bias, lhs, rhs): one GEMM with the bias, ReLU in place
 
 
 @matmul_add_relu.register_backward_kernel("torch")
 def _torch_backward(inputs: tuple[Any, ...], out: Any, grad: Any) -> tuple[Any, Any, Any]:
     lhs, rhs, _ = inputs
-    g = grad.mul(out > 0)
-    return g @ rhs.T, lhs.T @ g, g.sum(0, keepdim=True)
+    g = grad.mul(out > 0)  # relu' from the saved output
+    return g.mm(rhs.T), lhs.T.mm(g), g.sum(0, keepdim=True)
 
 
 # ------------------------------------------------------------------ jax

@@ -23,7 +23,11 @@ from typing import Any
 from .._errors import EmberError, KindError
 from .._kind import Bool, Float, Int, Kind
 from ..autodiff._graph import AutodiffPrimitive as AP
-from ..autodiff._graph import Node
+from ..autodiff._record import _node
+from ..tensor import Tensor
+
+_tensor = Tensor  # Tensor(primitive, device, kind)
+_NONE: dict[str, Any] = {}
 
 __all__ = ["BackwardContext", "CustomOp", "CustomOpError", "custom_op", "register_kernel"]
 
@@ -84,6 +88,14 @@ class BackwardContext:
         return f"BackwardContext({len(self.inputs)} inputs, static={self.static!r})"
 
 
+def _named_rule(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def rule(B: Any, g: Any, saved: Any, parents: tuple[Any, ...]) -> Any:
+        return fn(B, g, saved, parents)
+
+    rule.__name__ = name
+    return rule
+
+
 class CustomOp:
     """A user-defined op: see :func:`custom_op`. Call it as ``op(*tensors, **static)``."""
 
@@ -98,6 +110,9 @@ class CustomOp:
         self.static: tuple[str, ...] = tuple(static)
         self.default = default
         self.backward_fn: Callable[..., Any] | None = None
+        self._static_keys = frozenset(self.static)
+        rule = self._backward  # one bound rule per op: nodes hold it, the graph stays free of cycles
+        self._rule = _named_rule(rule, f"custom_op:{name}")
         self.__doc__ = getattr(default, "__doc__", None)
         self.__name__ = getattr(default, "__name__", name)
 
@@ -146,8 +161,6 @@ class CustomOp:
 
     # ------------------------------------------------------------------ calls
     def _check(self, tensors: tuple[Any, ...], static: dict[str, Any]) -> Any:
-        from ..tensor import Tensor
-
         if len(tensors) != len(self.inputs):
             raise CustomOpError(f"custom op {self.name!r}: expected {len(self.inputs)} tensor inputs "
                                 f"({', '.join(k.name for k in self.inputs)}), got {len(tensors)}.")
@@ -175,6 +188,10 @@ class CustomOp:
         if fn is None:
             raise CustomOpError(f"custom op {self.name!r} has no kernel for the {backend_name!r} backend "
                                 f"(kernels: {self.kernels()}).")
+        return self._call_kernel(fn, backend_name, prims, static)
+
+    def _call_kernel(self, fn: Callable[..., Any], backend_name: str, prims: Sequence[Any],
+                     static: dict[str, Any]) -> Any:
         try:
             return fn(*prims, **static)
         except Exception as e:
@@ -187,88 +204,95 @@ class CustomOp:
                 ) from e
             raise
 
-    def _forward_plain(self, tensors: tuple[Any, ...], device: Any, static: dict[str, Any]) -> Any:
-        """The result on a non-autodiff ``device``: the kernel, else the default."""
-        from ..tensor import Tensor
-
+    def _forward_plain(self, tensors: Sequence[Any] | None, prims: Sequence[Any], device: Any,
+                       static: dict[str, Any]) -> Any:
+        """The result on a non-autodiff ``device``: the kernel on ``prims``, else the default on ``tensors`` (built
+        from ``prims`` when ``None``)."""
         name = device.backend.name
-        if self.kernel(name) is not None:
-            return Tensor(self.run_kernel(name, [t.primitive for t in tensors], static), device, Float)
+        kernel = _KERNELS.get(self.name, _NONE).get(name)
+        if kernel is not None:
+            return _tensor(self._call_kernel(kernel, name, prims, static), device, Float)
         if self.default is None:
             raise CustomOpError(
                 f"custom op {self.name!r} has no kernel for the {name!r} backend and no default; register one with "
                 f"@{self.__name__}.register_kernel({name!r}) or give the op a default written with Ember tensor ops "
                 f"(kernels: {self.kernels()})."
             )
+        if tensors is None:
+            tensors = [_tensor(p, device, k) for p, k in zip(prims, self.inputs)]
         out = self.default(*tensors, **static)
         if not isinstance(out, Tensor) or out.kind is not Float:
             raise CustomOpError(f"custom op {self.name!r}: the default must return a Float Tensor, got {out!r}.")
         return out
 
     def __call__(self, *tensors: Any, **static: Any) -> Any:
-        from ..tensor import Tensor
-
-        device = self._check(tensors, static)
+        kinds = self.inputs
+        if len(tensors) != len(kinds) or static.keys() != self._static_keys:
+            self._check(tensors, static)  # raises
+        device: Any = getattr(tensors[0], "device", None)
+        for t, k in zip(tensors, kinds):
+            if t.__class__ is not Tensor or t.kind is not k or t.device is not device:
+                device = self._check(tensors, static)  # raises, or accepts a Tensor subclass
+                break
         if not device.backend.is_autodiff:
-            return self._forward_plain(tensors, device, static)
+            return self._forward_plain(tensors, [t.primitive for t in tensors], device, static)
         inner = device.inner
-        prims = [t.primitive for t in tensors]
-        raw = [p.p if p.__class__ is AP else p for p in prims]
-        parents = tuple(p.node if p.__class__ is AP else None for p in prims)
-        tracked = any(n is not None for n in parents)
-        if tracked and self.backward_fn is None and inner.backend.name not in _BACKWARD_KERNELS.get(self.name, {}):
+        raw, parents, tracked = [], [], False
+        for t in tensors:
+            p = t.primitive
+            if p.__class__ is AP:
+                raw.append(p.p)
+                parents.append(p.node)
+                tracked = tracked or p.node is not None
+            else:
+                raw.append(p)
+                parents.append(None)
+        if tracked and self.backward_fn is None and inner.backend.name not in _BACKWARD_KERNELS.get(self.name, _NONE):
             if self.default is None:
                 raise CustomOpError(
                     f"custom op {self.name!r}: under Autodiff with tracked inputs it needs a backward rule "
                     f"(@{self.__name__}.register_backward) or a default to derive one from."
                 )
-            return self._forward_plain(tensors, device, static)  # the default's recorded ops
-        inner_in = tuple(Tensor(r, inner, t.kind) for r, t in zip(raw, tensors))
-        out = self._forward_plain(inner_in, inner, static)
+            return self._forward_plain(tensors, raw, device, static)  # the default's recorded ops
+        out = self._forward_plain(None, raw, inner, static).primitive
         if not tracked:
-            return Tensor(AP(out.primitive, None), device, Float)
-        node = Node(parents, self._rule(), (inner, tuple(raw), out.primitive, static))
-        return Tensor(AP(out.primitive, node), device, Float)
+            return _tensor(AP(out, None), device, Float)
+        return _tensor(AP(out, _node(tuple(parents), self._rule, (inner, raw, out, static))), device, Float)
 
-    def _rule(self) -> Callable[..., Any]:
-        fn, name, kinds = self.backward_fn, self.name, self.inputs
-
-        def rule(B: Any, g: Any, saved: Any, parents: tuple[Any, ...]) -> Any:
-            from ..tensor import Tensor
-
-            inner, raw, out, static = saved
-            kernel = _BACKWARD_KERNELS.get(name, {}).get(B.name)
-            if kernel is not None:
-                grads = tuple(kernel(raw, out, g, **static))
-                if len(grads) != len(parents):
-                    raise CustomOpError(f"custom op {name!r}: the {B.name!r} backward kernel returned {len(grads)} "
-                                        f"gradients for {len(parents)} tensor inputs.")
-                return tuple(None if p is None else gr for gr, p in zip(grads, parents))
-            if fn is None:
-                raise CustomOpError(f"custom op {name!r} has a backward kernel for {sorted(_BACKWARD_KERNELS[name])} "
-                                    f"but none for {B.name!r}, and no backward rule (register_backward).")
-            ctx = BackwardContext(tuple(Tensor(r, inner, k) for r, k in zip(raw, kinds)), Tensor(out, inner, Float),
-                                  static)
-            grads = fn(ctx, Tensor(g, inner, Float))
-            if isinstance(grads, Tensor) or grads is None:
-                grads = (grads,)
-            grads = tuple(grads)
+    def _backward(self, B: Any, g: Any, saved: Any, parents: tuple[Any, ...]) -> Any:
+        """The node's rule: the inner backend's backward kernel, else the backward rule on Tensors."""
+        name = self.name
+        inner, raw, out, static = saved
+        kernel = _BACKWARD_KERNELS.get(name, _NONE).get(B.name)
+        if kernel is not None:
+            grads = tuple(kernel(tuple(raw), out, g, **static))
             if len(grads) != len(parents):
-                raise CustomOpError(f"custom op {name!r}: the backward rule returned {len(grads)} gradients for "
-                                    f"{len(parents)} tensor inputs (one each, None where there is none).")
-            res: list[Any] = []
-            for i, (gr, p, r) in enumerate(zip(grads, parents, raw)):
-                if p is None or gr is None:
-                    res.append(None)
-                    continue
-                if tuple(gr.shape) != tuple(r.shape):
-                    raise CustomOpError(f"custom op {name!r}: the backward rule's gradient {i} has shape "
-                                        f"{list(gr.shape)}, the input {list(r.shape)}.")
-                res.append(gr.primitive)
-            return tuple(res)
-
-        rule.__name__ = f"custom_op:{name}"
-        return rule
+                raise CustomOpError(f"custom op {name!r}: the {B.name!r} backward kernel returned {len(grads)} "
+                                    f"gradients for {len(parents)} tensor inputs.")
+            return tuple(None if p is None else gr for gr, p in zip(grads, parents))
+        fn = self.backward_fn
+        if fn is None:
+            raise CustomOpError(f"custom op {name!r} has a backward kernel for {sorted(_BACKWARD_KERNELS[name])} "
+                                f"but none for {B.name!r}, and no backward rule (register_backward).")
+        ctx = BackwardContext(tuple(_tensor(r, inner, k) for r, k in zip(raw, self.inputs)),
+                              _tensor(out, inner, Float), static)
+        grads = fn(ctx, _tensor(g, inner, Float))
+        if isinstance(grads, Tensor) or grads is None:
+            grads = (grads,)
+        grads = tuple(grads)
+        if len(grads) != len(parents):
+            raise CustomOpError(f"custom op {name!r}: the backward rule returned {len(grads)} gradients for "
+                                f"{len(parents)} tensor inputs (one each, None where there is none).")
+        res: list[Any] = []
+        for i, (gr, p, r) in enumerate(zip(grads, parents, raw)):
+            if p is None or gr is None:
+                res.append(None)
+                continue
+            if tuple(gr.shape) != tuple(r.shape):
+                raise CustomOpError(f"custom op {name!r}: the backward rule's gradient {i} has shape "
+                                    f"{list(gr.shape)}, the input {list(r.shape)}.")
+            res.append(gr.primitive)
+        return tuple(res)
 
 
 def custom_op(
