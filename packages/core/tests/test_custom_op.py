@@ -336,3 +336,17 @@ def test_jax_backward_kernel_inside_jit() -> None:
     assert isinstance(gs[0].primitive, jax.Array)
     for g, r in zip(gs, _reference(*arrays, np.ones((6, 5)))[1:]):
         np.testing.assert_allclose(g.to_numpy(), r, atol=2e-4, rtol=2e-4)
+
+
+MASKED = custom_op("test_masked_square", inputs=(Float, "bool"))(lambda x, m: x.mul(x).mask_fill(m, 0.0))
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_bool_input_with_the_derived_backward(name: str) -> None:
+    dev = Autodiff(_backend(name)).device()
+    a = np.array([1.0, -2.0, 3.0])
+    x = Tensor.from_data(a, dev, Float).require_grad()
+    m = Tensor.from_data(np.array([False, True, False]), dev, ember.Bool)
+    y = MASKED(x, m)
+    assert y.to_numpy().tolist() == [1.0, 0.0, 9.0]
+    assert x.grad(y.sum().backward()).to_numpy().tolist() == [2.0, 0.0, 6.0]
