@@ -11,8 +11,12 @@ A backend lists the tests it is known to fail in ``Backend.conformance_known_fai
 from a test-id pattern (``fnmatch`` on the pytest node id) to the reason. Those tests are
 expected to fail (strict xfail: a test that starts passing is reported), and a pattern that
 matches no test is an error, so the list cannot rot.
+
+:func:`check_custom_op` checks a custom op's kernel and backward (:mod:`ember.extension`) on a backend against its
+default run on numpy in float64, and that default's gradients against finite differences.
 """
 
 from ._assert import assert_close, assert_equal, tolerance_for
+from ._custom_op import check_custom_op
 
-__all__ = ["assert_close", "assert_equal", "tolerance_for"]
+__all__ = ["assert_close", "assert_equal", "check_custom_op", "tolerance_for"]
