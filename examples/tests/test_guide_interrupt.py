@@ -56,8 +56,8 @@ def test_ctrl_c_leaves_a_resumable_run_and_resume_finishes_it(mnist_root: Path, 
     assert "Trained" not in out
     marker = json.loads((run / ".ember-run").read_text())
     assert marker["state"] == "interrupted" and marker["checkpoint"] == 1
-    progress = json.loads((run / "checkpoint" / "progress-1.json").read_text())
-    assert 1 <= progress["iteration"] < STEPS  # stopped inside epoch 1
+    progress = json.loads((run / "checkpoint" / "manifest-1.json").read_text())["progress"]
+    assert 1 <= progress["iteration"] < STEPS  # stopped inside epoch 1 (the manifest makes checkpoint 1 complete)
 
     infer = _guide(examples_dir, "infer", "--artifact-dir", str(run), "--data-dir", str(mnist_root))
     _, err = infer.communicate(timeout=300)
@@ -67,7 +67,7 @@ def test_ctrl_c_leaves_a_resumable_run_and_resume_finishes_it(mnist_root: Path, 
     again = _guide(examples_dir, *argv)  # the same command without --resume: refused, the run kept
     _, err = again.communicate(timeout=300)
     assert again.returncode == 2 and "holds an unfinished run that can be resumed" in one_line_error(err)
-    assert (run / "checkpoint" / "progress-1.json").is_file()
+    assert (run / "checkpoint" / "manifest-1.json").is_file()
 
     resumed = _guide(examples_dir, *argv, "--resume")
     out, err = resumed.communicate(timeout=600)
