@@ -132,7 +132,7 @@ def onnx(session: nox.Session, backend: str) -> None:
 #: what the docs session installs besides the packages: the site builder, its theme and API plugin, the runner of
 #: the book's code blocks and the browser driver (the browser itself is Debian's chromium, when installed)
 DOCS_TOOLS = ("mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "pytest-markdown-docs>=0.9",
-              "selenium>=4.20")
+              "selenium>=4.20", "nox")
 
 
 @nox.session(python=PYTHON)
