@@ -20,7 +20,6 @@ import argparse
 import importlib.util
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+from _timing import time_per_call  # noqa: E402  (bench/ is on sys.path when a script in it runs)
 
 M, K, N = 32, 512, 512
 
@@ -73,16 +74,6 @@ def _step(backend: str, fused: bool, jit: bool, device: str | None, threads: int
     return lambda: sync(step(x, w, b, g))
 
 
-def _per_call(step: Callable[[], Any], seconds: float) -> float:
-    n, t0 = 0, time.perf_counter()
-    while True:
-        step()
-        n += 1
-        el = time.perf_counter() - t0
-        if el >= seconds:
-            return el / n
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -107,8 +98,8 @@ def main() -> None:
             fused()
     for _ in range(args.rounds):
         for k, (comp, fused) in cases.items():
-            times[k][0].append(_per_call(comp, args.round_s))
-            times[k][1].append(_per_call(fused, args.round_s))
+            times[k][0].append(time_per_call(comp, args.round_s))
+            times[k][1].append(time_per_call(fused, args.round_s))
     print(f"matmul_add_relu forward + backward, [{M}, {K}] x [{K}, {N}] + [1, {N}], float32, "
           f"{args.threads} thread(s), median of {args.rounds} rounds")
     print(f"{'backend':<10}{'composite ms':>14}{'fused ms':>10}{'ratio':>8}")
