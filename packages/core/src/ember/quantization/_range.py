@@ -103,11 +103,13 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
         lo = lo.clamp_max(0.0)
         hi = hi.clamp_min(0.0)
         scale = ((hi - lo) / float(qmax - qmin)).clamp_min(eps)
-    scale = scale.cast(param_dtype)
-    if backend.is_concrete(scale.inner().primitive) and not bool(scale.is_finite().all().into_scalar()):
+    limit = float(np.finfo(np.float16).max) if scheme.param is QuantParam.F16 else float(np.finfo(np.float32).max)
+    if backend.is_concrete(scale.inner().primitive) and float(scale.max().into_scalar()) > limit:
         raise QuantizationError(
-            f"compute_qparams: the range needs scales beyond the largest {param_dtype}; use QuantParam.F32."
+            f"compute_qparams: the range needs scales beyond the largest {param_dtype} ({limit:.6g}); use "
+            "QuantParam.F32."
         )
+    scale = scale.cast(param_dtype)
     if not scheme.value.symmetric:
         zp = (float(qmin) - (lo / scale.cast(lo.dtype)).round()).clamp(float(qmin), float(qmax))
         zero_point = zp.int().cast("int8")
