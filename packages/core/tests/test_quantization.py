@@ -41,8 +41,15 @@ from ember.record import (
 )
 
 RECORDERS = [
-    NamedMpkFileRecorder, NamedMpkGzFileRecorder, BinFileRecorder, BinGzFileRecorder, PrettyJsonFileRecorder,
-    JsonGzFileRecorder, SafetensorsFileRecorder, CompactRecorder, SensitiveCompactRecorder,
+    NamedMpkFileRecorder,
+    NamedMpkGzFileRecorder,
+    BinFileRecorder,
+    BinGzFileRecorder,
+    PrettyJsonFileRecorder,
+    JsonGzFileRecorder,
+    SafetensorsFileRecorder,
+    CompactRecorder,
+    SensitiveCompactRecorder,
 ]
 
 
@@ -60,8 +67,13 @@ def test_scheme_defaults_and_with_methods():
     s = QuantScheme()
     assert (s.value, s.level, s.param) == (QuantValue.Q8S, QuantLevel.tensor(), QuantParam.F32)
     t = s.with_value(QuantValue.Q4F).with_level(QuantLevel.block(32, axis=0)).with_param(QuantParam.F16)
-    assert (t.value, t.level.kind, t.level.dim, t.level.size, t.param) == (QuantValue.Q4F, "block", 0, 32,
-                                                                          QuantParam.F16)
+    assert (t.value, t.level.kind, t.level.dim, t.level.size, t.param) == (
+        QuantValue.Q4F,
+        "block",
+        0,
+        32,
+        QuantParam.F16,
+    )
     assert s == QuantScheme() and s.value is QuantValue.Q8S  # with_* made new schemes
     with pytest.raises(AttributeError):
         s.value = QuantValue.Q8F  # type: ignore[misc]
@@ -75,17 +87,21 @@ def test_value_types():
     assert [v.symmetric for v in QuantValue] == [True, False, True, False]
 
 
-@pytest.mark.parametrize("make", [
-    lambda: QuantScheme("q3s"),
-    lambda: QuantScheme(param="float64"),
-    lambda: QuantScheme(level="tensor"),  # type: ignore[arg-type]
-    lambda: QuantLevel.block(0),
-    lambda: QuantLevel.block(4, axis=1.5),  # type: ignore[arg-type]
-    lambda: QuantLevel.axis(True),  # type: ignore[arg-type]
-    lambda: QuantScheme.from_dict({"value": "q8s"}),
-    lambda: QuantScheme.from_dict({"value": "q8s", "level": "diagonal", "axis": None, "size": None,
-                                   "param": "float32"}),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: QuantScheme("q3s"),
+        lambda: QuantScheme(param="float64"),
+        lambda: QuantScheme(level="tensor"),  # type: ignore[arg-type]
+        lambda: QuantLevel.block(0),
+        lambda: QuantLevel.block(4, axis=1.5),  # type: ignore[arg-type]
+        lambda: QuantLevel.axis(True),  # type: ignore[arg-type]
+        lambda: QuantScheme.from_dict({"value": "q8s"}),
+        lambda: QuantScheme.from_dict(
+            {"value": "q8s", "level": "diagonal", "axis": None, "size": None, "param": "float32"}
+        ),
+    ],
+)
 def test_scheme_errors(make):
     with pytest.raises(QuantizationError):
         make()
@@ -150,8 +166,13 @@ def test_compute_qparams_edges(dev):
 
 def test_compute_range_shapes(dev):
     x = floats(dev, (4, 6, 8))
-    for level, shape in [(QuantLevel.tensor(), (1,)), (QuantLevel.axis(1), (6,)), (QuantLevel.axis(-1), (8,)),
-                         (QuantLevel.block(4, axis=2), (4, 6, 2)), (QuantLevel.block(2, axis=0), (2, 6, 8))]:
+    for level, shape in [
+        (QuantLevel.tensor(), (1,)),
+        (QuantLevel.axis(1), (6,)),
+        (QuantLevel.axis(-1), (8,)),
+        (QuantLevel.block(4, axis=2), (4, 6, 2)),
+        (QuantLevel.block(2, axis=0), (2, 6, 8)),
+    ]:
         lo, hi = compute_range(QuantScheme(level=level), x)
         assert lo.shape == shape and hi.shape == shape
     lo, hi = compute_range(QuantScheme(level=QuantLevel.block(4, axis=2)), x)
@@ -280,13 +301,18 @@ def test_every_recorder_stores_quantized_tensors_as_they_are(tmp_path, dev, reco
         assert getattr(loaded, name).bias.val().kind is ember.Float
 
 
-@pytest.mark.parametrize(("scheme", "limit"), [
-    (QuantScheme(level=QuantLevel.axis(1)), 0.27),
-    (QuantScheme(QuantValue.Q4S, QuantLevel.axis(1)), 0.15),
-    (QuantScheme(QuantValue.Q4F, QuantLevel.block(128, axis=0), QuantParam.F16), 0.15),
-], ids=["int8_per_channel", "int4_per_channel", "int4_block128_f16"])
-@pytest.mark.parametrize("recorder", [NamedMpkFileRecorder, SafetensorsFileRecorder, BinFileRecorder],
-                         ids=lambda r: r.__name__)
+@pytest.mark.parametrize(
+    ("scheme", "limit"),
+    [
+        (QuantScheme(level=QuantLevel.axis(1)), 0.27),
+        (QuantScheme(QuantValue.Q4S, QuantLevel.axis(1)), 0.15),
+        (QuantScheme(QuantValue.Q4F, QuantLevel.block(128, axis=0), QuantParam.F16), 0.15),
+    ],
+    ids=["int8_per_channel", "int4_per_channel", "int4_block128_f16"],
+)
+@pytest.mark.parametrize(
+    "recorder", [NamedMpkFileRecorder, SafetensorsFileRecorder, BinFileRecorder], ids=lambda r: r.__name__
+)
 def test_record_size_of_a_linear_dominated_model(tmp_path, dev, scheme, limit, recorder):
     model = _model(dev, 512, 512)
     f = model.save_file(tmp_path / "f", recorder()).stat().st_size
@@ -316,14 +342,17 @@ def test_load_mismatches_are_reported(dev):
         model.load_record(other.into_record())
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda n: n.pop("scale"), "has keys"),
-    (lambda n: n.update(shape=[8, "x"]), "invalid shape"),
-    (lambda n: n.update(values=TensorData(np.zeros((8, 4), np.int64))), "stores values as int8"),
-    (lambda n: n.update(values=5), "values must be a tensor"),
-    (lambda n: n.update(scheme={"value": "q9"}), "invalid"),
-    (lambda n: n.update(scale=TensorData(np.array([-1.0] * 4, np.float32))), "positive and finite"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda n: n.pop("scale"), "has keys"),
+        (lambda n: n.update(shape=[8, "x"]), "invalid shape"),
+        (lambda n: n.update(values=TensorData(np.zeros((8, 4), np.int64))), "stores values as int8"),
+        (lambda n: n.update(values=5), "values must be a tensor"),
+        (lambda n: n.update(scheme={"value": "q9"}), "invalid"),
+        (lambda n: n.update(scale=TensorData(np.array([-1.0] * 4, np.float32))), "positive and finite"),
+    ],
+)
 def test_malformed_quantized_records_raise_record_errors(dev, edit, message):
     model = _model(dev, 8, 4)
     q = _quantized(model, SCHEMES["q8s_axis"])

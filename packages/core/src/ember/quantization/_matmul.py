@@ -154,8 +154,8 @@ def quantized_linear(
     if x.device is not w_q.device:
         raise QuantizationError(f"quantized_linear: x is on {x.device} and the weight on {w_q.device}.")
     if bias is not None and (not isinstance(bias, Tensor) or tuple(bias.shape) != (w_q.shape[1],)):
-        got = list(bias.shape) if isinstance(bias, Tensor) else type(bias).__name__
-        raise QuantizationError(f"quantized_linear: bias must have shape [{w_q.shape[1]}], got {got}.")
+        found = str(list(bias.shape)) if isinstance(bias, Tensor) else type(bias).__name__
+        raise QuantizationError(f"quantized_linear: bias must have shape [{w_q.shape[1]}], got {found}.")
     if activation_scheme is None:
         y = x.matmul(w_q.dequantize()) if x.rank >= 2 else x.unsqueeze_dim(0).matmul(w_q.dequantize()).squeeze_dim(0)
     else:

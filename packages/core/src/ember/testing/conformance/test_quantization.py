@@ -265,7 +265,7 @@ def test_quantized_linear(device, act):
 
 def test_fake_quantize_forward_and_straight_through_gradient(ad_device):
     s = 0.25
-    # x / s: -40 (saturates below -127? no: -40 inside), 600 (saturates), 0.6 -> 1 (inside), -600 (saturates)
+    # x / s: -40 (inside), 600 (saturates), 0.6 (inside), -600 (saturates), 126.8 and 127.2 (both round to 127)
     xv = np.array([-10.0, 150.0, 0.15, -150.0, 31.7, 31.8])
     x = Tensor.from_data(xv, ad_device).require_grad()
     qp = QParams(Tensor.from_floats([s], ad_device).cast("float32"))
@@ -285,7 +285,9 @@ def test_fake_quantize_affine_blocks_gradient_mask(ad_device):
     scheme = QuantScheme(QuantValue.Q4F, QuantLevel.block(2))
     s = np.array([[0.25, 0.5], [0.1, 0.1]])
     zp = np.array([[-8, 0], [2, -1]], np.int8)
-    qp = QParams(Tensor.from_data(s, ad_device).cast("float32"), Tensor.from_data(zp, ad_device, ember.Int, dtype="int8"))
+    qp = QParams(
+        Tensor.from_data(s, ad_device).cast("float32"), Tensor.from_data(zp, ad_device, ember.Int, dtype="int8")
+    )
     y = fake_quantize(x, scheme, qp)
     s_full, z_full = np.repeat(s.astype(np.float32).astype(np.float64), 2, 1), np.repeat(zp.astype(np.float64), 2, 1)
     r = np.rint(xv / s_full) + z_full
