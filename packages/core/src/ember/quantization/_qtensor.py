@@ -50,6 +50,16 @@ class QuantizedTensor:
         object.__setattr__(self, "qparams", qparams)
         object.__setattr__(self, "_shape", tuple(int(s) for s in shape))
 
+    @classmethod
+    def trusted(cls, values: Tensor, shape: tuple[int, ...], scheme: QuantScheme, qparams: QParams) -> QuantizedTensor:
+        """Assemble without the checks (no host reads), from parts that quantization code made itself."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "values", values)
+        object.__setattr__(out, "scheme", scheme)
+        object.__setattr__(out, "qparams", qparams)
+        object.__setattr__(out, "_shape", tuple(shape))
+        return out
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"QuantizedTensor is immutable (tried to set {name!r}).")
 
@@ -120,7 +130,7 @@ class QuantizedTensor:
     def _map(self, fn: Any) -> QuantizedTensor:
         qp = self.qparams
         zp = None if qp.zero_point is None else fn(qp.zero_point)
-        return QuantizedTensor(fn(self.values), self._shape, self.scheme, QParams(fn(qp.scale), zp))
+        return QuantizedTensor.trusted(fn(self.values), self._shape, self.scheme, QParams(fn(qp.scale), zp))
 
     def to_device(self, device: Device) -> QuantizedTensor:
         """The same integers and scales on ``device`` (any backend; ``Tensor.to_device`` moves each part).
