@@ -92,13 +92,7 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
         raise QuantizationError(
             f"compute_qparams: min has shape {list(min.shape)} and max {list(max.shape)}; they must match."
         )
-    param_dtype = scheme.param.dtype
     backend = min.device.backend
-    if param_dtype not in backend.supported_dtypes:
-        raise QuantizationError(
-            f"compute_qparams: scales of type {param_dtype} need a backend that holds it; {backend.name} does not. "
-            "Use QuantParam.F32 or F16, or the torch or jax backend."
-        )
     lo, hi = min.detach(), max.detach()
     if backend.is_concrete(lo.inner().primitive) and bool((lo > hi).any().into_scalar()):
         raise QuantizationError("compute_qparams: min > max somewhere; pass the range as (min, max).")
@@ -110,6 +104,11 @@ def qparams_of_range(scheme: QuantScheme, lo: Tensor, hi: Tensor) -> QParams:
     range that :func:`compute_range` just computed."""
     param_dtype = scheme.param.dtype
     backend = lo.device.backend
+    if param_dtype not in backend.supported_dtypes:
+        raise QuantizationError(
+            f"compute_qparams: scales of type {param_dtype} need a backend that holds it; {backend.name} does not. "
+            "Use QuantParam.F32 or F16, or the torch or jax backend."
+        )
     qmin, qmax = scheme.value.range
     eps = scale_eps(scheme.param)
     if scheme.value.symmetric:
