@@ -61,7 +61,8 @@ def quantized_matmul(a: QuantizedTensor, b: QuantizedTensor, *, accumulate: bool
     broadcast as ``Tensor.matmul``).
 
     Args:
-        a, b: quantized tensors on one device.
+        a: quantized ``[..., m, k]``.
+        b: quantized ``[..., k, n]``, on ``a``'s device.
         accumulate: ``True`` returns the raw accumulator ``(qa - za) @ qb`` as an int32 Int tensor (int path
             only); ``False`` (default) returns ``sa * sb * accumulator``, a Float tensor of the backend's float
             type, i.e. ``dequantize(a) @ dequantize(b)`` up to float rounding.

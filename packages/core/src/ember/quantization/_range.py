@@ -75,7 +75,8 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
 
     Args:
         scheme: the scheme.
-        min, max: Float tensors of the same shape (from :func:`compute_range` or an observer), finite, ``min <= max``.
+        min: Float tensor (from :func:`compute_range` or an observer), finite.
+        max: Float tensor of ``min``'s shape, finite, ``min <= max``.
 
     Returns:
         :class:`QParams` on ``min``'s device: ``scale`` in the scheme's scale type, ``zero_point`` int8 or ``None``.
