@@ -345,3 +345,15 @@ def test_other_ops_raise_instead_of_computing(device):
     for call in (lambda: qt + 1.0, lambda: qt.sum(), lambda: qt.exp(), lambda: qt[0], lambda: qt.reshape((2, 1))):
         with pytest.raises(QuantizationError, match=r"dequantize\(\) first"):
             call()
+
+
+def test_weight_only_linear_is_differentiable_in_x_and_bias(ad_device):
+    rng = np.random.default_rng(4)
+    x = Tensor.from_data(rng.normal(size=(3, 4)), ad_device).require_grad()
+    bias = Tensor.from_data(rng.normal(size=(2,)), ad_device).require_grad()
+    wq = Tensor.from_data(rng.normal(size=(4, 2)), ad_device).quantize_dynamic(QuantScheme(level=QuantLevel.axis(1)))
+    g = rng.normal(size=(3, 2))
+    grads = (quantized_linear(x, wq, bias) * Tensor.from_data(g, ad_device)).sum().backward()
+    w64 = _deq64(wq)
+    assert_close(x.grad(grads), g @ w64.T)  # d/dx of sum(g * (x @ W + b)) = g @ W^T
+    assert_close(bias.grad(grads), g.sum(0))
