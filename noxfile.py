@@ -47,6 +47,11 @@ nox.options.error_on_missing_interpreters = True
 #: shape on one core, so two workers halve its wall time; numpy and torch are faster without
 XDIST_WORKERS = {"jax": 2}
 
+#: pytest-xdist workers of the ``tests`` session per suite: core's and import's tests are CPU-bound and independent,
+#: so two workers nearly halve their wall time on CI's two cores; train's multi-process runs (DDP, the kill tests)
+#: start their own processes and keep one worker, so their timeouts hold on a busy machine
+TEST_WORKERS = {"core": 2, "import": 2}
+
 #: what a plain ``nox`` runs: everything but the ONNX node suite on torch and jax (``nox -s onnx`` runs those)
 DEFAULT_SESSIONS = ["conformance", "tests", "lint", "typecheck", "onnx(numpy)", "docs", "wheels"]
 nox.options.sessions = DEFAULT_SESSIONS
@@ -177,7 +182,10 @@ def tests(session: nox.Session) -> None:
         try:  # run every package's tests, then fail naming the packages that failed
             # with a selection (`nox -s tests -- -k name`) a package may have no test left: exit 5 is fine
             ok = [0, 5] if session.posargs else [0]
-            session.run("python", "-m", "pytest", tests_dir.relative_to(ROOT).as_posix(), *session.posargs,
+            workers = TEST_WORKERS.get(name, 0)
+            # one file per worker (--dist loadfile): a file's module fixtures and temporary folders stay in one process
+            parallel = ["-n", str(workers), "--dist", "loadfile"] if workers else []
+            session.run("python", "-m", "pytest", tests_dir.relative_to(ROOT).as_posix(), *parallel, *session.posargs,
                         success_codes=ok)
         except CommandFailed:
             failed.append(name)
