@@ -84,9 +84,9 @@ class Collectives:
         ``master_addr:master_port`` (rank 0 hosts the store), within ``timeout`` seconds.
 
         ``backend`` is the (inner) :class:`~ember.backend.Backend` (typed ``Any``: this op group sits below the
-        ``Backend`` class that mixes it in; an engine may annotate it ``Backend``); ``device`` the group's device if the caller gave one
-        (its handle may pick the engine: nccl for a CUDA device in torch), else ``None``: the engine
-        takes the backend's default device, after joining (jax must join before any device exists).
+        ``Backend`` class that mixes it in; an engine may annotate it ``Backend``); ``device`` the group's device
+        if the caller gave one (its handle may pick the engine: nccl for a CUDA device in torch), else ``None``:
+        the engine takes the backend's default device, after joining (jax must join before any device exists).
 
         Returns:
             The group's device.
