@@ -39,12 +39,11 @@ from ._errors import (
 )
 from ._install import install_command
 from ._kind import Bool, Float, Int, Kind
+from ._version import __version__
 from .backend import Backend, Device, backends, device
 from .config import config
 from .module import Module, Param, ParamId, RunningState
 from .tensor import Tensor
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Backend",
