@@ -56,7 +56,7 @@ class BasicOps(IndexingOps):
         Raises:
             ShapeError: the element counts differ, or several ``-1``.
         """
-        cur = self.shape  # type: ignore[attr-defined]
+        cur = self.shape
         if isinstance(shape, int):
             shape = (shape,)
         shp = [int(s) for s in shape]
@@ -91,10 +91,10 @@ class BasicOps(IndexingOps):
     def _prim(self, op: str, prim: str, *args: Any) -> Any:
         """One primitive call on this tensor, errors mapped, same kind."""
         try:
-            p = getattr(self.ops, prim)(self.primitive, *args)  # type: ignore[attr-defined]
+            p = getattr(self.ops, prim)(self.primitive, *args)
         except Exception as exc:
             raise fail(op, exc, self) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
         """Dims ``start_dim..=end_dim`` (inclusive, Burn/PyTorch) merged into one:
@@ -103,7 +103,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: a dim out of range, or ``start_dim > end_dim``.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         if not shape:
             return self.reshape((1,))
         s = norm_dim("flatten", start_dim, len(shape))
@@ -116,7 +116,7 @@ class BasicOps(IndexingOps):
         """Every dim of size 1 removed (Burn's ``squeeze``); ``squeeze(dim)`` is :meth:`squeeze_dim`."""
         if dim is not None:
             return self.squeeze_dim(dim)
-        return self.reshape(tuple(s for s in self.shape if s != 1))  # type: ignore[attr-defined]
+        return self.reshape(tuple(s for s in self.shape if s != 1))
 
     def squeeze_dim(self, dim: int) -> Any:
         """The size-1 ``dim`` removed (Burn's ``squeeze_dim``): ``[2, 1, 3].squeeze_dim(1) -> [2, 3]``.
@@ -133,7 +133,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: a dim out of range or repeated. ShapeError: a dim whose size is not 1.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         ds = norm_dims(_op, seq_of_ints(_op, "dims", dims), len(shape))
         if not ds:
             return self.squeeze()
@@ -151,7 +151,7 @@ class BasicOps(IndexingOps):
         Raises:
             ShapeError: ``rank`` is lower than the tensor's rank.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         if not isinstance(rank, int) or rank < len(shape):
             raise ShapeError(
                 f"unsqueeze: target rank {rank!r} is lower than the tensor's rank {len(shape)}; "
@@ -166,9 +166,9 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: ``dim`` outside ``[-(rank + 1), rank]``.
         """
-        r = self.rank  # type: ignore[attr-defined]
+        r = self.rank
         d = norm_dim("unsqueeze_dim", dim, r + 1)
-        s = self.shape  # type: ignore[attr-defined]
+        s = self.shape
         return self.reshape(s[:d] + (1,) + s[d:])
 
     def unsqueeze_dims(self, dims: Sequence[int]) -> Any:
@@ -179,7 +179,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: a position out of range for the result's rank, or repeated.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         ds = seq_of_ints("unsqueeze_dims", "dims", dims)
         out_rank = len(shape) + len(ds)
         pos = set(norm_dims("unsqueeze_dims", ds, out_rank))
@@ -194,7 +194,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: an axis out of range or repeated. ShapeError: not one axis per dim.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         ax = seq_of_ints("permute", "axes", axes)
         if len(ax) != len(shape):
             raise ShapeError(f"permute: {len(ax)} axes {ax} for a tensor of rank {len(shape)}; give every dim once.")
@@ -209,7 +209,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: a dim out of range.
         """
-        r = self.rank  # type: ignore[attr-defined]
+        r = self.rank
         a, b = norm_dim("swap_dims", dim1, r), norm_dim("swap_dims", dim2, r)
         if a == b:
             return self
@@ -220,7 +220,7 @@ class BasicOps(IndexingOps):
     def transpose(self) -> Any:
         """The last two dims swapped (Burn's ``transpose``): ``[b, m, n] -> [b, n, m]``. Tensors of
         rank 0 or 1 are returned unchanged (as ``torch.Tensor.t``)."""
-        if self.rank < 2:  # type: ignore[attr-defined]
+        if self.rank < 2:
             return self
         return self.swap_dims(-2, -1)
 
@@ -240,7 +240,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: a dim out of range or repeated. ShapeError: lists of different lengths.
         """
-        r = self.rank  # type: ignore[attr-defined]
+        r = self.rank
         src = norm_dims("movedim", seq_of_ints("movedim", "source", source), r)
         dst = norm_dims("movedim", seq_of_ints("movedim", "destination", destination), r)
         if len(src) != len(dst):
@@ -257,7 +257,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: an axis out of range or repeated.
         """
-        a = norm_dims("flip", seq_of_ints("flip", "axes", axes), self.rank)  # type: ignore[attr-defined]
+        a = norm_dims("flip", seq_of_ints("flip", "axes", axes), self.rank)
         if not a:
             return self
         return self._prim("flip", "flip", tuple(sorted(a)))
@@ -270,7 +270,7 @@ class BasicOps(IndexingOps):
         Raises:
             ShapeError: a dim of size other than 1 would change, or the rank would shrink.
         """
-        cur = self.shape  # type: ignore[attr-defined]
+        cur = self.shape
         shp = seq_of_ints("expand", "shape", shape)
         if len(shp) < len(cur):
             raise ShapeError(f"expand: cannot expand shape {list(cur)} to the lower rank {list(shp)}.")
@@ -300,7 +300,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: ``dim`` out of range. ShapeError: ``times`` negative.
         """
-        d = norm_dim("repeat_dim", dim, self.rank)  # type: ignore[attr-defined]
+        d = norm_dim("repeat_dim", dim, self.rank)
         if not isinstance(times, int) or times < 0:
             raise ShapeError(f"repeat_dim: times must be an int >= 0, got {times!r}.")
         if times == 1:
@@ -316,13 +316,13 @@ class BasicOps(IndexingOps):
             ShapeError: fewer sizes than dims, or a negative size.
         """
         reps = seq_of_ints("repeat", "sizes", sizes)
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         if len(reps) < len(shape) or any(r < 0 for r in reps):
             raise ShapeError(
                 f"repeat: sizes {reps} must be non-negative with at least one entry per dim of shape {list(shape)}."
             )
         shape = (1,) * (len(reps) - len(shape)) + shape
-        t = self.reshape(shape) if shape != self.shape else self  # type: ignore[attr-defined]
+        t = self.reshape(shape) if shape != self.shape else self
         if all(r == 1 for r in reps):
             return t
         inter = tuple(x for s in shape for x in (1, s))
@@ -391,7 +391,7 @@ class BasicOps(IndexingOps):
         Raises:
             ShapeError: sizes negative or not summing to the dim's size. IndexError_: bad ``dim``.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("split_with_sizes", dim, len(shape))
         sz = seq_of_ints("split_with_sizes", "sizes", sizes)
         if any(s < 0 for s in sz) or sum(sz) != shape[d]:
@@ -414,7 +414,7 @@ class BasicOps(IndexingOps):
         """
         if not isinstance(split_size, int):
             return self.split_with_sizes(split_size, dim)
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("split", dim, len(shape))
         n = shape[d]
         if split_size < 1:
@@ -435,7 +435,7 @@ class BasicOps(IndexingOps):
         """
         if not isinstance(chunks, int) or chunks < 1:
             raise ShapeError(f"chunk: chunks must be an int >= 1, got {chunks!r}.")
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("chunk", dim, len(shape))
         n = shape[d]
         return self.split(max(1, -(-n // chunks)), d)
@@ -447,7 +447,7 @@ class BasicOps(IndexingOps):
         Raises:
             IndexError_: ``dim`` out of range.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("iter_dim", dim, len(shape))
         for i in range(shape[d]):
             yield self.narrow(d, i, 1)
@@ -470,7 +470,7 @@ class BasicOps(IndexingOps):
             IndexError_: a dim out of range. ShapeError: shifts and dims of different lengths.
         """
         sh = seq_of_ints(_op, "shifts", shifts)
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         if dims is None:
             if len(sh) != 1:
                 raise ShapeError(f"{_op}: without dims, give one shift (got {sh}).")
@@ -495,7 +495,7 @@ class BasicOps(IndexingOps):
             IndexError_: ``dim`` out of range. ShapeError: ``size`` larger than the dim or < 0, or
             ``step`` < 1.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("unfold", dim, len(shape))
         if not isinstance(size, int) or not isinstance(step, int) or size < 0 or step < 1 or size > shape[d]:
             raise ShapeError(
@@ -522,12 +522,12 @@ class BasicOps(IndexingOps):
             reflect padding >= the dim size, or edge padding of an empty dim.
             KindError: a ``value`` that does not fit the kind.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         pads = _pads_of(padding, len(shape))
         if all(a == 0 and b == 0 for a, b in pads):
             return self
         if mode == "constant":
-            v = _core.scalar_for("pad", self, value)  # type: ignore[arg-type]
+            v = _core.scalar_for("pad", self, value)
             return self._prim("pad", "pad", pads, v)
         if mode not in ("reflect", "edge"):
             raise ValueError(f"pad: mode must be 'constant', 'reflect' or 'edge', got {mode!r}.")
@@ -607,12 +607,12 @@ class BasicOps(IndexingOps):
         return BasicOps._tri_mask("diag_mask", shape, offset, device, "not_equal")
 
     def _tri(self, op: str, diagonal: int, cmp: str) -> Any:
-        if self.kind not in (Float, Int):  # type: ignore[attr-defined]
-            raise KindError(f"{op} needs a Float or Int tensor, got {self.kind}; convert with .int() first.")  # type: ignore[attr-defined]
-        shape = self.shape  # type: ignore[attr-defined]
+        if self.kind not in (Float, Int):
+            raise KindError(f"{op} needs a Float or Int tensor, got {self.kind}; convert with .int() first.")
+        shape = self.shape
         if len(shape) < 2:
             raise ShapeError(f"{op}: needs at least 2 dims (the last two form the matrix), got shape {list(shape)}.")
-        mask = BasicOps._tri_mask(op, shape[-2:], diagonal, self.device, cmp)  # type: ignore[attr-defined]
+        mask = BasicOps._tri_mask(op, shape[-2:], diagonal, self.device, cmp)
         return self.mask_fill(mask, 0)
 
     def triu(self, diagonal: int = 0) -> Any:

@@ -25,6 +25,7 @@ import numpy as np
 from .._errors import EmberError, IndexError_, KindError, ShapeError
 from .._kind import Bool, Int
 from . import _core
+from ._base import TensorBase
 from ._core import op_error, wrap
 from ._index_check import check_index_values, index_bounds, out_of_range
 from ._util import broadcast_shapes, check_same, norm_dim, numel, require_device
@@ -192,7 +193,7 @@ def _check_broadcasts_to(op: str, src: tuple[int, ...], dst: tuple[int, ...], wh
         )
 
 
-class IndexingOps:
+class IndexingOps(TensorBase):
     __slots__ = ()
 
     # ------------------------------------------------------------------ slicing
@@ -211,22 +212,22 @@ class IndexingOps:
         Raises:
             IndexError_: more ranges than dims, an int out of range, or a zero step.
         """
-        slices, flips, _ = norm_ranges("slice", ranges, self.shape)  # type: ignore[attr-defined]
+        slices, flips, _ = norm_ranges("slice", ranges, self.shape)
         return self._slice_norm("slice", slices, flips)
 
     def _slice_norm(self, op: str, slices: tuple[_Slice, ...], flips: tuple[int, ...]) -> Any:
-        if _is_full(slices, self.shape) and not flips:  # type: ignore[attr-defined]
+        if _is_full(slices, self.shape) and not flips:
             return self
-        ops = self.ops  # type: ignore[attr-defined]
+        ops = self.ops
         try:
-            p = self.primitive  # type: ignore[attr-defined]
-            if not _is_full(slices, self.shape):  # type: ignore[attr-defined]
+            p = self.primitive
+            if not _is_full(slices, self.shape):
                 p = ops.slice(p, slices)
             if flips:
                 p = ops.flip(p, flips)
         except Exception as exc:
             raise fail(op, exc, self) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def slice_dim(self, dim: int, range_: Any) -> Any:
         """:meth:`slice` on one dim (Burn's ``slice_dim``); ``range_`` as in :meth:`slice`.
@@ -234,7 +235,7 @@ class IndexingOps:
         Raises:
             IndexError_: ``dim`` out of range, an int index out of range, or a zero step.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("slice_dim", dim, len(shape))
         s, f = norm_range("slice_dim", range_, shape[d], d)
         slices = tuple(s if i == d else slice(0, n, 1) for i, n in enumerate(shape))
@@ -247,7 +248,7 @@ class IndexingOps:
         Raises:
             IndexError_: ``dim`` out of range, or the window does not fit in the dim.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("narrow", dim, len(shape))
         n = shape[d]
         s = start + n if start < 0 else start
@@ -269,27 +270,27 @@ class IndexingOps:
             ShapeError: ``values`` is not shaped as the region. IndexError_: as :meth:`slice`.
             KindError/DeviceError: ``values`` of another kind or device.
         """
-        slices, flips, shape = norm_ranges("slice_assign", ranges, self.shape)  # type: ignore[attr-defined]
+        slices, flips, shape = norm_ranges("slice_assign", ranges, self.shape)
         if type(values) is not _core.Tensor:
             raise TypeError(
                 f"slice_assign: values must be a tensor, got {type(values).__name__}; use slice_fill for a scalar."
             )
-        if values.device is not self.device or values.kind is not self.kind:  # type: ignore[attr-defined]
-            check_same("slice_assign", self, values)  # type: ignore[arg-type]
+        if values.device is not self.device or values.kind is not self.kind:
+            check_same("slice_assign", self, values)
         if values.shape != shape:
             raise ShapeError(
                 f"slice_assign: values have shape {list(values.shape)} but the region has shape {list(shape)} "
-                f"(tensor shape {list(self.shape)}); reshape or expand the values."  # type: ignore[attr-defined]
+                f"(tensor shape {list(self.shape)}); reshape or expand the values."
             )
-        ops = self.ops  # type: ignore[attr-defined]
+        ops = self.ops
         try:
             v = values.primitive
             if flips:
                 v = ops.flip(v, flips)
-            p = ops.slice_assign(self.primitive, slices, v)  # type: ignore[attr-defined]
+            p = ops.slice_assign(self.primitive, slices, v)
         except Exception as exc:
             raise fail("slice_assign", exc, self, values) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def slice_fill(self, ranges: Any, value: Any) -> Any:
         """A copy with the region selected by ``ranges`` filled with the scalar ``value`` (Burn's
@@ -298,17 +299,17 @@ class IndexingOps:
         Raises:
             IndexError_: as :meth:`slice`. KindError: a value that does not fit the kind.
         """
-        slices, _, shape = norm_ranges("slice_fill", ranges, self.shape)  # type: ignore[attr-defined]
-        v = _core.scalar_for("slice_fill", self, value)  # type: ignore[arg-type]
+        slices, _, shape = norm_ranges("slice_fill", ranges, self.shape)
+        v = _core.scalar_for("slice_fill", self, value)
         if numel(shape) == 0:
             return self
-        ops = self.ops  # type: ignore[attr-defined]
+        ops = self.ops
         try:
-            fill = ops.expand(ops.full((1,) * len(shape), v, self.dtype, self.device.handle), shape)  # type: ignore[attr-defined]
-            p = ops.slice_assign(self.primitive, slices, fill)  # type: ignore[attr-defined]
+            fill = ops.expand(ops.full((1,) * len(shape), v, self.dtype, self.device.handle), shape)
+            p = ops.slice_assign(self.primitive, slices, fill)
         except Exception as exc:
             raise fail("slice_fill", exc, self) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     # ------------------------------------------------------------------ select / take
     def select(self, dim: int, indices: Any) -> Any:
@@ -321,16 +322,16 @@ class IndexingOps:
             ones included (checked on concrete values, see the module docstring). ShapeError:
             indices not 1-D (use :meth:`take`). KindError/DeviceError.
         """
-        d = norm_dim("select", dim, self.rank)  # type: ignore[attr-defined]
+        d = norm_dim("select", dim, self.rank)
         idx = index_arg("select", self, indices)
         if idx.rank != 1:
             raise ShapeError(f"select: indices must be 1-D, got shape {list(idx.shape)}; use take for any rank.")
-        check_index_values("select", idx, self.shape[d], d)  # type: ignore[attr-defined]
+        check_index_values("select", idx, self.shape[d], d)
         try:
-            p = self.ops.select(self.primitive, d, idx.primitive)  # type: ignore[attr-defined]
+            p = self.ops.select(self.primitive, d, idx.primitive)
         except Exception as exc:
             raise fail("select", exc, self, idx) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def select_assign(self, dim: int, indices: Any, values: Any) -> Any:
         """A copy with ``values`` **added** at the 1-D ``indices`` along ``dim`` (Burn's
@@ -341,7 +342,7 @@ class IndexingOps:
             ShapeError: indices not 1-D or values of the wrong shape. IndexError_, KindError,
             DeviceError: as :meth:`select`.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim("select_assign", dim, len(shape))
         idx = index_arg("select_assign", self, indices)
         if idx.rank != 1:
@@ -349,20 +350,20 @@ class IndexingOps:
         self._check_values("select_assign", values, shape[:d] + idx.shape + shape[d + 1:])
         check_index_values("select_assign", idx, shape[d], d)
         try:
-            p = self.ops.select_add(self.primitive, d, idx.primitive, values.primitive)  # type: ignore[attr-defined]
+            p = self.ops.select_add(self.primitive, d, idx.primitive, values.primitive)
         except Exception as exc:
             raise fail("select_assign", exc, self, idx, values) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def _check_values(self, op: str, values: Any, want: tuple[int, ...]) -> None:
         if type(values) is not _core.Tensor:
             raise TypeError(f"{op}: values must be a tensor, got {type(values).__name__}.")
-        if values.device is not self.device or values.kind is not self.kind:  # type: ignore[attr-defined]
-            check_same(op, self, values)  # type: ignore[arg-type]
+        if values.device is not self.device or values.kind is not self.kind:
+            check_same(op, self, values)
         if values.shape != want:
             raise ShapeError(
                 f"{op}: values have shape {list(values.shape)}, expected {list(want)} for a tensor of shape "
-                f"{list(self.shape)}."  # type: ignore[attr-defined]
+                f"{list(self.shape)}."
             )
 
     def take(self, dim: int, indices: Any) -> Any:
@@ -376,25 +377,25 @@ class IndexingOps:
         return self._take("take", dim, indices)
 
     def _take(self, op: str, dim: int, indices: Any) -> Any:
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         d = norm_dim(op, dim, len(shape))
         idx = index_arg(op, self, indices)
         check_index_values(op, idx, shape[d], d)
         ishape = idx.shape
-        ops = self.ops  # type: ignore[attr-defined]
+        ops = self.ops
         try:
             flat = idx.primitive if len(ishape) == 1 else idx.ops.reshape(idx.primitive, (numel(ishape),))
-            p = ops.select(self.primitive, d, flat)  # type: ignore[attr-defined]
+            p = ops.select(self.primitive, d, flat)
             out = shape[:d] + ishape + shape[d + 1:]
             if len(ishape) != 1:
                 p = ops.reshape(p, out)
         except Exception as exc:
             raise fail(op, exc, self, idx) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     # ------------------------------------------------------------------ gather / scatter
     def _gs_check(self, op: str, dim: int, indices: Any) -> tuple[int, Any]:
-        shape = self.ops.shape(self.primitive)  # type: ignore[attr-defined]
+        shape = self.ops.shape(self.primitive)
         r = len(shape)
         if dim.__class__ is int and -r <= dim < r:
             d = dim + r if dim < 0 else dim
@@ -427,10 +428,10 @@ class IndexingOps:
         """:meth:`gather` on a non-negative ``d`` with an Int tensor ``idx`` of the right shape whose values
         the caller has checked (``CrossEntropyLoss`` checks its targets under its own name)."""
         try:
-            p = self.ops.gather(self.primitive, d, idx.primitive)  # type: ignore[attr-defined]
+            p = self.ops.gather(self.primitive, d, idx.primitive)
         except Exception as exc:
             raise fail(op, exc, self, idx) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def scatter(self, dim: int, indices: Any, values: Any) -> Any:
         """A copy with ``values`` **added** at ``indices`` along ``dim`` (Burn's ``scatter``, which
@@ -445,10 +446,10 @@ class IndexingOps:
         d, idx = self._gs_check("scatter", dim, indices)
         self._check_values("scatter", values, idx.shape)
         try:
-            p = self.ops.scatter_add(self.primitive, d, idx.primitive, values.primitive)  # type: ignore[attr-defined]
+            p = self.ops.scatter_add(self.primitive, d, idx.primitive, values.primitive)
         except Exception as exc:
             raise fail("scatter", exc, self, idx, values) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def _nd_flat(self, op: str, indices: Any) -> tuple[Any, int, tuple[int, ...], tuple[int, ...]]:
         """Flat row numbers of ``indices [..., k]`` into the first ``k`` dims, with rows that hold
@@ -456,7 +457,7 @@ class IndexingOps:
         instead of aliasing another row: one min/max check of the flat rows then finds them (the
         error names the first bad component), and where values are not checked (traced, torch on
         CUDA) the library sees an out-of-range row."""
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         idx = index_arg(op, self, indices)
         ishape = idx.shape
         if len(ishape) < 1 or not 1 <= ishape[-1] <= len(shape):
@@ -467,7 +468,7 @@ class IndexingOps:
         lead, rest = shape[:k], shape[k:]
         total = numel(lead)
         strides = [numel(lead[i + 1:]) for i in range(k)]
-        dev = self.device  # type: ignore[attr-defined]
+        dev = self.device
         iops = dev.ops[1]
         idt = dev.backend.int_dtype
         m = numel(ishape[:-1])
@@ -501,13 +502,13 @@ class IndexingOps:
             Int or on another device.
         """
         flat, total, lead_out, rest = self._nd_flat("gather_nd", indices)
-        ops = self.ops  # type: ignore[attr-defined]
+        ops = self.ops
         try:
-            src = ops.reshape(self.primitive, (total,) + rest)  # type: ignore[attr-defined]
+            src = ops.reshape(self.primitive, (total,) + rest)
             p = ops.reshape(ops.select(src, 0, flat), lead_out + rest)
         except Exception as exc:
             raise fail("gather_nd", exc, self) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def scatter_nd(self, indices: Any, values: Any) -> Any:
         """A copy with ``values`` **added** at N-d coordinates (``tf.tensor_scatter_nd_add``; like
@@ -519,17 +520,17 @@ class IndexingOps:
             of its dim, negative ones included.
             KindError/DeviceError: indices or values of the wrong kind or device.
         """
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         flat, total, lead_out, rest = self._nd_flat("scatter_nd", indices)
         self._check_values("scatter_nd", values, lead_out + rest)
-        ops = self.ops  # type: ignore[attr-defined]
+        ops = self.ops
         try:
-            src = ops.reshape(self.primitive, (total,) + rest)  # type: ignore[attr-defined]
+            src = ops.reshape(self.primitive, (total,) + rest)
             v = ops.reshape(values.primitive, (numel(lead_out),) + rest)
             p = ops.reshape(ops.select_add(src, 0, flat, v), shape)
         except Exception as exc:
             raise fail("scatter_nd", exc, self, values) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     # ------------------------------------------------------------------ masks
     def mask_where(self, mask: Any, value: Any) -> Any:
@@ -545,14 +546,14 @@ class IndexingOps:
             raise TypeError(
                 f"mask_where: value must be a tensor, got {type(value).__name__}; use mask_fill for a scalar."
             )
-        if value.device is not self.device or value.kind is not self.kind:  # type: ignore[attr-defined]
-            check_same("mask_where", self, value)  # type: ignore[arg-type]
-        _check_broadcasts_to("mask_where", value.shape, self.shape, "value")  # type: ignore[attr-defined]
+        if value.device is not self.device or value.kind is not self.kind:
+            check_same("mask_where", self, value)
+        _check_broadcasts_to("mask_where", value.shape, self.shape, "value")
         try:
-            p = self.ops.mask_where(self.primitive, mask.primitive, value.primitive)  # type: ignore[attr-defined]
+            p = self.ops.mask_where(self.primitive, mask.primitive, value.primitive)
         except Exception as exc:
             raise fail("mask_where", exc, self, mask, value) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     def mask_fill(self, mask: Any, value: Any) -> Any:
         """The scalar ``value`` where the Bool ``mask`` (broadcast to this shape) is true, else this
@@ -563,18 +564,18 @@ class IndexingOps:
             that does not broadcast to this shape. DeviceError: mask on another device.
         """
         check_mask("mask_fill", self, mask)
-        v = _core.scalar_for("mask_fill", self, value)  # type: ignore[arg-type]
+        v = _core.scalar_for("mask_fill", self, value)
         try:
-            p = self.ops.mask_fill(self.primitive, mask.primitive, v)  # type: ignore[attr-defined]
+            p = self.ops.mask_fill(self.primitive, mask.primitive, v)
         except Exception as exc:
             raise fail("mask_fill", exc, self, mask) from exc
-        return wrap(p, self, self.kind)  # type: ignore[arg-type,attr-defined]
+        return wrap(p, self, self.kind)
 
     # ------------------------------------------------------------------ Bool coordinates
     def _coords_check(self, op: str) -> None:
-        if self.kind is not Bool:  # type: ignore[attr-defined]
-            raise KindError(f"{op} is defined on Bool tensors, got {self.kind}; use .bool() (true where non-zero).")  # type: ignore[attr-defined]
-        if self.rank == 0:  # type: ignore[attr-defined]
+        if self.kind is not Bool:
+            raise KindError(f"{op} is defined on Bool tensors, got {self.kind}; use .bool() (true where non-zero).")
+        if self.rank == 0:
             raise ShapeError(f"{op}: a rank-0 tensor has no coordinates; reshape it to [1] first.")
 
     def nonzero(self) -> list[Any]:
@@ -585,9 +586,9 @@ class IndexingOps:
             KindError: not a Bool tensor. ShapeError: rank 0.
         """
         self._coords_check("nonzero")
-        dev = self.device  # type: ignore[attr-defined]
+        dev = self.device
         try:
-            cols = self.ops.nonzero(self.primitive)  # type: ignore[attr-defined]
+            cols = self.ops.nonzero(self.primitive)
         except Exception as exc:
             raise fail("nonzero", exc, self) from exc
         iops = dev.ops[1]
@@ -602,10 +603,10 @@ class IndexingOps:
         """
         self._coords_check("argwhere")
         try:
-            p = self.ops.argwhere(self.primitive)  # type: ignore[attr-defined]
+            p = self.ops.argwhere(self.primitive)
         except Exception as exc:
             raise fail("argwhere", exc, self) from exc
-        return wrap(p, self, Int)  # type: ignore[arg-type]
+        return wrap(p, self, Int)
 
     # ------------------------------------------------------------------ Python protocol
     def __getitem__(self, key: Any) -> Any:
@@ -626,7 +627,7 @@ class IndexingOps:
         if fast is not None:
             return fast
         items = list(key) if type(key) is tuple else [key]
-        shape = self.shape  # type: ignore[attr-defined]
+        shape = self.shape
         rank = len(shape)
         n_ell = sum(1 for it in items if it is Ellipsis)
         if n_ell > 1:
@@ -729,8 +730,8 @@ class IndexingOps:
         case): one ``slice`` primitive plus a ``reshape`` when ints drop dims. ``None`` when the
         key needs the general path (it also reports the errors)."""
         items = key if type(key) is tuple else (key,)
-        ops = self.ops  # type: ignore[attr-defined]
-        p = self.primitive  # type: ignore[attr-defined]
+        ops = self.ops
+        p = self.primitive
         shape = ops.shape(p)
         if len(items) > len(shape):
             return None
@@ -772,7 +773,7 @@ class IndexingOps:
                 r = ops.reshape(r, tuple(out))
         except Exception as exc:
             raise fail("indexing", exc, self) from exc
-        return _core.new(r, self.device, self.kind, ops)  # type: ignore[attr-defined]
+        return _core.new(r, self.device, self.kind, ops)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise TypeError(

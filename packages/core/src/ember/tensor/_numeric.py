@@ -143,13 +143,13 @@ class NumericTensorOps(OrderedTensorOps):
         Raises:
             KindError: a Bool base, a non-Int exponent tensor, or a non-integral exponent.
         """
-        if self.kind is Bool:  # type: ignore[attr-defined]
+        if self.kind is Bool:
             raise KindError("powi needs a Float or Int tensor, got Bool; convert with .int() first.")
         if type(exponent) is _core.Tensor:
             if exponent.kind is not Int:
                 raise KindError(f"powi: the exponent must be an Int tensor, got {exponent.kind}; use powf.")
-            if exponent.device is not self.device:  # type: ignore[attr-defined]
-                check_same("powi", self, exponent)  # type: ignore[arg-type]
+            if exponent.device is not self.device:
+                check_same("powi", self, exponent)
             b: Any = exponent.primitive
         elif isinstance(exponent, numbers.Integral) and not isinstance(exponent, bool):
             b = int(exponent)
@@ -158,10 +158,10 @@ class NumericTensorOps(OrderedTensorOps):
         else:
             raise KindError(f"powi: the exponent must be an int or an Int tensor, got {exponent!r}; use powf.")
         try:
-            p = self.ops.powi(self.primitive, b)  # type: ignore[attr-defined]
+            p = self.ops.powi(self.primitive, b)
         except Exception as exc:
             raise op_error("powi", exc, self, exponent) from exc
-        return new(p, self.device, self.kind, self.ops)  # type: ignore[attr-defined]
+        return new(p, self.device, self.kind, self.ops)
 
     powi_scalar = powi
 
@@ -189,8 +189,8 @@ class NumericTensorOps(OrderedTensorOps):
 
     def _clamp(self, op: str, lo: Any, hi: Any) -> Any:
         self._need(op, NUM)
-        lo = None if lo is None else scalar_for(op, self, lo)  # type: ignore[arg-type]
-        hi = None if hi is None else scalar_for(op, self, hi)  # type: ignore[arg-type]
+        lo = None if lo is None else scalar_for(op, self, lo)
+        hi = None if hi is None else scalar_for(op, self, hi)
         if hasattr(lo, "primitive") or hasattr(hi, "primitive"):
             raise TypeError(f"{op}: bounds must be scalars; use max_pair / min_pair with tensors.")
         return self._call(op, lambda ops, p: ops.clamp(p, lo, hi))
@@ -214,36 +214,36 @@ class NumericTensorOps(OrderedTensorOps):
 
     # ------------------------------------------------------------------ helpers
     def _call(self, op: str, fn: Any, kind: Any = None) -> Any:
-        ops = self.ops  # type: ignore[attr-defined]
+        ops = self.ops
         try:
-            p = fn(ops, self.primitive)  # type: ignore[attr-defined]
+            p = fn(ops, self.primitive)
         except Exception as exc:
             raise op_error(op, exc, self) from exc
-        return wrap(p, self, self.kind if kind is None else kind)  # type: ignore[arg-type, attr-defined]
+        return wrap(p, self, self.kind if kind is None else kind)
 
     def _need(self, op: str, kinds: tuple[Any, ...]) -> None:
-        if self.kind not in kinds:  # type: ignore[attr-defined]
+        if self.kind not in kinds:
             names = " or ".join(k.name for k in kinds)
             raise KindError(
-                f"{op} is not defined for {self.kind} tensors (it takes {names}); "  # type: ignore[attr-defined]
+                f"{op} is not defined for {self.kind} tensors (it takes {names}); "
                 "convert with .float() or .int() first."
             )
 
     def _dim(self, op: str, dim: int, nonempty: bool = False) -> int:
-        d = norm_dim(op, dim, self.rank)  # type: ignore[attr-defined]
-        if nonempty and self.shape[d] == 0:  # type: ignore[attr-defined]
+        d = norm_dim(op, dim, self.rank)
+        if nonempty and self.shape[d] == 0:
             raise ShapeError(
-                f"{op}: dim {dim} of shape {list(self.shape)} is empty; there is no value to return."  # type: ignore[attr-defined]
+                f"{op}: dim {dim} of shape {list(self.shape)} is empty; there is no value to return."
             )
         return d
 
     def _nonempty(self, op: str) -> None:
-        if self.num_elements() == 0:  # type: ignore[attr-defined]
-            raise ShapeError(f"{op}: the tensor is empty (shape {list(self.shape)}); there is no value to return.")  # type: ignore[attr-defined]
+        if self.num_elements() == 0:
+            raise ShapeError(f"{op}: the tensor is empty (shape {list(self.shape)}); there is no value to return.")
 
     def _fold(self, op: str, method: str, dims: Sequence[int]) -> Any:
         out = self
-        for d in norm_dims(op, list(dims), self.rank):  # type: ignore[attr-defined]
+        for d in norm_dims(op, list(dims), self.rank):
             out = getattr(out, method)(d)
         return out
 
@@ -258,12 +258,12 @@ class NumericTensorOps(OrderedTensorOps):
 
     def _reduce(self, op: str, dim: Any) -> Any:
         """``sum`` / ``sum_dim`` / ``mean`` / ``mean_dim`` (the hot reductions; no closures)."""
-        k = self.kind  # type: ignore[attr-defined]
+        k = self.kind
         if k is not Float and k is not Int:
             self._need(op, NUM)
-        ops = self.ops  # type: ignore[attr-defined]
-        p = self.primitive  # type: ignore[attr-defined]
-        d = None if dim is None else dim_of(op, self, dim)  # type: ignore[arg-type]
+        ops = self.ops
+        p = self.primitive
+        d = None if dim is None else dim_of(op, self, dim)
         try:
             if d is None:
                 r = ops.sum(p) if op == "sum" else ops.mean(p)
@@ -271,7 +271,7 @@ class NumericTensorOps(OrderedTensorOps):
                 r = ops.sum_dim(p, d) if op == "sum_dim" else ops.mean_dim(p, d)
         except Exception as exc:
             raise op_error(op, exc, self) from exc
-        return new(r, self.device, k, ops)  # type: ignore[attr-defined]
+        return new(r, self.device, k, ops)
 
     def sum_dims(self, dims: Sequence[int]) -> Any:
         """Sum over each of ``dims``, each **kept with size 1**."""
@@ -280,7 +280,7 @@ class NumericTensorOps(OrderedTensorOps):
     def sum_dims_squeeze(self, dims: Sequence[int]) -> Any:
         """Sum over each of ``dims`` with those dims removed: ``[2, 3, 4].sum_dims_squeeze([0, 1])
         -> [4]`` (Burn's ``sum_dims_squeeze``, i.e. ``sum_dims(dims).squeeze_dims(dims)``)."""
-        ds = norm_dims("sum_dims_squeeze", list(dims), self.rank)  # type: ignore[attr-defined]
+        ds = norm_dims("sum_dims_squeeze", list(dims), self.rank)
         if not ds:
             return self
         return self._fold("sum_dims_squeeze", "sum_dim", ds).squeeze_dims(ds)
@@ -378,10 +378,10 @@ class NumericTensorOps(OrderedTensorOps):
         self._need(op, NUM)
         d = self._dim(op, dim, nonempty=prim in ("max_dim_with_indices", "min_dim_with_indices", "median"))
         try:
-            v, i = getattr(self.ops, prim)(self.primitive, d, *extra)  # type: ignore[attr-defined]
+            v, i = getattr(self.ops, prim)(self.primitive, d, *extra)
         except Exception as exc:
             raise op_error(op, exc, self) from exc
-        return wrap(v, self, self.kind), wrap(i, self, Int)  # type: ignore[arg-type, attr-defined]
+        return wrap(v, self, self.kind), wrap(i, self, Int)
 
     def max_abs(self) -> Any:
         """Largest absolute value, shape ``[1]`` (Burn's ``max_abs``). ShapeError when empty."""
@@ -449,15 +449,15 @@ class NumericTensorOps(OrderedTensorOps):
             ShapeError: rank < 2, inner sizes differ, or batch dims that do not broadcast.
             KindError: Bool tensors or mixed kinds.
         """
-        k = self.kind  # type: ignore[attr-defined]
+        k = self.kind
         if k is not Float and k is not Int:
             self._need("matmul", NUM)
         if type(other) is not _core.Tensor:
             raise TypeError(f"matmul: expected a Tensor, got {type(other).__name__}.")
-        if other.device is not self.device or other.kind is not k:  # type: ignore[attr-defined]
-            check_same("matmul", self, other)  # type: ignore[arg-type]
-        ops = self.ops  # type: ignore[attr-defined]
-        sa, sb = ops.shape(self.primitive), ops.shape(other.primitive)  # type: ignore[attr-defined]
+        if other.device is not self.device or other.kind is not k:
+            check_same("matmul", self, other)
+        ops = self.ops
+        sa, sb = ops.shape(self.primitive), ops.shape(other.primitive)
         if len(sa) < 2 or len(sb) < 2:
             raise ShapeError(
                 f"matmul: both operands need rank >= 2, got shapes {list(sa)} and {list(sb)}; "
@@ -477,10 +477,10 @@ class NumericTensorOps(OrderedTensorOps):
                     f"({list(sa[:-2])} vs {list(sb[:-2])}); sizes must be equal or 1."
                 ) from None
         try:
-            p = ops.matmul(self.primitive, other.primitive)  # type: ignore[attr-defined]
+            p = ops.matmul(self.primitive, other.primitive)
         except Exception as exc:
             raise op_error("matmul", exc, self, other) from exc
-        return new(p, self.device, k, ops)  # type: ignore[attr-defined]
+        return new(p, self.device, k, ops)
 
     def dot(self, other: Any) -> Any:
         """Inner product of two 1-D tensors of equal length, shape ``[1]`` (torch.dot).
@@ -490,13 +490,13 @@ class NumericTensorOps(OrderedTensorOps):
         """
         if type(other) is not _core.Tensor:
             raise TypeError(f"dot: expected a Tensor, got {type(other).__name__}.")
-        if self.rank != 1 or other.rank != 1 or self.shape != other.shape:  # type: ignore[attr-defined]
+        if self.rank != 1 or other.rank != 1 or self.shape != other.shape:
             raise ShapeError(
-                f"dot: expected two 1-D tensors of equal length, got {list(self.shape)} and {list(other.shape)}."  # type: ignore[attr-defined]
+                f"dot: expected two 1-D tensors of equal length, got {list(self.shape)} and {list(other.shape)}."
             )
         self._need("dot", NUM)
-        if other.device is not self.device or other.kind is not self.kind:  # type: ignore[attr-defined]
-            check_same("dot", self, other)  # type: ignore[arg-type]
+        if other.device is not self.device or other.kind is not self.kind:
+            check_same("dot", self, other)
         return self.mul(other).sum()
 
     # ------------------------------------------------------------------ Python operators
@@ -518,7 +518,7 @@ class NumericTensorOps(OrderedTensorOps):
 
     def __rsub__(self, o: Any) -> Any:
         self._need("sub", NUM)
-        return self.neg().add(scalar_for("sub", self, o))  # type: ignore[arg-type]
+        return self.neg().add(scalar_for("sub", self, o))
 
     __rtruediv__ = _reflected("div", "div")
     __rmod__ = _reflected("remainder", "remainder")
@@ -527,19 +527,19 @@ class NumericTensorOps(OrderedTensorOps):
 
     def __floordiv__(self, o: Any) -> Any:
         """``//``: Int floor division, Float ``floor(self / o)``."""
-        if self.kind is Float:  # type: ignore[attr-defined]
-            return self.div(o).floor()  # type: ignore[attr-defined]
-        if self.kind is Bool:  # type: ignore[attr-defined]
+        if self.kind is Float:
+            return self.div(o).floor()
+        if self.kind is Bool:
             raise KindError("floor_div (//) is not defined for Bool tensors; convert with .int() first.")
         return self.div(o)
 
     def __pow__(self, o: Any) -> Any:
         """``**``: Float base with a float or Float tensor uses ``powf``; an int or Int tensor
         exponent uses ``powi`` (Float or Int base)."""
-        if self.kind is Float and not (type(o) is _core.Tensor and o.kind is Int):  # type: ignore[attr-defined]
+        if self.kind is Float and not (type(o) is _core.Tensor and o.kind is Int):
             if isinstance(o, int) and not isinstance(o, bool):
                 return self.powi(o)
-            return self.powf(o)  # type: ignore[attr-defined]
+            return self.powf(o)
         return self.powi(o)
 
     def __rmatmul__(self, o: Any) -> Any:
@@ -548,12 +548,12 @@ class NumericTensorOps(OrderedTensorOps):
     def __pos__(self) -> Any:
         return self
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         if type(o) is _core.Tensor or isinstance(o, (int, float)) or hasattr(o, "dtype"):
             return self.equal(o)
         return NotImplemented
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         if type(o) is _core.Tensor or isinstance(o, (int, float)) or hasattr(o, "dtype"):
             return self.not_equal(o)
         return NotImplemented
