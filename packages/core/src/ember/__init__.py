@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from .backend._registry import backend
 else:
     from . import backend
-from ._data import TensorData, Tolerance
 from ._distribution import Distribution
 from ._dtype import DType
 from ._errors import (
@@ -39,6 +38,7 @@ from ._errors import (
 )
 from ._install import install_command
 from ._kind import Bool, Float, Int, Kind
+from ._tensor_data import TensorData, Tolerance
 from ._version import __version__
 from .backend import Backend, Device, backends, device
 from .config import config

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .._data import TensorData
 from .._errors import RecordError
 from .._kind import Float, Int
+from .._tensor_data import TensorData
 from ..backend._device import Device
 from ..tensor import Tensor
 from ._param import Param, RunningState

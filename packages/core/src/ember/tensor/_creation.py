@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from .._data import TensorData
 from .._distribution import Distribution
 from .._dtype import DType
 from .._errors import DTypeError, EmberError, KindError, ShapeError
 from .._kind import Bool, Float, Int, Kind, kind_of
+from .._tensor_data import TensorData
 from ..backend._device import Device
 from . import _core
 from ._base import TensorBase

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .._data import TensorData
 from .._dtype import DType
 from .._errors import EmberError, ShapeError
 from .._kind import Bool, Float, Int, Kind, kind_of
+from .._tensor_data import TensorData
 from ..backend._device import Device
 from ._autodiff import AutodiffTensorOps
 from ._basic import BasicOps
