@@ -7,8 +7,13 @@ and imports nothing), finds its strongly connected components (each one cycle, p
 says which imports close each: the edges inside a component, by kind (module level, function-local,
 ``TYPE_CHECKING``).
 
-    python tools/import_cycles.py            # report every cycle, exit 1 if one is not in ALLOWED
-    python tools/import_cycles.py --count    # one line: cycles, modules in them, closing imports
+    python tools/import_cycles.py                    # report every cycle, exit 1 if one is not in ALLOWED
+    python tools/import_cycles.py --count            # one line: cycles, modules in them, closing imports
+    python tools/import_cycles.py --package-inits    # also the packages' __init__ that an import runs
+
+``--package-inits`` adds the imports Python makes implicitly: ``import a.b.c`` from outside ``a.b`` first runs
+``a/b/__init__.py``, so a module importing ``ember.autodiff._gradients`` depends on everything
+``ember/autodiff/__init__.py`` imports. A cycle through a package's ``__init__`` works only in one import order.
 
 Run from the repository root with the packages importable (``source`` the environment, or ``nox -s lint``, which
 runs it after ``lint-imports``).
@@ -41,10 +46,20 @@ class Edge:
         return f"{self.importer} -> {self.imported} (line {self.line}, {self.kind})"
 
 
-def _graph():  # -> grimp.ImportGraph
+def _graph(package_inits: bool = False):  # -> grimp.ImportGraph
     import grimp
 
-    return grimp.build_graph(*PACKAGES, cache_dir=None)
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    if package_inits:
+        for importer in list(graph.modules):
+            for imported in list(graph.find_modules_directly_imported_by(importer)):
+                parts = imported.split(".")
+                for i in range(1, len(parts)):
+                    package = ".".join(parts[:i])
+                    inside = importer == package or importer.startswith(package + ".")
+                    if not inside and package in graph.modules:
+                        graph.add_import(importer=importer, imported=package)
+    return graph
 
 
 @cache
@@ -101,8 +116,11 @@ def _edges(graph, inside: set[str]) -> Iterable[Edge]:
     for importer in sorted(inside):
         for imported in sorted(graph.find_modules_directly_imported_by(importer) & inside):
             kinds = _kinds(_module_file(importer))
-            for d in graph.get_import_details(importer=importer, imported=imported):
+            details = graph.get_import_details(importer=importer, imported=imported)
+            for d in details:
                 yield Edge(importer, imported, d["line_number"], kinds.get(d["line_number"], "module"))
+            if not details:  # added by --package-inits
+                yield Edge(importer, imported, 0, "package-init")
 
 
 def _components(graph) -> list[set[str]]:
@@ -148,19 +166,20 @@ def _components(graph) -> list[set[str]]:
     return found
 
 
-def cycles() -> list[tuple[set[str], list[Edge]]]:
+def cycles(package_inits: bool = False) -> list[tuple[set[str], list[Edge]]]:
     """Each cycle: its modules and the imports between them."""
-    graph = _graph()
+    graph = _graph(package_inits)
     return [(comp, list(_edges(graph, comp))) for comp in _components(graph)]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", action="store_true", help="print one summary line")
+    parser.add_argument("--package-inits", action="store_true", help="add the imports of packages' __init__")
     args = parser.parse_args(argv)
-    found = cycles()
+    found = cycles(args.package_inits)
     modules = sum(len(c) for c, _ in found)
-    hidden = sum(1 for _, edges in found for e in edges if e.kind != "module")
+    hidden = sum(1 for _, edges in found for e in edges if e.kind in ("local", "type-checking"))
     if args.count:
         print(f"{len(found)} cycles over {modules} modules; {hidden} function-local or TYPE_CHECKING imports in them")
         return 0

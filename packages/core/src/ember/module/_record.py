@@ -9,11 +9,11 @@ import numpy as np
 
 from .._errors import RecordError
 from .._kind import Float, Int
+from .._param_id import ParamId
 from .._tensor_data import TensorData
 from ..backend._device import Device
 from ..tensor import Tensor
 from ._param import Param, RunningState
-from ._param_id import ParamId
 from ._tree import _is_module, fields_of, has_state, items, join, rebuild, walk_state
 
 __all__ = ["LoadReport", "to_record", "load_into"]

@@ -25,8 +25,8 @@ import numpy as np
 
 from .._dtype import DType
 from .._errors import RecordError
+from .._param_id import ParamId
 from .._tensor_data import TensorData
-from ..module._param_id import ParamId
 from ._checksum import digest_of, legacy, mismatch, parse_digest
 from ._safetensors_format import short_repr as _short
 from ._settings import PrecisionSettings
