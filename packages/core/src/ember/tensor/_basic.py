@@ -17,7 +17,8 @@ from .._kind import Bool, Float, Int
 from ..backend._device import Device
 from . import _core
 from ._core import wrap
-from ._indexing import IndexingOps, fail, seq_of_ints
+from ._getitem import ItemOps
+from ._index_args import fail, seq_of_ints
 from ._util import as_shape, check_same, norm_dim, norm_dims, numel
 
 
@@ -45,7 +46,7 @@ def _pads_of(padding: Any, rank: int) -> tuple[tuple[int, int], ...]:
     return ((0, 0),) * (rank - len(pairs)) + tuple(pairs)
 
 
-class BasicOps(IndexingOps):
+class BasicOps(ItemOps):
     __slots__ = ()
 
     # ------------------------------------------------------------------ reshaping
