@@ -40,20 +40,41 @@ Example::
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._errors import DeviceError, EmberError, IndexError_, KindError, ShapeError
+from .._errors import ShapeError
 from .._kind import Float, Int
 from ..backend import _module_geometry as geo
-from . import _core
 from ._core import wrap
 from ._functional_attention import scaled_dot_product_attention
+from ._functional_checks import (
+    _DIMS,
+    _LAYOUT,
+    IntOrSeq,
+    Ints,
+    _call,
+    _device_error,
+    _fits,
+    _groups,
+    _ints,
+    _rank,
+    _same,
+    _tensor,
+)
 from ._functional_norm import batch_norm, batch_norm_running, group_norm, layer_norm, rms_norm
+from ._functional_pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool2d_with_indices,
+)
 from ._functional_rnn import lstm
 from ._index_check import check_index_values
-from ._util import check_same
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
@@ -89,17 +110,6 @@ __all__ = [
     "interpolate",
     "unfold4d",
 ]
-
-IntOrSeq = int | Sequence[int]
-Ints = tuple[int, ...]
-
-_LAYOUT = {
-    1: "[batch, channels, length]",
-    2: "[batch, channels, height, width]",
-    3: "[batch, channels, depth, height, width]",
-}
-_DIMS = {1: ("length",), 2: ("height", "width"), 3: ("depth", "height", "width")}
-
 
 # ---------------------------------------------------------------------------- options
 @dataclass(frozen=True)
@@ -161,86 +171,6 @@ class InterpolateOptions:
 
     mode: InterpolateMode | str = InterpolateMode.NEAREST
     align_corners: bool = False
-
-
-# ---------------------------------------------------------------------------- checks
-def _tensor(op: str, name: str, t: Any, kind: Any = Float) -> None:
-    if type(t) is not _core.Tensor:
-        raise TypeError(f"{op}: {name} must be an ember.Tensor, got {type(t).__name__}.")
-    if t.kind is not kind:
-        raise KindError(f"{op}: {name} must be {'a Float' if kind is Float else 'an Int'} tensor, got {t.kind}; "
-                        f"convert it with {'.float()' if kind is Float else '.int()'} first.")
-
-
-def _rank(op: str, name: str, t: Any, rank: int, layout: str) -> None:
-    if t.rank != rank:
-        raise ShapeError(f"{op}: expected {name} of shape {layout} (rank {rank}), got shape {list(t.shape)} "
-                         f"(rank {t.rank}).")
-
-
-def _ints(op: str, name: str, v: Any, n: int, minimum: int) -> Ints:
-    if isinstance(v, bool):
-        raise TypeError(f"{op}: {name} must be an int or {n} ints, got {v!r}.")
-    if isinstance(v, int):
-        out: Ints = (v,) * n
-    else:
-        try:
-            out = tuple(v)
-        except TypeError:
-            raise TypeError(f"{op}: {name} must be an int or {n} ints, got {v!r}.") from None
-        if len(out) != n or not all(isinstance(i, int) and not isinstance(i, bool) for i in out):
-            raise ValueError(f"{op}: {name} must be an int or a sequence of {n} ints (one per spatial dim), "
-                             f"got {v!r}.")
-    if any(i < minimum for i in out):
-        raise ValueError(f"{op}: {name} must be >= {minimum}, got {v!r}.")
-    return out
-
-
-def _groups(op: str, groups: Any) -> int:
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}.")
-    return groups
-
-
-def _same(op: str, x: Any, *others: Any) -> None:
-    for t in others:
-        if t is not None and t.device is not x.device:
-            check_same(op, x, t)
-
-
-def _fits(op: str, x: Any, kernel: Ints, padding: Ints, dilation: Ints, what: str = "kernel") -> None:
-    sizes = x.shape[2:]
-    for i, (s, k, p, d) in enumerate(zip(sizes, kernel, padding, dilation)):
-        eff = d * (k - 1) + 1
-        if eff > s + 2 * p:
-            nd = len(sizes)
-            raise ShapeError(
-                f"{op}: the {what} ({list(kernel)}, dilation {list(dilation)}: {eff} along {_DIMS[nd][i]}) is "
-                f"larger than the padded input ({s} + 2 * {p} = {s + 2 * p}) of input shape {list(x.shape)}; "
-                "use a smaller kernel or more padding."
-            )
-
-
-def _device_error(op: str, a: Any, b: Any) -> Exception:
-    try:
-        check_same(op, a, b)
-    except Exception as exc:  # the device error of the core
-        return exc
-    return DeviceError(f"{op}: tensors on different devices {a.device} and {b.device}; move one with "
-                       ".to_device(other.device).")  # pragma: no cover
-
-
-def _call(op: str, fn: Any, *tensors: Any) -> Any:
-    try:
-        return fn()
-    except IndexError as exc:
-        raise IndexError_(f"{op}: index out of range: {exc}") from exc
-    except EmberError:
-        raise
-    except Exception as exc:  # a backend failure: name the op and the operands (no broadcasting story)
-        desc = ", ".join(f"{t.kind} {list(t.shape)} {t.dtype}" for t in tensors)
-        raise EmberError(f"{op} failed in the {tensors[0].device.backend.name} backend on ({desc}): "
-                         f"{type(exc).__name__}: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------- convolution
@@ -396,105 +326,6 @@ def unfold4d(x: Tensor, kernel_size: IntOrSeq, options: UnfoldOptions = UnfoldOp
     _fits(op, x, kernel, padding, dilation)
     p = _call(op, lambda: x.ops.unfold4d(x.primitive, kernel, stride, padding, dilation), x)
     return wrap(p, x, Float)
-
-
-# ---------------------------------------------------------------------------- pooling
-def _pool_args(op: str, nd: int, x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-               ceil_mode: bool) -> tuple[Ints, Ints, Ints, Ints]:
-    _tensor(op, "x", x)
-    _rank(op, "x", x, nd + 2, _LAYOUT[nd])
-    kernel = _ints(op, "kernel_size", kernel_size, nd, 1)
-    st = kernel if stride is None else _ints(op, "stride", stride, nd, 1)
-    pad = _ints(op, "padding", padding, nd, 0)
-    dil = _ints(op, "dilation", dilation, nd, 1)
-    if any(2 * p > k for p, k in zip(pad, kernel)):
-        raise ValueError(f"{op}: padding {list(pad)} must be at most half of kernel_size {list(kernel)} "
-                         "(PyTorch's rule: every window must hold an input element).")
-    _fits(op, x, kernel, pad, dil)
-    out = [geo.pool_out(s, k, a, p, d, ceil_mode) for s, k, a, p, d in zip(x.shape[2:], kernel, st, pad, dil)]
-    if any(n < 1 for n in out):
-        raise ShapeError(f"{op}: the output would have spatial size {out} for input {list(x.shape)}.")
-    return kernel, st, pad, dil
-
-
-def max_pool1d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Tensor:
-    """1-D max pooling of ``[batch, channels, length]`` (Burn ``max_pool1d``, PyTorch
-    ``F.max_pool1d``): ``stride`` defaults to ``kernel_size``; padding counts as ``-inf``."""
-    op = "max_pool1d"
-    k, s, p, d = _pool_args(op, 1, x, kernel_size, stride, padding, dilation, ceil_mode)
-    return wrap(_call(op, lambda: x.ops.max_pool1d(x.primitive, k, s, p, d, bool(ceil_mode)), x), x, Float)
-
-
-def max_pool1d_with_indices(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-                            dilation: IntOrSeq = 1, ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
-    """:func:`max_pool1d` and the Int position of each maximum in its input row."""
-    op = "max_pool1d_with_indices"
-    k, s, p, d = _pool_args(op, 1, x, kernel_size, stride, padding, dilation, ceil_mode)
-    v, i = _call(op, lambda: x.ops.max_pool1d_with_indices(x.primitive, k, s, p, d, bool(ceil_mode)), x)
-    return wrap(v, x, Float), wrap(i, x, Int)
-
-
-def max_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               dilation: IntOrSeq = 1, ceil_mode: bool = False) -> Tensor:
-    """2-D max pooling: ``[batch, channels, height, width]`` -> ``[batch, channels, h_out, w_out]``
-    (Burn ``max_pool2d``, PyTorch ``F.max_pool2d``). ``stride`` defaults to ``kernel_size``;
-    padding counts as ``-inf``; NaN propagates."""
-    op = "max_pool2d"
-    k, s, p, d = _pool_args(op, 2, x, kernel_size, stride, padding, dilation, ceil_mode)
-    return wrap(_call(op, lambda: x.ops.max_pool2d(x.primitive, k, s, p, d, bool(ceil_mode)), x), x, Float)
-
-
-def max_pool2d_with_indices(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-                            dilation: IntOrSeq = 1, ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
-    """:func:`max_pool2d` and Int indices ``row * width + column`` of each maximum in its input
-    plane (PyTorch ``return_indices=True``); ties keep the first in window order."""
-    op = "max_pool2d_with_indices"
-    k, s, p, d = _pool_args(op, 2, x, kernel_size, stride, padding, dilation, ceil_mode)
-    v, i = _call(op, lambda: x.ops.max_pool2d_with_indices(x.primitive, k, s, p, d, bool(ceil_mode)), x)
-    return wrap(v, x, Float), wrap(i, x, Int)
-
-
-def avg_pool1d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               count_include_pad: bool = True, ceil_mode: bool = False) -> Tensor:
-    """1-D average pooling of ``[batch, channels, length]`` (Burn ``avg_pool1d``, PyTorch
-    ``F.avg_pool1d``); see :func:`avg_pool2d` for the divisor."""
-    op = "avg_pool1d"
-    k, s, p, _ = _pool_args(op, 1, x, kernel_size, stride, padding, 1, ceil_mode)
-    return wrap(_call(op, lambda: x.ops.avg_pool1d(x.primitive, k, s, p, bool(count_include_pad),
-                                                   bool(ceil_mode)), x), x, Float)
-
-
-def avg_pool2d(x: Tensor, kernel_size: IntOrSeq, stride: IntOrSeq | None = None, padding: IntOrSeq = 0,
-               count_include_pad: bool = True, ceil_mode: bool = False) -> Tensor:
-    """2-D average pooling: ``[batch, channels, height, width]`` -> ``[batch, channels, h_out,
-    w_out]`` (Burn ``avg_pool2d``, PyTorch ``F.avg_pool2d``). The divisor is the window clipped to
-    the padded input when ``count_include_pad`` (PyTorch's default), else the number of input
-    elements in the window."""
-    op = "avg_pool2d"
-    k, s, p, _ = _pool_args(op, 2, x, kernel_size, stride, padding, 1, ceil_mode)
-    return wrap(_call(op, lambda: x.ops.avg_pool2d(x.primitive, k, s, p, bool(count_include_pad),
-                                                   bool(ceil_mode)), x), x, Float)
-
-
-def _adaptive(op: str, nd: int, x: Any, output_size: Any) -> Any:
-    _tensor(op, "x", x)
-    _rank(op, "x", x, nd + 2, _LAYOUT[nd])
-    size = _ints(op, "output_size", output_size, nd, 1)
-    return wrap(_call(op, lambda: getattr(x.ops, op)(x.primitive, size), x), x, Float)
-
-
-def adaptive_avg_pool1d(x: Tensor, output_size: IntOrSeq) -> Tensor:
-    """Adaptive average pooling ``[batch, channels, length]`` -> ``[batch, channels, output_size]``;
-    output ``i`` averages ``[floor(i n / out), ceil((i + 1) n / out))`` (PyTorch, Burn)."""
-    return _adaptive("adaptive_avg_pool1d", 1, x, output_size)
-
-
-def adaptive_avg_pool2d(x: Tensor, output_size: IntOrSeq) -> Tensor:
-    """Adaptive average pooling ``[batch, channels, height, width]`` -> ``[batch, channels,
-    *output_size]`` (PyTorch ``F.adaptive_avg_pool2d``, Burn); ``output_size`` 1 gives global
-    average pooling."""
-    return _adaptive("adaptive_avg_pool2d", 2, x, output_size)
 
 
 # ---------------------------------------------------------------------------- embedding, interpolation
