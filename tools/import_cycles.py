@@ -31,8 +31,12 @@ from pathlib import Path
 
 PACKAGES = ("ember", "ember_numpy", "ember_torch", "ember_jax", "ember_train", "ember_import")
 
-#: cycles still accepted, by the top package of their modules, with the reason; ``--check`` fails on any other.
-ALLOWED: dict[str, str] = {}
+#: cycles still accepted, by a package prefix all their modules share, with the reason; any other cycle fails.
+#: Issue 31 (item 3) has other changes break these two: remove an entry with its cycle.
+ALLOWED: dict[str, str] = {
+    "ember_jax": "issue 31: jax's backend below its compile step (another change)",
+    "ember_import.onnx": "issue 31: the ONNX runtime's rewrite (another change)",
+}
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,10 @@ def cycles(package_inits: bool = False) -> list[tuple[set[str], list[Edge]]]:
     return [(comp, list(_edges(graph, comp))) for comp in _components(graph)]
 
 
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", action="store_true", help="print one summary line")
@@ -185,10 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     bad = 0
     for comp, edges in sorted(found, key=lambda ce: sorted(ce[0])):
-        top = {m.split(".")[0] for m in comp}
-        allowed = len(top) == 1 and next(iter(top)) in ALLOWED
-        bad += not allowed
-        print(f"cycle over {len(comp)} modules{' (allowed: ' + ALLOWED[next(iter(top))] + ')' if allowed else ''}:")
+        reason = next((r for prefix, r in ALLOWED.items() if all(_under(m, prefix) for m in comp)), None)
+        bad += reason is None
+        print(f"cycle over {len(comp)} modules{f' (allowed: {reason})' if reason else ''}:")
         for e in edges:
             print(f"    {e}")
     print(f"{len(found)} cycles over {modules} modules; {hidden} function-local or TYPE_CHECKING imports in them")
