@@ -219,13 +219,17 @@ def fault(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff check over the whole repository, then the layers' import contracts (``lint-imports``; both configured in
-    the root pyproject.toml, ``[tool.ruff]`` and ``[tool.importlinter]``)."""
+    the root pyproject.toml, ``[tool.ruff]`` and ``[tool.importlinter]``), then the import graph's cycles
+    (``tools/import_cycles.py``: none but its ``ALLOWED`` ones; function-local and ``TYPE_CHECKING`` imports
+    count)."""
     session.install(*CONSTRAINTS, "ruff", "import-linter")
     # import-linter parses the sources (it imports nothing), but finds the packages through the import system:
     # every distribution editable, without its dependencies (no numpy, torch or jax needed)
     session.install("--no-deps", *(arg for p in _packages() for arg in ("-e", p.relative_to(ROOT).as_posix())))
     session.run("ruff", "check", *(session.posargs or ["."]))
     session.run("lint-imports")
+    # no import cycles, function-local and TYPE_CHECKING imports included (issue 31; grimp comes with import-linter)
+    session.run("python", "tools/import_cycles.py")
 
 
 @nox.session(python=PYTHON)

@@ -4,7 +4,8 @@ benchmark's shape (``[16, 8, 128, 32]``, float32), interleaved in one process.
 All contenders differentiate ``sum(out * grad)`` for a fixed random ``grad``. Contenders: ``raw torch``
 (``F.scaled_dot_product_attention`` and ``torch.autograd.grad``, 1 intra-op thread),
 ``raw torch composite`` (matmul, softmax, matmul under autograd: what Ember ran before the primitive), ``ember
-torch`` and ``ember numpy`` (``Autodiff`` over the backend, :func:`ember.tensor.module.scaled_dot_product_attention`,
+torch`` and ``ember numpy`` (``Autodiff`` over the backend,
+:func:`ember.tensor.functional.scaled_dot_product_attention`,
 1 BLAS thread for numpy) and ``ember numpy composite`` (the contract's default, which every backend without a
 kernel runs). q, k and v are head views of ``[batch, seq, heads * d]`` arrays, as in
 :class:`~ember.nn.MultiHeadAttention`. Medians of ``--rounds`` rounds of ``--round-s`` seconds each; ratios are raw
@@ -70,7 +71,7 @@ def ember_step(backend: str, device: str, composite: bool, masked: bool) -> Call
     from ember import Tensor
     from ember.autodiff import Autodiff
     from ember.backend._ops_attention import AttentionOps
-    from ember.tensor import module as M
+    from ember.tensor import functional as M
 
     inner = ember.backend("numpy", threads=1) if backend == "numpy" else ember.backend(backend)
     if composite:  # the contract's default in place of the backend's kernel, on a copy (backends are shared)

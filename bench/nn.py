@@ -28,7 +28,7 @@ import ember
 from _timing import forward_backward_args, time_per_call
 from ember import Tensor
 from ember.autodiff import Autodiff
-from ember.tensor import module as M
+from ember.tensor import functional as M
 
 #: name -> (x shape, weight shape, padding); a 2-D weight marks Linear
 CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...], int]] = {

@@ -214,7 +214,7 @@ def _conv_arrays(xs: tuple[int, ...], ws: tuple[int, ...]) -> tuple[np.ndarray, 
 def bench_conv(number: int, rounds: int) -> None:
     """``sum(conv2d(x, w, b) * r)``, forward and the gradients of ``x``, ``w`` and ``b``."""
     from ember.autodiff import Autodiff
-    from ember.tensor import module as M
+    from ember.tensor import functional as M
 
     dev = Autodiff(ember.backend("torch")).device()
     for name, (xs, ws) in CONVS.items():

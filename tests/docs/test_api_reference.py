@@ -14,7 +14,7 @@ MODULES = [
     "ember", "ember.nn", "ember.nn.loss", "ember.optim", "ember.optim.lr_scheduler", "ember.data", "ember.data.vision",
     "ember.record", "ember.module", "ember.config", "ember.autodiff", "ember.distributed", "ember.backend",
     "ember.backend.contract",
-    "ember.testing", "ember.tensor", "ember.tensor.activation", "ember.tensor.module", "ember_numpy", "ember_torch",
+    "ember.testing", "ember.tensor", "ember.tensor.activation", "ember.tensor.functional", "ember_numpy", "ember_torch",
     "ember_jax", "ember_train", "ember_train.metric", "ember_train.renderer", "ember_train.plots", "ember_import",
     "ember_import.pytorch", "ember_import.safetensors", "ember_import.onnx", "ember_import.onnx.codegen",
     "ember_train.launch", "ember.extension", "ember.quantization",
@@ -44,6 +44,10 @@ def test_every_public_name_is_in_the_reference(site: Path, module: str) -> None:
     assert not missing, f"{module}: not in the API reference: {missing}"
 
 
+#: modules kept for one release under an old name (a DeprecationWarning on import), documented under the new one
+DEPRECATED_ALIASES = {"ember.tensor.module": "ember.tensor.functional"}
+
+
 def test_every_public_module_with_an_all_is_listed() -> None:
     """A new public module (no ``_`` in its path) that declares ``__all__`` must get an API page (and a row in
     ``MODULES``); the test packages and runners of the conformance suites are tools, not API."""
@@ -59,6 +63,8 @@ def test_every_public_module_with_an_all_is_listed() -> None:
         for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{top}."):
             parts = info.name.split(".")
             if any(p.startswith("_") for p in parts) or "conformance" in parts or parts[-1] in ("plugin",):
+                continue
+            if info.name in DEPRECATED_ALIASES:  # importing one warns; its names are its new module's
                 continue
             try:
                 mod = importlib.import_module(info.name)

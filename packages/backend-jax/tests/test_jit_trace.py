@@ -67,7 +67,7 @@ def test_autodiff_step_traces():
 
 
 def test_module_ops_and_their_gradients_trace():
-    from ember.tensor import module as M
+    from ember.tensor import functional as M
 
     B = ember.backend("jax")
     dev = B.device()

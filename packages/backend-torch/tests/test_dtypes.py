@@ -8,7 +8,7 @@ import torch
 
 import ember
 from ember import Bool, DType, Float, Int, Tensor
-from ember._data import bf16_to_f32
+from ember._tensor_data import bf16_to_f32
 
 FLOATS = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
 

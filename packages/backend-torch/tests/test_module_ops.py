@@ -1,6 +1,6 @@
 """The torch backend's native module kernels (``ember_torch._module``) against independent references.
 
-The conformance suite checks the ops through ``ember.tensor.module``; these tests call the
+The conformance suite checks the ops through ``ember.tensor.functional``; these tests call the
 primitives directly, on the geometries where a native kernel and the contract could part ways:
 backward primitives on inputs longer than the outputs cover, ceil-mode windows, integer index
 dtypes, nearest interpolation where torch's float32 scale rounds, low-precision dtypes, purity.

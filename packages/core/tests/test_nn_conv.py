@@ -178,7 +178,7 @@ def test_conv_layers_check_their_options_once_at_init_not_per_forward(nd: int, m
     """The config's ``init`` checks the options and builds the weight; ``forward`` checks the input once and does
     not repeat the argument checks of the functional ``conv*d`` / ``conv_transpose*d`` (issue 31). What depends on
     the input (the kernel fitting the padded input) is still checked."""
-    from ember.tensor import module as M
+    from ember.tensor import functional as M
 
     dev = ember.backend("numpy").device()
     conv = getattr(nn, f"Conv{nd}dConfig")((2, 4), (3,) * nd).init(dev)

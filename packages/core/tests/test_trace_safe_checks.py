@@ -84,7 +84,7 @@ def test_one_hot_traces_under_jax_jit():
 def _index_ops(dev):
     """Every core op with an index-value check, each given an index out of range (a negative one or one
     past the end)."""
-    from ember.tensor import module as M
+    from ember.tensor import functional as M
 
     x = Tensor.from_data(np.arange(12.0).reshape(3, 4), dev)
     ce = L.CrossEntropyLossConfig().init(dev)
@@ -119,7 +119,7 @@ def test_index_checks_trace_under_jax_jit():
     import jax
     import jax.numpy as jnp
 
-    from ember.tensor import module as M
+    from ember.tensor import functional as M
 
     dev = _jax().device()
     w = Tensor.from_data(np.arange(12.0).reshape(4, 3), dev)

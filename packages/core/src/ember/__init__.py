@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from .backend._registry import backend
 else:
     from . import backend
-from ._data import TensorData, Tolerance
 from ._distribution import Distribution
 from ._dtype import DType
 from ._errors import (
@@ -39,12 +38,12 @@ from ._errors import (
 )
 from ._install import install_command
 from ._kind import Bool, Float, Int, Kind
+from ._tensor_data import TensorData, Tolerance
+from ._version import __version__
 from .backend import Backend, Device, backends, device
 from .config import config
 from .module import Module, Param, ParamId, RunningState
 from .tensor import Tensor
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Backend",

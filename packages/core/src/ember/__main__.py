@@ -126,7 +126,7 @@ def _backends(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from ._version import __version__
 
     parser = argparse.ArgumentParser(prog="ember", description="Ember command line.")
     parser.add_argument("--version", action="version", version=f"ember {__version__}")

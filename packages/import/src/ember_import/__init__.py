@@ -27,7 +27,7 @@ from ._load import LoadResult, detect_format, load_tensors, read_file, unflatten
 from ._load_args import LoadArgs
 from ._pt import read_pytorch
 from ._recorder import ImportedRecord, PyTorchFileRecorder, SafetensorsFileRecorder
-from .safetensors import read_safetensors
+from ._safetensors_read import read_safetensors
 
 __version__ = "0.1.0"
 

@@ -18,6 +18,7 @@ from ._keys import compile_remap, map_indices_contiguous, remap_key
 from ._limits import summary
 from ._load_args import LoadArgs
 from ._pt_tar import is_tar
+from ._safetensors_read import read_safetensors
 
 __all__ = ["LoadResult", "load_tensors", "read_file", "detect_format", "unflatten"]
 
@@ -50,8 +51,6 @@ def read_file(path: str | os.PathLike[str], *, mmap: bool = False, max_tensor_by
         from ._pt import read_pytorch
 
         return read_pytorch(path, mmap=mmap, max_tensor_bytes=max_tensor_bytes, max_bytes=max_bytes)
-    from .safetensors import read_safetensors
-
     return read_safetensors(path, mmap=mmap)
 
 

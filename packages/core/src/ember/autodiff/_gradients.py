@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from .._errors import BackendError, KindError
+from .._errors import BackendError, DeviceError, KindError, ShapeError
 from .._kind import Float
 from ..tensor import _core
+from ..tensor._base import TensorBase
+from ._errors import AutodiffError
 from ._graph import AutodiffPrimitive, Leaf
-
-if TYPE_CHECKING:
-    from ..tensor import Tensor
 
 __all__ = ["Gradients", "grad_id"]
 
 K = TypeVar("K")
+#: a tensor type (``ember.Tensor``): a gradient is a tensor of its leaf's class
+T = TypeVar("T", bound=TensorBase)
 
 
-def grad_id(tensor: Tensor, op: str = "grad") -> int | None:
+def grad_id(tensor: TensorBase, op: str = "grad") -> int | None:
     """The id under which :class:`Gradients` keeps ``tensor``'s gradient: the id of its leaf, or
     ``None`` if the tensor is not a tracked leaf (untracked, or computed by an op).
 
@@ -59,7 +60,7 @@ class Gradients:
         self._grads: dict[int, Any] = {} if grads is None else grads
 
     # ------------------------------------------------------------------ by tensor
-    def get(self, tensor: Tensor) -> Tensor | None:
+    def get(self, tensor: T) -> T | None:
         """The gradient of ``tensor`` (a tracked leaf) as a Tensor on ``tensor.device.inner``, or
         ``None`` if it has none (untracked, not a leaf, or not reached by the backward pass).
 
@@ -80,18 +81,18 @@ class Gradients:
             t.device = inner
             t.kind = Float
             t.ops = inner.ops[0]
-            return t  # type: ignore[no-any-return]
+            return t
         i = grad_id(tensor, "grad")  # raises for tensors off an autodiff device
         g = None if i is None else self._grads.get(i)
         return None if g is None else _wrap(g, tensor)
 
-    def remove(self, tensor: Tensor) -> Tensor | None:
+    def remove(self, tensor: T) -> T | None:
         """Like :meth:`get`, and the gradient is removed from the container."""
         i = grad_id(tensor, "grad_remove")
         p = None if i is None else self._grads.pop(i, None)
         return None if p is None else _wrap(p, tensor)
 
-    def replace(self, tensor: Tensor, grad: Tensor) -> None:
+    def replace(self, tensor: T, grad: T) -> None:
         """Set the gradient of the tracked leaf ``tensor`` to ``grad`` (a Float tensor on
         ``tensor.device.inner``, or on ``tensor.device``, then its ``inner()`` is taken).
 
@@ -99,9 +100,6 @@ class Gradients:
             AutodiffError: ``tensor`` is not a tracked leaf. ShapeError: shapes differ.
             DeviceError: ``grad`` lives elsewhere.
         """
-        from .._errors import DeviceError, ShapeError
-        from ._errors import AutodiffError
-
         i = grad_id(tensor, "grad_replace")
         if i is None:
             raise AutodiffError(
@@ -123,12 +121,12 @@ class Gradients:
             )
         self._grads[i] = grad.primitive
 
-    def to_map(self, params: Mapping[K, Tensor] | Iterable[tuple[K, Tensor]], remove: bool = False) -> dict[K, Tensor]:
+    def to_map(self, params: Mapping[K, T] | Iterable[tuple[K, T]], remove: bool = False) -> dict[K, T]:
         """``{key: gradient}`` for the ``(key, tensor)`` pairs that have a gradient (per-parameter
         map; keys are typically ``ParamId``). With ``remove`` the gradients leave this container
         (Burn's ``GradientsParams::from_grads`` consumes them)."""
         items = params.items() if isinstance(params, Mapping) else params
-        out: dict[K, Tensor] = {}
+        out: dict[K, T] = {}
         for key, t in items:
             g = self.remove(t) if remove else self.get(t)
             if g is not None:
@@ -163,14 +161,14 @@ class Gradients:
         return f"Gradients({len(self._grads)} tensors)"
 
 
-def _wrap(p: Any, like: Tensor) -> Tensor:
+def _wrap(p: Any, like: T) -> T:
     inner = like.device.inner
     t = _new_obj(_core.Tensor)
     t.primitive = p
     t.device = inner
     t.kind = Float
     t.ops = inner.ops[0]
-    return t  # type: ignore[no-any-return]
+    return t
 
 
 _new_obj = object.__new__

@@ -25,15 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ..tensor import Tensor
+from typing import Any
 
 __all__ = ["GradReadyHook", "grad_ready_hook", "current_hook"]
 
-#: ``callback(leaf_id, grad)``: ``grad`` is a Float tensor on the inner device
-GradReadyHook = Callable[[int, "Tensor"], Any]
+#: ``callback(leaf_id, grad)``: ``grad`` is a Float :class:`~ember.Tensor` on the inner device (typed ``Any``: this
+#: module sits below ``ember.tensor``, whose ``backward`` reads the hook)
+GradReadyHook = Callable[[int, Any], Any]
 
 _HOOK: ContextVar[GradReadyHook | None] = ContextVar("ember_grad_ready_hook", default=None)
 

@@ -28,13 +28,10 @@ Engine conventions, on the backend's primitives (never ``ember.Tensor``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .._errors import CollectiveError
-
-if TYPE_CHECKING:
-    from ._base import Backend
-    from ._device import Device
+from ._device import Device
 
 __all__ = ["Collectives", "CollectiveOps", "Work"]
 
@@ -82,13 +79,14 @@ class Collectives:
     supports_async: bool = False
 
     def init(self, *, rank: int, world_size: int, local_rank: int, master_addr: str, master_port: int,
-             timeout: float, backend: Backend, device: Device | None) -> Device:
+             timeout: float, backend: Any, device: Device | None) -> Device:
         """Join the group: rendezvous with the other ``world_size - 1`` processes at
         ``master_addr:master_port`` (rank 0 hosts the store), within ``timeout`` seconds.
 
-        ``backend`` is the (inner) backend; ``device`` the group's device if the caller gave one
-        (its handle may pick the engine: nccl for a CUDA device in torch), else ``None``: the engine
-        takes the backend's default device, after joining (jax must join before any device exists).
+        ``backend`` is the (inner) :class:`~ember.backend.Backend` (typed ``Any``: this op group sits below the
+        ``Backend`` class that mixes it in; an engine may annotate it ``Backend``); ``device`` the group's device
+        if the caller gave one (its handle may pick the engine: nccl for a CUDA device in torch), else ``None``:
+        the engine takes the backend's default device, after joining (jax must join before any device exists).
 
         Returns:
             The group's device.

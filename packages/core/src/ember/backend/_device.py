@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ._base import Backend
+from typing import Any
 
 __all__ = ["Device"]
 
@@ -25,8 +22,11 @@ class Device:
     """
 
     __slots__ = ("backend", "handle", "ops", "name", "inner", "__weakref__")
+    #: the :class:`~ember.backend.Backend` owning the device. Typed ``Any``: this module sits below the backend
+    #: (``Backend`` makes devices), so it imports nothing from it (ARCHITECTURE.md, "Layers").
+    backend: Any
 
-    def __init__(self, backend: Backend, handle: Any, name: str, ops: tuple[Any, Any, Any] | None = None,
+    def __init__(self, backend: Any, handle: Any, name: str, ops: tuple[Any, Any, Any] | None = None,
                  inner: Device | None = None) -> None:
         self.backend = backend
         self.handle = handle
@@ -39,13 +39,3 @@ class Device:
 
     def __str__(self) -> str:
         return f"{self.backend.name}:{self.name}"
-
-    def __reduce__(self) -> Any:
-        # Devices are process-local; pickling re-resolves by backend name, options and device name.
-        return (_restore_device, (self.backend.name, self.backend.options, self.name))
-
-
-def _restore_device(backend_name: str, options: dict[str, Any], name: str) -> Device:
-    from ._registry import backend
-
-    return backend(backend_name, **options).device(name)

@@ -1,6 +1,6 @@
 """Shape-only geometry of the module ops: output sizes, pooling divisors, interpolation matrices.
 
-Shared by the core's validation (:mod:`ember.tensor.module`), the contract's composite defaults
+Shared by the core's validation (:mod:`ember.tensor.functional`), the contract's composite defaults
 (:mod:`._ops_module`) and backends' kernels, so every backend agrees on the formulas. Everything
 here depends on shapes and options only (never on tensor values); the arrays are float64 numpy
 constants that a backend uploads once with ``from_numpy``.

@@ -4,7 +4,7 @@ Layouts are Burn's and PyTorch's: inputs ``[batch, channels, *spatial]`` (NCL, N
 convolution weights ``[channels_out, channels_in / groups, *kernel]``; transposed-convolution
 weights ``[channels_in, channels_out / groups, *kernel]``; bias ``[channels_out]`` or ``None``.
 
-The core (:mod:`ember.tensor.module`) validates and normalizes every argument: ``stride``,
+The core (:mod:`ember.tensor.functional`) validates and normalizes every argument: ``stride``,
 ``padding``, ``dilation``, ``kernel`` ... arrive as tuples of ints with one entry per spatial dim,
 ranks and channel counts fit, kernels fit in the padded input. Backends never re-check.
 

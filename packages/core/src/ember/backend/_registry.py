@@ -6,6 +6,7 @@ the same backend name is an error naming both distributions.
 
 from __future__ import annotations
 
+import copyreg
 import importlib.metadata as md
 import inspect
 import os
@@ -270,3 +271,18 @@ def register(spec: BackendSpec) -> None:
         BackendError: the name is already taken by another backend.
     """
     _REGISTRY.register(spec)
+
+
+def _reduce_device(dev: Device) -> tuple[Callable[..., Device], tuple[str, dict[str, Any], str]]:
+    """Pickle a :class:`Device` by reference: devices are process-local, so unpickling re-resolves the device by
+    its backend's name and options and its own name (a DataLoader worker, a spawned DDP process)."""
+    return _restore_device, (dev.backend.name, dev.backend.options, dev.name)
+
+
+def _restore_device(backend_name: str, options: dict[str, Any], name: str) -> Device:
+    return backend(backend_name, **options).device(name)
+
+
+# registered here, above both Device and the registry, so that the device module needs neither (copyreg looks the
+# reducer up by exact type: AutodiffDevice keeps its own ``__reduce__``)
+copyreg.pickle(Device, _reduce_device)

@@ -24,8 +24,8 @@ from typing import Any
 from .._errors import CollectiveError, DTypeError, ShapeError
 from .._kind import Bool
 from ..tensor import Tensor
+from ._engine_calls import DEFAULT_BUCKET_BYTES, _check_mean, _check_op, _nbytes, _numel, _run, _unwrap, _wrap
 from ._group import ProcessGroup, current_group
-from ._ops import DEFAULT_BUCKET_BYTES, _check_mean, _check_op, _nbytes, _numel, _run, _unwrap, _wrap
 
 __all__ = ["Bucketer", "all_reduce_many_async"]
 

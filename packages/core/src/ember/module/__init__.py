@@ -21,9 +21,9 @@
 
 from __future__ import annotations
 
+from .._param_id import ParamId
 from ._module import Module
 from ._param import Param, RunningState, ad_enabled
-from ._param_id import ParamId
 from ._record import LoadReport
 from ._visitor import ModuleMapper, ModuleVisitor
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..backend._device import Device
+from ..record import DefaultFileRecorder
 from ._display import display
 from ._param import Param, RunningState
 from ._record import load_into, to_record
@@ -325,8 +326,6 @@ class Module:
         Returns:
             The final path.
         """
-        from ..record import DefaultFileRecorder
-
         rec = recorder if recorder is not None else DefaultFileRecorder()
         return rec.record(self.into_record(), path)  # type: ignore[no-any-return]
 
@@ -345,8 +344,6 @@ class Module:
             FileNotFoundError: no such file.
             RecordError: the file is unreadable (names the file and the problem) or does not fit.
         """
-        from ..record import DefaultFileRecorder
-
         rec = recorder if recorder is not None else DefaultFileRecorder()
         template = self.record_template() if getattr(rec, "positional", False) else None
         record = rec.load(path, template=template)

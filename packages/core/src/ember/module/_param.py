@@ -7,9 +7,9 @@ from typing import Any
 
 from .._dtype import DType
 from .._kind import Float, Kind
+from .._param_id import ParamId
 from ..backend._device import Device
 from ..tensor import Tensor
-from ._param_id import ParamId
 
 __all__ = ["Param", "RunningState", "ad_enabled"]
 

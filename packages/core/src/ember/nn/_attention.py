@@ -13,7 +13,7 @@ from ..config import config
 from ..module import Module
 from ..tensor import Tensor
 from ..tensor import activation as A
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._dropout import Dropout
 from ._initializer import AnyInitializer, KaimingUniform
@@ -149,7 +149,7 @@ class MultiHeadAttention(Module):
     out_proj.weight.T``. Dropout is applied to the attention weights after the softmax (as PyTorch
     and the paper; Burn drops the scores before the softmax). Masked scores take ``min_float``.
 
-    The attention itself is one primitive (:func:`ember.tensor.module.scaled_dot_product_attention`: torch's flash
+    The attention itself is one primitive (:func:`ember.tensor.functional.scaled_dot_product_attention`: torch's flash
     kernels, numpy's in-place kernel, one ``Autodiff`` node), the dropout applied inside it as the multiplier
     :meth:`Dropout.multiplier` draws; the output's ``weights`` are computed only when read.
 

@@ -1,5 +1,5 @@
 """Convolution layers ``Conv1d``, ``Conv2d``, ``Conv3d`` (Burn's ``nn::conv``), built on
-:mod:`ember.tensor.module`."""
+:mod:`ember.tensor.functional`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._initializer import AnyInitializer, KaimingUniform
 from ._padding import PaddingConfig1d, PaddingConfig2d, PaddingConfig3d, resolve_padding

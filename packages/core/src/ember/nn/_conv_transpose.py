@@ -1,5 +1,5 @@
 """Transposed convolution layers ``ConvTranspose1d/2d/3d`` (Burn's ``nn::conv``), built on
-:mod:`ember.tensor.module`."""
+:mod:`ember.tensor.functional`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._initializer import AnyInitializer, KaimingUniform
 

@@ -6,7 +6,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_int, config_error
 from ._initializer import AnyInitializer, Normal
 
@@ -43,7 +43,7 @@ class Embedding(Module):
 
     Raises (forward):
         KindError: non-Int indices. ember.IndexError: an index outside ``[0, n_embedding)``,
-        negative ones included (as :func:`ember.tensor.module.embedding`).
+        negative ones included (as :func:`ember.tensor.functional.embedding`).
     """
 
     weight: Param

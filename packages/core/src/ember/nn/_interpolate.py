@@ -1,5 +1,5 @@
 """``Interpolate1d`` / ``Interpolate2d``: resizing layers (Burn's ``nn::interpolate``), built on
-:func:`ember.tensor.module.interpolate`."""
+:func:`ember.tensor.functional.interpolate`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_float, check_rank, config_error
 
 __all__ = ["InterpolateMode", "Interpolate1dConfig", "Interpolate1d", "Interpolate2dConfig", "Interpolate2d"]

@@ -9,7 +9,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._initializer import AnyInitializer, XavierNormal
 from ._rnn_gate import GateController, fused_gates
@@ -75,7 +75,7 @@ class Lstm(Module):
     W_ih[3d:4d].T`` (same for ``W_hh`` and the biases).
 
     The gates are fused (their weights concatenated in PyTorch's order, so gradients reach every gate's
-    parameters) and the whole sequence is one :func:`ember.tensor.module.lstm` call: one backend kernel (the
+    parameters) and the whole sequence is one :func:`ember.tensor.functional.lstm` call: one backend kernel (the
     backend's own where it has one: ``torch._VF.lstm``, numpy's, jax's ``lax.scan``) and one autodiff node.
     """
 

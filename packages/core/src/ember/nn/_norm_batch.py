@@ -6,7 +6,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param, RunningState, ad_enabled
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_dim, check_float, check_rank, config_error
 
 __all__ = ["BatchNormConfig", "BatchNorm"]
@@ -55,7 +55,7 @@ class BatchNorm(Module):
     - Training (the input is on an autodiff backend, Burn's rule): ``mean`` and the biased ``var``
       are the batch statistics over every dim but 1, and the running statistics are updated in place
       (``RunningState.update``): ``running = (1 - momentum) * running + momentum * batch``, one
-      :func:`~ember.tensor.module.batch_norm_running` call (a few fused kernels where the backend has them).
+      :func:`~ember.tensor.functional.batch_norm_running` call (a few fused kernels where the backend has them).
       As in Burn the running variance takes the *biased* batch variance (PyTorch stores the unbiased
       one, ``n / (n - 1)`` larger).
     - Inference (after ``model.valid()``, or on a plain backend): the running statistics are used.

@@ -6,7 +6,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_dim, check_float, check_rank, config_error
 
 __all__ = ["GroupNormConfig", "GroupNorm", "group_norm"]
@@ -16,7 +16,7 @@ def group_norm(layer: str, x: Tensor, num_groups: int, num_channels: int, gamma:
                beta: Param | None, epsilon: float) -> Tensor:
     """Normalize ``x`` ``[batch, channels, ...]`` over each group of channels and the spatial dims
     (biased variance), then apply the per-channel affine ``gamma``, ``beta`` when given: one
-    :func:`ember.tensor.module.group_norm` primitive (ones and zeros for no affine)."""
+    :func:`ember.tensor.functional.group_norm` primitive (ones and zeros for no affine)."""
     check_float(layer, x)
     layout = "[batch, channels, ...]"
     if x.rank < 2:

@@ -7,7 +7,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module, Param
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_dim, check_float, config_error
 
 __all__ = ["RmsNormConfig", "RmsNorm"]

@@ -1,5 +1,5 @@
 """Pooling layers ``MaxPool1d/2d``, ``AvgPool1d/2d``, ``AdaptiveAvgPool1d/2d`` (Burn's
-``nn::pool``), built on :mod:`ember.tensor.module`.
+``nn::pool``), built on :mod:`ember.tensor.functional`.
 
 Defaults: ``strides`` ``None`` = ``kernel_size`` (PyTorch's default; Burn's config defaults ``strides`` to 1),
 padding ``Valid`` (Burn), dilation 1, ``ceil_mode`` ``False``, ``count_include_pad`` ``True``.
@@ -15,7 +15,7 @@ from ..backend._device import Device
 from ..config import config
 from ..module import Module
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._checks import check_float, check_rank, config_error
 from ._padding import PaddingConfig1d, PaddingConfig2d, resolve_padding
 

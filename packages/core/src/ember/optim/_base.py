@@ -16,9 +16,9 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar, TypeVar
 
-from .._data import TensorData
 from .._errors import DeviceError, RecordError, ShapeError
 from .._kind import Float, kind_of
+from .._tensor_data import TensorData
 from ..backend._device import Device
 from ..module import Module, ModuleMapper, ModuleVisitor, Param, ParamId, ad_enabled
 from ..tensor import Tensor

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .._data import TensorData
 from .._dtype import DType
 from .._errors import RecordError
-from ..module._param_id import ParamId
+from .._param_id import ParamId
+from .._tensor_data import TensorData
 from ._checksum import digest_of, legacy, mismatch, parse_digest
 from ._safetensors_format import short_repr as _short
 from ._settings import PrecisionSettings

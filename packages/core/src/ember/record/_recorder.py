@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._errors import RecordError
+from .._version import __version__
 from ._atomic import atomic_write
 from ._checksum import DEFAULT_ALGORITHM, check_algorithm
 from ._settings import FullPrecisionSettings, PrecisionSettings, settings_by_name
@@ -19,8 +20,6 @@ FORMAT_VERSION = 1
 
 
 def _ember_version() -> str:
-    from .. import __version__
-
     return __version__
 
 

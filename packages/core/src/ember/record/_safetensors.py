@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._data import TensorData
 from .._errors import RecordError
+from .._tensor_data import TensorData
 from ._atomic import atomic_path
 from ._checksum import digest_of, format_digest, legacy, mismatch, new_hasher, parse_digest
 from ._codec import MAX_DEPTH, TYPE_KEY, decode_named, encode

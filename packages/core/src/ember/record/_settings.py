@@ -10,9 +10,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._data import TensorData
 from .._dtype import DType
 from .._errors import RecordError
+from .._tensor_data import TensorData
 
 __all__ = [
     "PrecisionSettings",

@@ -7,15 +7,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._errors import BackendError, KindError
 from .._kind import Float
+from ..autodiff._gradients import Gradients
+from ..autodiff._hooks import current_hook
 from . import _core
-
-if TYPE_CHECKING:
-    from ..autodiff import Gradients
-
+from ._base import TensorBase
 
 _new_obj = object.__new__
 
@@ -47,7 +46,7 @@ def _autodiff_ops(t: Any, op: str) -> Any:
     return t.ops
 
 
-class AutodiffTensorOps:
+class AutodiffTensorOps(TensorBase):
     __slots__ = ()
 
     def require_grad(self) -> Any:
@@ -58,13 +57,13 @@ class AutodiffTensorOps:
         Raises:
             BackendError: the tensor is not on an autodiff device. KindError: not a Float tensor.
         """
-        dev = self.device  # type: ignore[attr-defined]
-        if self.kind is Float and dev.backend.is_autodiff:  # type: ignore[attr-defined]
-            ops = self.ops  # type: ignore[attr-defined]
+        dev = self.device
+        if self.kind is Float and dev.backend.is_autodiff:
+            ops = self.ops
         else:
             ops = _autodiff_ops(self, "require_grad")  # raises
-        p = ops.require_grad(self.primitive)  # type: ignore[attr-defined]
-        if p is self.primitive:  # type: ignore[attr-defined]
+        p = ops.require_grad(self.primitive)
+        if p is self.primitive:
             return self
         t = _new_obj(_core.Tensor)
         t.primitive = p
@@ -81,13 +80,13 @@ class AutodiffTensorOps:
         """
         if require_grad:
             return self.require_grad()
-        return self.detach()  # type: ignore[attr-defined]
+        return self.detach()
 
     def is_require_grad(self) -> bool:
         """Whether the tensor is tracked (a ``require_grad`` leaf or computed from one)."""
-        if self.kind is not Float or not self.device.backend.is_autodiff:  # type: ignore[attr-defined]
+        if self.kind is not Float or not self.device.backend.is_autodiff:
             return False
-        return bool(self.ops.is_require_grad(self.primitive))  # type: ignore[attr-defined]
+        return bool(self.ops.is_require_grad(self.primitive))
 
     def backward(self, on_grad_ready: Callable[[int, Any], Any] | None = None) -> Gradients:
         """Reverse-mode gradients of this tensor with respect to every tracked leaf it depends
@@ -110,12 +109,10 @@ class AutodiffTensorOps:
         """
         ops = _autodiff_ops(self, "backward")
         if on_grad_ready is None:
-            from ..autodiff._hooks import _HOOK
-
-            on_grad_ready = _HOOK.get()
+            on_grad_ready = current_hook()
             if on_grad_ready is None:
-                return ops.backward(self.primitive)  # type: ignore[attr-defined, no-any-return]
-        return ops.backward(self.primitive, _tensor_hook(on_grad_ready, self.device.inner))  # type: ignore[attr-defined, no-any-return]
+                return ops.backward(self.primitive)
+        return ops.backward(self.primitive, _tensor_hook(on_grad_ready, self.device.inner))
 
     def grad(self, grads: Gradients) -> Any:
         """The gradient of this tracked leaf in ``grads``: a Float tensor on the inner device
@@ -124,13 +121,13 @@ class AutodiffTensorOps:
         Raises:
             BackendError: the tensor is on a plain (non-autodiff) backend.
         """
-        return grads.get(self)  # type: ignore[arg-type]
+        return grads.get(self)
 
     def grad_remove(self, grads: Gradients) -> Any:
         """Like :meth:`grad`, and the gradient is removed from ``grads``."""
-        return grads.remove(self)  # type: ignore[arg-type]
+        return grads.remove(self)
 
     def grad_replace(self, grads: Gradients, grad: Any) -> None:
         """Replace this leaf's gradient in ``grads`` with ``grad`` (same shape, on the inner
         device)."""
-        grads.replace(self, grad)  # type: ignore[arg-type]
+        grads.replace(self, grad)

@@ -6,27 +6,28 @@ tensors without importing the class (which imports them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from .._errors import EmberError, KindError
 from .._kind import Bool, Float, Int, Kind
+from ._base import TensorBase
 from ._util import broadcast_shapes, check_same, norm_dim
 
-if TYPE_CHECKING:
-    from ._tensor import Tensor as _T
+#: a tensor type: ``wrap(p, like, kind)`` returns ``like``'s class (``Tensor``)
+_T = TypeVar("_T", bound=TensorBase)
 
 Tensor: Any = None  # set by ._tensor
 _new_obj = object.__new__
 
 
-def new(p: Any, device: Any, kind: Kind, ops: Any) -> _T:
+def new(p: Any, device: Any, kind: Kind, ops: Any) -> Any:
     """Build a tensor without re-deriving ``ops`` (hot path)."""
     t = _new_obj(Tensor)
     t.primitive = p
     t.device = device
     t.kind = kind
     t.ops = ops
-    return t  # type: ignore[no-any-return]
+    return t
 
 
 def wrap(p: Any, like: _T, kind: Kind) -> _T:
@@ -37,10 +38,10 @@ def wrap(p: Any, like: _T, kind: Kind) -> _T:
     t.device = d
     t.kind = kind
     t.ops = d.ops[kind.index]
-    return t  # type: ignore[no-any-return]
+    return t
 
 
-def dim_of(op: str, t: _T, dim: int) -> int:
+def dim_of(op: str, t: TensorBase, dim: int) -> int:
     """``dim`` of ``t`` as a non-negative int (``norm_dim`` with the in-range case inlined).
 
     Raises:
@@ -72,7 +73,7 @@ def op_error(op: str, exc: Exception, *tensors: Any) -> EmberError:
     return EmberError(f"{op} failed on ({desc}): {type(exc).__name__}: {exc}")
 
 
-def scalar_for(op: str, t: _T, value: Any) -> Any:
+def scalar_for(op: str, t: TensorBase, value: Any) -> Any:
     """Check a Python scalar operand against the tensor's kind and return it as the kind's type.
 
     Raises:

@@ -7,13 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from .._data import TensorData
 from .._distribution import Distribution
 from .._dtype import DType
 from .._errors import DTypeError, EmberError, KindError, ShapeError
 from .._kind import Bool, Float, Int, Kind, kind_of
+from .._tensor_data import TensorData
 from ..backend._device import Device
 from . import _core
+from ._base import TensorBase
 from ._index_check import check_index_values
 from ._util import as_shape
 
@@ -60,7 +61,7 @@ def _to_array(op: str, data: Any) -> np.ndarray:
     return arr
 
 
-class CreationOps:
+class CreationOps(TensorBase):
     __slots__ = ()
 
     @classmethod
@@ -152,24 +153,24 @@ class CreationOps:
         return _constant("empty", shape, device, kind)
 
     def zeros_like(self) -> Any:
-        return type(self).zeros(self.shape, self.device, self.kind)  # type: ignore[attr-defined]
+        return type(self).zeros(self.shape, self.device, self.kind)
 
     def ones_like(self) -> Any:
-        return type(self).ones(self.shape, self.device, self.kind)  # type: ignore[attr-defined]
+        return type(self).ones(self.shape, self.device, self.kind)
 
     def full_like(self, fill_value: float | int | bool) -> Any:
         """Same shape, device and kind, filled with ``fill_value``."""
-        v = _core.scalar_for("full_like", self, fill_value)  # type: ignore[arg-type]
-        return type(self).full(self.shape, v, self.device, self.kind)  # type: ignore[attr-defined]
+        v = _core.scalar_for("full_like", self, fill_value)
+        return type(self).full(self.shape, v, self.device, self.kind)
 
     @classmethod
     def eye(cls, size: int, device: Device, kind: Kind = Float) -> Any:
         """The ``[size, size]`` identity matrix."""
         r = cls.arange(0, size, device)
-        return r.unsqueeze_dim(1).equal(r.unsqueeze_dim(0))._as_kind(kind)  # type: ignore[attr-defined]
+        return r.unsqueeze_dim(1).equal(r.unsqueeze_dim(0))._as_kind(kind)
 
     def _as_kind(self, kind: Kind) -> Any:
-        return {Float: self.float, Int: self.int, Bool: self.bool}[kind]()  # type: ignore[attr-defined]
+        return {Float: self.float, Int: self.int, Bool: self.bool}[kind]()
 
     @classmethod
     def arange(cls, start: int, end: int, device: Device) -> Any:
@@ -209,7 +210,7 @@ class CreationOps:
         return _core.new(ops.random(shp, distribution, dev.backend.dtype_for(kind.index), dev.handle), dev, kind, ops)
 
     def random_like(self, distribution: Distribution) -> Any:
-        return type(self).random(self.shape, distribution, self.device, self.kind)  # type: ignore[attr-defined]
+        return type(self).random(self.shape, distribution, self.device, self.kind)
 
     def one_hot(self, num_classes: int) -> Any:
         """One-hot encoding: a new last dim of ``num_classes``, 1 at each value, same kind.
@@ -232,14 +233,14 @@ class CreationOps:
             KindError: a Bool tensor. ember.IndexError: a value outside ``[0, num_classes)``, negative
             ones included (concrete data).
         """
-        if self.kind is Bool:  # type: ignore[attr-defined]
+        if self.kind is Bool:
             raise KindError("one_hot needs an Int (or Float with integral values) tensor, got Bool.")
-        idx = self.int()  # type: ignore[attr-defined]
+        idx = self.int()
         check_index_values("one_hot", idx, num_classes, what="class", where=f"num_classes {num_classes}")
-        classes = type(self).arange(0, num_classes, self.device)  # type: ignore[attr-defined]
+        classes = type(self).arange(0, num_classes, self.device)
         hot = idx.unsqueeze_dim(idx.rank).equal(classes.reshape([1] * idx.rank + [num_classes]))
-        out_kind = Float if self.kind is Float else Int  # type: ignore[attr-defined]
-        base = type(self).full(hot.shape, off_value, self.device, out_kind)  # type: ignore[attr-defined]
+        out_kind = Float if self.kind is Float else Int
+        base = type(self).full(hot.shape, off_value, self.device, out_kind)
         out = base.mask_fill(hot, on_value)
         r = out.rank
         ax = axis + r if axis < 0 else axis
@@ -256,7 +257,7 @@ class CreationOps:
         for i, s in enumerate(shp):
             r = cls.arange(0, s, device).reshape([s if j == i else 1 for j in range(n)])
             cols.append(r.expand(shp))
-        return cls.stack(cols, n)  # type: ignore[attr-defined]
+        return cls.stack(cols, n)
 
 
 def _constant(op: str, shape: Sequence[int] | int, device: Device, kind: Kind) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 from .._errors import ShapeError
 from .._kind import Bool, Float
 from . import _core
+from ._base import TensorBase
 from ._core import FLOAT, binary, op_error, unary, wrap
 from ._util import broadcast_shapes, check_same, norm_dim, require_kind
 
@@ -28,7 +29,7 @@ def _doc(method: Any, text: str) -> Any:
     return method
 
 
-class FloatTensorOps:
+class FloatTensorOps(TensorBase):
     __slots__ = ()
 
     # ------------------------------------------------------------------ exponentials, powers
@@ -81,12 +82,12 @@ class FloatTensorOps:
 
     def deg2rad(self) -> Any:
         """Degrees to radians: ``x * pi / 180`` (PyTorch's ``deg2rad``)."""
-        require_kind("deg2rad", self, Float)  # type: ignore[arg-type]
+        require_kind("deg2rad", self, Float)
         return self._float_call("deg2rad", lambda ops, p: ops.mul(p, math.pi / 180.0))
 
     def rad2deg(self) -> Any:
         """Radians to degrees: ``x * 180 / pi`` (PyTorch's ``rad2deg``)."""
-        require_kind("rad2deg", self, Float)  # type: ignore[arg-type]
+        require_kind("rad2deg", self, Float)
         return self._float_call("rad2deg", lambda ops, p: ops.mul(p, 180.0 / math.pi))
 
     # ------------------------------------------------------------------ rounding
@@ -120,7 +121,7 @@ class FloatTensorOps:
 
     def contains_nan(self) -> Any:
         """Bool tensor of shape ``[1]``: whether any element is NaN (false when empty)."""
-        require_kind("contains_nan", self, Float)  # type: ignore[arg-type]
+        require_kind("contains_nan", self, Float)
         return self._float_call("contains_nan", lambda ops, p: ops.contains_nan(p), Bool)
 
     def is_close(self, other: Any, rtol: float | None = None, atol: float | None = None) -> Any:
@@ -139,13 +140,13 @@ class FloatTensorOps:
             ShapeError: shapes that do not broadcast.
             ValueError: a negative tolerance.
         """
-        require_kind("is_close", self, Float)  # type: ignore[arg-type]
+        require_kind("is_close", self, Float)
         o = self._float_other("is_close", other)
         r = DEFAULT_RTOL if rtol is None else float(rtol)
         a = DEFAULT_ATOL if atol is None else float(atol)
         if r < 0 or a < 0:
             raise ValueError(f"is_close: tolerances must be >= 0, got rtol={r} and atol={a}.")
-        broadcast_shapes("is_close", self.shape, o.shape)  # type: ignore[attr-defined]
+        broadcast_shapes("is_close", self.shape, o.shape)
         return self._float_call("is_close", lambda ops, p: ops.is_close(p, o.primitive, r, a), Bool, o)
 
     def all_close(self, other: Any, rtol: float | None = None, atol: float | None = None) -> bool:
@@ -195,11 +196,11 @@ class FloatTensorOps:
             IndexError: ``dim`` out of range.
             ValueError: a negative ``correction_factor``.
         """
-        require_kind("cov", self, Float)  # type: ignore[arg-type]
-        if self.rank != 2:  # type: ignore[attr-defined]
+        require_kind("cov", self, Float)
+        if self.rank != 2:
             raise ShapeError(
                 f"cov: expected a rank-2 tensor [variables, observations] (or [observations, variables] "
-                f"with dim=0), got shape {list(self.shape)}; reshape it first."  # type: ignore[attr-defined]
+                f"with dim=0), got shape {list(self.shape)}; reshape it first."
             )
         d = norm_dim("cov", dim, 2)
         c = int(correction_factor)
@@ -218,9 +219,9 @@ class FloatTensorOps:
             ShapeError: ranks differ, a size along ``dim`` is not 3, or shapes do not broadcast.
             IndexError: ``dim`` out of range.
         """
-        require_kind("cross", self, Float)  # type: ignore[arg-type]
+        require_kind("cross", self, Float)
         o = self._float_other("cross", other)
-        sa, sb = self.shape, o.shape  # type: ignore[attr-defined]
+        sa, sb = self.shape, o.shape
         if len(sa) != len(sb):
             raise ShapeError(f"cross: ranks differ: shapes {list(sa)} and {list(sb)}; unsqueeze one operand.")
         d = norm_dim("cross", dim, len(sa))
@@ -233,24 +234,24 @@ class FloatTensorOps:
 
     # ------------------------------------------------------------------ helpers
     def _var(self, op: str, dim: int, correction: int) -> tuple[Any, Any]:
-        require_kind(op, self, Float)  # type: ignore[arg-type]
-        d = norm_dim(op, dim, self.rank)  # type: ignore[attr-defined]
+        require_kind(op, self, Float)
+        d = norm_dim(op, dim, self.rank)
         try:
-            v, m = self.ops.var_mean(self.primitive, d, correction)  # type: ignore[attr-defined]
+            v, m = self.ops.var_mean(self.primitive, d, correction)
         except Exception as exc:
             raise op_error(op, exc, self) from exc
-        return wrap(v, self, Float), wrap(m, self, Float)  # type: ignore[arg-type]
+        return wrap(v, self, Float), wrap(m, self, Float)
 
     def _float_other(self, op: str, other: Any) -> Any:
         if type(other) is not _core.Tensor:
             raise TypeError(f"{op}: expected a Float tensor as other operand, got {type(other).__name__}.")
-        if other.device is not self.device or other.kind is not Float:  # type: ignore[attr-defined]
-            check_same(op, self, other)  # type: ignore[arg-type]
+        if other.device is not self.device or other.kind is not Float:
+            check_same(op, self, other)
         return other
 
     def _float_call(self, op: str, fn: Any, kind: Any = Float, *others: Any) -> Any:
         try:
-            p = fn(self.ops, self.primitive)  # type: ignore[attr-defined]
+            p = fn(self.ops, self.primitive)
         except Exception as exc:
             raise op_error(op, exc, self, *others) from exc
-        return wrap(p, self, kind)  # type: ignore[arg-type]
+        return wrap(p, self, kind)

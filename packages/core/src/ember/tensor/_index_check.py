@@ -31,7 +31,7 @@ def index_bounds(ops: Any, p: Any, device: Any) -> tuple[int, int] | None:
     ``p``, traced values, or a device that does not report index values (see the module docstring)."""
     if 0 in ops.shape(p) or not ops.is_concrete(p) or not device.backend.checks_index_values(device.handle):
         return None
-    return ops.index_bounds(p)  # type: ignore[no-any-return]
+    return ops.index_bounds(p)
 
 
 def out_of_range(op: str, found: int, size: int, dim: int | None = None, what: str = "index",

@@ -18,6 +18,7 @@ from typing import Any
 from .._errors import KindError
 from .._kind import Bool, Float, Int
 from . import _core
+from ._base import TensorBase
 from ._core import BOOL, INT, binary, new, op_error, scalar_for, unary
 from ._util import check_same
 
@@ -38,7 +39,7 @@ def _operator_kind_error(name: str, t: Any) -> KindError:
     )
 
 
-class IntBoolTensorOps:
+class IntBoolTensorOps(TensorBase):
     __slots__ = ()
 
     # ------------------------------------------------------------------ Int: bitwise
@@ -63,7 +64,7 @@ class IntBoolTensorOps:
 
     # ------------------------------------------------------------------ operators
     def __invert__(self) -> Any:
-        k = self.kind  # type: ignore[attr-defined]
+        k = self.kind
         if k is Int:
             return self.bitwise_not()
         if k is Bool:
@@ -71,7 +72,7 @@ class IntBoolTensorOps:
         raise _operator_kind_error("not", self)
 
     def _logic(self, name: str, other: Any) -> Any:
-        k = self.kind  # type: ignore[attr-defined]
+        k = self.kind
         if k is Int:
             return getattr(self, "bitwise_" + name)(other)
         if k is Bool:
@@ -98,12 +99,12 @@ class IntBoolTensorOps:
         return self._logic("xor", other)
 
     def __lshift__(self, other: Any) -> Any:
-        if self.kind is not Int:  # type: ignore[attr-defined]
+        if self.kind is not Int:
             raise _operator_kind_error("left_shift", self)
         return self.bitwise_left_shift(other)
 
     def __rshift__(self, other: Any) -> Any:
-        if self.kind is not Int:  # type: ignore[attr-defined]
+        if self.kind is not Int:
             raise _operator_kind_error("right_shift", self)
         return self.bitwise_right_shift(other)
 
@@ -115,17 +116,17 @@ class IntBoolTensorOps:
 
     def _reflected_shift(self, name: str, other: Any) -> Any:
         """``int << tensor``: the int is broadcast to the tensor's shape, then shifted."""
-        if self.kind is not Int:  # type: ignore[attr-defined]
+        if self.kind is not Int:
             raise _operator_kind_error(name, self)
         op = "bitwise_" + name
         if type(other) is _core.Tensor:  # pragma: no cover - Python calls __lshift__ first
-            check_same(op, other, self)  # type: ignore[arg-type]
+            check_same(op, other, self)
             return getattr(other, op)(self)
-        value = scalar_for(op, self, other)  # type: ignore[arg-type]
-        ops, dev = self.ops, self.device  # type: ignore[attr-defined]
+        value = scalar_for(op, self, other)
+        ops, dev = self.ops, self.device
         try:
-            full = ops.full(self.shape, value, self.dtype, dev.handle)  # type: ignore[attr-defined]
-            p = getattr(ops, op)(full, self.primitive)  # type: ignore[attr-defined]
+            full = ops.full(self.shape, value, self.dtype, dev.handle)
+            p = getattr(ops, op)(full, self.primitive)
         except Exception as exc:
             raise op_error(op, exc, other, self) from exc
         return new(p, dev, Int, ops)

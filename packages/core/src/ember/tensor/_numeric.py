@@ -1,6 +1,6 @@
 """Numeric tensor ops (Burn's ``Numeric`` and ``Orderable``): arithmetic with Python operators,
-comparisons, reductions, scans and matmul (sorting, topk and median live in :mod:`._ordered`, a
-base of this mixin). Float and Int tensors; Bool only where said.
+comparisons and matmul here; reductions and scans in :mod:`._reduce`, sorting, topk and median in
+:mod:`._ordered` (both bases of this mixin). Float and Int tensors; Bool only where said.
 
 Shape conventions (Burn's, kept on purpose — they differ from PyTorch and numpy):
 
@@ -35,15 +35,15 @@ ShapeError for shapes that do not broadcast (naming both shapes) or empty reduct
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 from typing import Any
 
 from .._errors import KindError, ShapeError
 from .._kind import Bool, Float, Int
 from . import _core
-from ._core import ANY, NUM, binary, dim_of, new, op_error, scalar_for, unary, wrap
+from ._core import ANY, NUM, binary, new, op_error, scalar_for, unary
 from ._ordered import OrderedTensorOps
-from ._util import broadcast_shapes, check_same, norm_dim, norm_dims
+from ._reduce import ReduceOps
+from ._util import broadcast_shapes, check_same
 
 
 def _div_method() -> Any:
@@ -95,7 +95,7 @@ def _reflected(op: str, prim_op: str) -> Any:
     return method
 
 
-class NumericTensorOps(OrderedTensorOps):
+class NumericTensorOps(ReduceOps, OrderedTensorOps):
     __slots__ = ()
 
     # numpy must hand ``ndarray <op> tensor`` to our reflected operators instead of converting
@@ -143,13 +143,13 @@ class NumericTensorOps(OrderedTensorOps):
         Raises:
             KindError: a Bool base, a non-Int exponent tensor, or a non-integral exponent.
         """
-        if self.kind is Bool:  # type: ignore[attr-defined]
+        if self.kind is Bool:
             raise KindError("powi needs a Float or Int tensor, got Bool; convert with .int() first.")
         if type(exponent) is _core.Tensor:
             if exponent.kind is not Int:
                 raise KindError(f"powi: the exponent must be an Int tensor, got {exponent.kind}; use powf.")
-            if exponent.device is not self.device:  # type: ignore[attr-defined]
-                check_same("powi", self, exponent)  # type: ignore[arg-type]
+            if exponent.device is not self.device:
+                check_same("powi", self, exponent)
             b: Any = exponent.primitive
         elif isinstance(exponent, numbers.Integral) and not isinstance(exponent, bool):
             b = int(exponent)
@@ -158,10 +158,10 @@ class NumericTensorOps(OrderedTensorOps):
         else:
             raise KindError(f"powi: the exponent must be an int or an Int tensor, got {exponent!r}; use powf.")
         try:
-            p = self.ops.powi(self.primitive, b)  # type: ignore[attr-defined]
+            p = self.ops.powi(self.primitive, b)
         except Exception as exc:
             raise op_error("powi", exc, self, exponent) from exc
-        return new(p, self.device, self.kind, self.ops)  # type: ignore[attr-defined]
+        return new(p, self.device, self.kind, self.ops)
 
     powi_scalar = powi
 
@@ -189,8 +189,8 @@ class NumericTensorOps(OrderedTensorOps):
 
     def _clamp(self, op: str, lo: Any, hi: Any) -> Any:
         self._need(op, NUM)
-        lo = None if lo is None else scalar_for(op, self, lo)  # type: ignore[arg-type]
-        hi = None if hi is None else scalar_for(op, self, hi)  # type: ignore[arg-type]
+        lo = None if lo is None else scalar_for(op, self, lo)
+        hi = None if hi is None else scalar_for(op, self, hi)
         if hasattr(lo, "primitive") or hasattr(hi, "primitive"):
             raise TypeError(f"{op}: bounds must be scalars; use max_pair / min_pair with tensors.")
         return self._call(op, lambda ops, p: ops.clamp(p, lo, hi))
@@ -212,233 +212,6 @@ class NumericTensorOps(OrderedTensorOps):
     lower_elem = lower_scalar = lower
     lower_equal_elem = lower_equal_scalar = lower_equal
 
-    # ------------------------------------------------------------------ helpers
-    def _call(self, op: str, fn: Any, kind: Any = None) -> Any:
-        ops = self.ops  # type: ignore[attr-defined]
-        try:
-            p = fn(ops, self.primitive)  # type: ignore[attr-defined]
-        except Exception as exc:
-            raise op_error(op, exc, self) from exc
-        return wrap(p, self, self.kind if kind is None else kind)  # type: ignore[arg-type, attr-defined]
-
-    def _need(self, op: str, kinds: tuple[Any, ...]) -> None:
-        if self.kind not in kinds:  # type: ignore[attr-defined]
-            names = " or ".join(k.name for k in kinds)
-            raise KindError(
-                f"{op} is not defined for {self.kind} tensors (it takes {names}); "  # type: ignore[attr-defined]
-                "convert with .float() or .int() first."
-            )
-
-    def _dim(self, op: str, dim: int, nonempty: bool = False) -> int:
-        d = norm_dim(op, dim, self.rank)  # type: ignore[attr-defined]
-        if nonempty and self.shape[d] == 0:  # type: ignore[attr-defined]
-            raise ShapeError(
-                f"{op}: dim {dim} of shape {list(self.shape)} is empty; there is no value to return."  # type: ignore[attr-defined]
-            )
-        return d
-
-    def _nonempty(self, op: str) -> None:
-        if self.num_elements() == 0:  # type: ignore[attr-defined]
-            raise ShapeError(f"{op}: the tensor is empty (shape {list(self.shape)}); there is no value to return.")  # type: ignore[attr-defined]
-
-    def _fold(self, op: str, method: str, dims: Sequence[int]) -> Any:
-        out = self
-        for d in norm_dims(op, list(dims), self.rank):  # type: ignore[attr-defined]
-            out = getattr(out, method)(d)
-        return out
-
-    # ------------------------------------------------------------------ reductions
-    def sum(self) -> Any:
-        """Sum of all elements, shape ``[1]``, same dtype (0 when empty)."""
-        return self._reduce("sum", None)
-
-    def sum_dim(self, dim: int) -> Any:
-        """Sum over ``dim``, **kept with size 1**: ``[2, 3].sum_dim(-1) -> [2, 1]``."""
-        return self._reduce("sum_dim", dim)
-
-    def _reduce(self, op: str, dim: Any) -> Any:
-        """``sum`` / ``sum_dim`` / ``mean`` / ``mean_dim`` (the hot reductions; no closures)."""
-        k = self.kind  # type: ignore[attr-defined]
-        if k is not Float and k is not Int:
-            self._need(op, NUM)
-        ops = self.ops  # type: ignore[attr-defined]
-        p = self.primitive  # type: ignore[attr-defined]
-        d = None if dim is None else dim_of(op, self, dim)  # type: ignore[arg-type]
-        try:
-            if d is None:
-                r = ops.sum(p) if op == "sum" else ops.mean(p)
-            else:
-                r = ops.sum_dim(p, d) if op == "sum_dim" else ops.mean_dim(p, d)
-        except Exception as exc:
-            raise op_error(op, exc, self) from exc
-        return new(r, self.device, k, ops)  # type: ignore[attr-defined]
-
-    def sum_dims(self, dims: Sequence[int]) -> Any:
-        """Sum over each of ``dims``, each **kept with size 1**."""
-        return self._fold("sum_dims", "sum_dim", dims)
-
-    def sum_dims_squeeze(self, dims: Sequence[int]) -> Any:
-        """Sum over each of ``dims`` with those dims removed: ``[2, 3, 4].sum_dims_squeeze([0, 1])
-        -> [4]`` (Burn's ``sum_dims_squeeze``, i.e. ``sum_dims(dims).squeeze_dims(dims)``)."""
-        ds = norm_dims("sum_dims_squeeze", list(dims), self.rank)  # type: ignore[attr-defined]
-        if not ds:
-            return self
-        return self._fold("sum_dims_squeeze", "sum_dim", ds).squeeze_dims(ds)
-
-    def mean(self) -> Any:
-        """Mean of all elements, shape ``[1]``. Float: NaN when empty. Int: floor of the mean."""
-        return self._reduce("mean", None)
-
-    def mean_dim(self, dim: int) -> Any:
-        """Mean over ``dim``, **kept with size 1** (Int: floor of the mean)."""
-        return self._reduce("mean_dim", dim)
-
-    def mean_dims(self, dims: Sequence[int]) -> Any:
-        """Mean over each of ``dims``, each **kept with size 1**."""
-        return self._fold("mean_dims", "mean_dim", dims)
-
-    def prod(self) -> Any:
-        """Product of all elements, shape ``[1]`` (1 when empty; Int wraps on overflow)."""
-        self._need("prod", NUM)
-        return self._call("prod", lambda ops, p: ops.prod(p))
-
-    def prod_dim(self, dim: int) -> Any:
-        """Product over ``dim``, **kept with size 1**."""
-        self._need("prod_dim", NUM)
-        d = self._dim("prod_dim", dim)
-        return self._call("prod_dim", lambda ops, p: ops.prod_dim(p, d))
-
-    def prod_dims(self, dims: Sequence[int]) -> Any:
-        """Product over each of ``dims``, each **kept with size 1**."""
-        return self._fold("prod_dims", "prod_dim", dims)
-
-    def max(self) -> Any:
-        """Largest element, shape ``[1]``; NaN if any element is NaN.
-
-        Raises:
-            ShapeError: empty tensor.
-        """
-        self._need("max", NUM)
-        self._nonempty("max")
-        return self._call("max", lambda ops, p: ops.max(p))
-
-    def min(self) -> Any:
-        """Smallest element, shape ``[1]``; NaN if any element is NaN. ShapeError when empty."""
-        self._need("min", NUM)
-        self._nonempty("min")
-        return self._call("min", lambda ops, p: ops.min(p))
-
-    def max_dim(self, dim: int) -> Any:
-        """Largest value along ``dim``, **kept with size 1**; NaN propagates.
-
-        Raises:
-            ShapeError: ``dim`` has size 0.
-        """
-        self._need("max_dim", NUM)
-        d = self._dim("max_dim", dim, nonempty=True)
-        return self._call("max_dim", lambda ops, p: ops.max_dim(p, d))
-
-    def min_dim(self, dim: int) -> Any:
-        """Smallest value along ``dim``, **kept with size 1**; NaN propagates."""
-        self._need("min_dim", NUM)
-        d = self._dim("min_dim", dim, nonempty=True)
-        return self._call("min_dim", lambda ops, p: ops.min_dim(p, d))
-
-    def max_dims(self, dims: Sequence[int]) -> Any:
-        """Largest value over each of ``dims``, each **kept with size 1**."""
-        return self._fold("max_dims", "max_dim", dims)
-
-    def min_dims(self, dims: Sequence[int]) -> Any:
-        """Smallest value over each of ``dims``, each **kept with size 1**."""
-        return self._fold("min_dims", "min_dim", dims)
-
-    def argmax(self, dim: int) -> Any:
-        """Int index (backend int dtype) of the first largest value along ``dim``, **kept with
-        size 1**: ``[2, 3].argmax(1) -> [2, 1]``. A NaN counts as the largest."""
-        self._need("argmax", NUM)
-        d = self._dim("argmax", dim, nonempty=True)
-        return self._call("argmax", lambda ops, p: ops.argmax(p, d), Int)
-
-    def argmin(self, dim: int) -> Any:
-        """Int index of the first smallest value along ``dim``, **kept with size 1**; a NaN
-        counts as the smallest."""
-        self._need("argmin", NUM)
-        d = self._dim("argmin", dim, nonempty=True)
-        return self._call("argmin", lambda ops, p: ops.argmin(p, d), Int)
-
-    def max_dim_with_indices(self, dim: int) -> tuple[Any, Any]:
-        """``(max_dim(dim), argmax(dim))`` in one pass, both **kept with size 1**."""
-        return self._with_indices("max_dim_with_indices", dim, "max_dim_with_indices")
-
-    def min_dim_with_indices(self, dim: int) -> tuple[Any, Any]:
-        """``(min_dim(dim), argmin(dim))`` in one pass, both **kept with size 1**."""
-        return self._with_indices("min_dim_with_indices", dim, "min_dim_with_indices")
-
-    def _with_indices(self, op: str, dim: int, prim: str, *extra: Any) -> tuple[Any, Any]:
-        self._need(op, NUM)
-        d = self._dim(op, dim, nonempty=prim in ("max_dim_with_indices", "min_dim_with_indices", "median"))
-        try:
-            v, i = getattr(self.ops, prim)(self.primitive, d, *extra)  # type: ignore[attr-defined]
-        except Exception as exc:
-            raise op_error(op, exc, self) from exc
-        return wrap(v, self, self.kind), wrap(i, self, Int)  # type: ignore[arg-type, attr-defined]
-
-    def max_abs(self) -> Any:
-        """Largest absolute value, shape ``[1]`` (Burn's ``max_abs``). ShapeError when empty."""
-        self._need("max_abs", NUM)
-        self._nonempty("max_abs")
-        return self._call("max_abs", lambda ops, p: ops.max_abs(p))
-
-    def max_abs_dim(self, dim: int) -> Any:
-        """Largest absolute value along ``dim``, **kept with size 1** (Burn's ``max_abs_dim``)."""
-        self._need("max_abs_dim", NUM)
-        d = self._dim("max_abs_dim", dim, nonempty=True)
-        return self._call("max_abs_dim", lambda ops, p: ops.max_abs_dim(p, d))
-
-    def max_abs_dims(self, dims: Sequence[int]) -> Any:
-        """Largest absolute value over each of ``dims``, each **kept with size 1**."""
-        return self._fold("max_abs_dims", "max_abs_dim", dims)
-
-    def any(self) -> Any:
-        """Bool ``[1]``: whether any element is non-zero / true (false when empty). Any kind."""
-        return self._call("any", lambda ops, p: ops.any(p), Bool)
-
-    def all(self) -> Any:
-        """Bool ``[1]``: whether every element is non-zero / true (true when empty). Any kind."""
-        return self._call("all", lambda ops, p: ops.all(p), Bool)
-
-    def any_dim(self, dim: int) -> Any:
-        """Bool: whether any element along ``dim`` is non-zero / true, **kept with size 1**."""
-        d = self._dim("any_dim", dim)
-        return self._call("any_dim", lambda ops, p: ops.any_dim(p, d), Bool)
-
-    def all_dim(self, dim: int) -> Any:
-        """Bool: whether every element along ``dim`` is non-zero / true, **kept with size 1**."""
-        d = self._dim("all_dim", dim)
-        return self._call("all_dim", lambda ops, p: ops.all_dim(p, d), Bool)
-
-    # ------------------------------------------------------------------ scans (same shape)
-    def cumsum(self, dim: int) -> Any:
-        """Cumulative sum along ``dim``; same shape and dtype."""
-        return self._scan("cumsum", dim)
-
-    def cumprod(self, dim: int) -> Any:
-        """Cumulative product along ``dim``; same shape and dtype."""
-        return self._scan("cumprod", dim)
-
-    def cummax(self, dim: int) -> Any:
-        """Running maximum along ``dim``; after a NaN the run stays NaN (torch.cummax values)."""
-        return self._scan("cummax", dim)
-
-    def cummin(self, dim: int) -> Any:
-        """Running minimum along ``dim``; after a NaN the run stays NaN."""
-        return self._scan("cummin", dim)
-
-    def _scan(self, op: str, dim: int) -> Any:
-        self._need(op, NUM)
-        d = self._dim(op, dim)
-        return self._call(op, lambda ops, p: getattr(ops, op)(p, d))
-
     # ------------------------------------------------------------------ matmul
     def matmul(self, other: Any) -> Any:
         """Matrix product over the last two dims; leading (batch) dims broadcast:
@@ -449,15 +222,15 @@ class NumericTensorOps(OrderedTensorOps):
             ShapeError: rank < 2, inner sizes differ, or batch dims that do not broadcast.
             KindError: Bool tensors or mixed kinds.
         """
-        k = self.kind  # type: ignore[attr-defined]
+        k = self.kind
         if k is not Float and k is not Int:
             self._need("matmul", NUM)
         if type(other) is not _core.Tensor:
             raise TypeError(f"matmul: expected a Tensor, got {type(other).__name__}.")
-        if other.device is not self.device or other.kind is not k:  # type: ignore[attr-defined]
-            check_same("matmul", self, other)  # type: ignore[arg-type]
-        ops = self.ops  # type: ignore[attr-defined]
-        sa, sb = ops.shape(self.primitive), ops.shape(other.primitive)  # type: ignore[attr-defined]
+        if other.device is not self.device or other.kind is not k:
+            check_same("matmul", self, other)
+        ops = self.ops
+        sa, sb = ops.shape(self.primitive), ops.shape(other.primitive)
         if len(sa) < 2 or len(sb) < 2:
             raise ShapeError(
                 f"matmul: both operands need rank >= 2, got shapes {list(sa)} and {list(sb)}; "
@@ -477,10 +250,10 @@ class NumericTensorOps(OrderedTensorOps):
                     f"({list(sa[:-2])} vs {list(sb[:-2])}); sizes must be equal or 1."
                 ) from None
         try:
-            p = ops.matmul(self.primitive, other.primitive)  # type: ignore[attr-defined]
+            p = ops.matmul(self.primitive, other.primitive)
         except Exception as exc:
             raise op_error("matmul", exc, self, other) from exc
-        return new(p, self.device, k, ops)  # type: ignore[attr-defined]
+        return new(p, self.device, k, ops)
 
     def dot(self, other: Any) -> Any:
         """Inner product of two 1-D tensors of equal length, shape ``[1]`` (torch.dot).
@@ -490,13 +263,13 @@ class NumericTensorOps(OrderedTensorOps):
         """
         if type(other) is not _core.Tensor:
             raise TypeError(f"dot: expected a Tensor, got {type(other).__name__}.")
-        if self.rank != 1 or other.rank != 1 or self.shape != other.shape:  # type: ignore[attr-defined]
+        if self.rank != 1 or other.rank != 1 or self.shape != other.shape:
             raise ShapeError(
-                f"dot: expected two 1-D tensors of equal length, got {list(self.shape)} and {list(other.shape)}."  # type: ignore[attr-defined]
+                f"dot: expected two 1-D tensors of equal length, got {list(self.shape)} and {list(other.shape)}."
             )
         self._need("dot", NUM)
-        if other.device is not self.device or other.kind is not self.kind:  # type: ignore[attr-defined]
-            check_same("dot", self, other)  # type: ignore[arg-type]
+        if other.device is not self.device or other.kind is not self.kind:
+            check_same("dot", self, other)
         return self.mul(other).sum()
 
     # ------------------------------------------------------------------ Python operators
@@ -518,7 +291,7 @@ class NumericTensorOps(OrderedTensorOps):
 
     def __rsub__(self, o: Any) -> Any:
         self._need("sub", NUM)
-        return self.neg().add(scalar_for("sub", self, o))  # type: ignore[arg-type]
+        return self.neg().add(scalar_for("sub", self, o))
 
     __rtruediv__ = _reflected("div", "div")
     __rmod__ = _reflected("remainder", "remainder")
@@ -527,19 +300,19 @@ class NumericTensorOps(OrderedTensorOps):
 
     def __floordiv__(self, o: Any) -> Any:
         """``//``: Int floor division, Float ``floor(self / o)``."""
-        if self.kind is Float:  # type: ignore[attr-defined]
-            return self.div(o).floor()  # type: ignore[attr-defined]
-        if self.kind is Bool:  # type: ignore[attr-defined]
+        if self.kind is Float:
+            return self.div(o).floor()
+        if self.kind is Bool:
             raise KindError("floor_div (//) is not defined for Bool tensors; convert with .int() first.")
         return self.div(o)
 
     def __pow__(self, o: Any) -> Any:
         """``**``: Float base with a float or Float tensor uses ``powf``; an int or Int tensor
         exponent uses ``powi`` (Float or Int base)."""
-        if self.kind is Float and not (type(o) is _core.Tensor and o.kind is Int):  # type: ignore[attr-defined]
+        if self.kind is Float and not (type(o) is _core.Tensor and o.kind is Int):
             if isinstance(o, int) and not isinstance(o, bool):
                 return self.powi(o)
-            return self.powf(o)  # type: ignore[attr-defined]
+            return self.powf(o)
         return self.powi(o)
 
     def __rmatmul__(self, o: Any) -> Any:
@@ -548,12 +321,12 @@ class NumericTensorOps(OrderedTensorOps):
     def __pos__(self) -> Any:
         return self
 
-    def __eq__(self, o: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Any:
         if type(o) is _core.Tensor or isinstance(o, (int, float)) or hasattr(o, "dtype"):
             return self.equal(o)
         return NotImplemented
 
-    def __ne__(self, o: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any:
         if type(o) is _core.Tensor or isinstance(o, (int, float)) or hasattr(o, "dtype"):
             return self.not_equal(o)
         return NotImplemented

@@ -10,23 +10,16 @@ holding a NaN; ``*_dim``-style results keep the reduced dim with size 1 (Burn).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._errors import ShapeError
 from .._kind import Int
+from ._base import TensorBase
 from ._core import NUM
 
 
-class OrderedTensorOps:
+class OrderedTensorOps(TensorBase):
     __slots__ = ()
-
-    if TYPE_CHECKING:  # helpers provided by NumericTensorOps
-
-        def _need(self, op: str, kinds: tuple[Any, ...]) -> None: ...
-        def _dim(self, op: str, dim: int, nonempty: bool = False) -> int: ...
-        def _nonempty(self, op: str) -> None: ...
-        def _call(self, op: str, fn: Any, kind: Any = None) -> Any: ...
-        def _with_indices(self, op: str, dim: int, prim: str, *extra: Any) -> tuple[Any, Any]: ...
 
     def sort(self, dim: int = -1) -> Any:
         """Values sorted ascending along ``dim`` (stable; NaN last). Burn's ``sort``."""
@@ -74,10 +67,10 @@ class OrderedTensorOps:
         """``(values, Int indices)`` of the ``k`` largest values along ``dim``, descending."""
         self._need(_op, NUM)
         d = self._dim(_op, dim)
-        n = self.shape[d]  # type: ignore[attr-defined]
+        n = self.shape[d]
         if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= n:
             raise ShapeError(
-                f"{_op}: k={k!r} is out of range for dim {dim} of size {n} (shape {list(self.shape)}); "  # type: ignore[attr-defined]
+                f"{_op}: k={k!r} is out of range for dim {dim} of size {n} (shape {list(self.shape)}); "
                 f"expected 0 <= k <= {n}."
             )
         return self._with_indices(_op, d, "topk", k)
@@ -97,7 +90,7 @@ class OrderedTensorOps:
         if dim is None:
             self._need("median", NUM)
             self._nonempty("median")
-            flat = self._call("median", lambda ops, p: ops.reshape(p, (self.num_elements(),)))  # type: ignore[attr-defined]
+            flat = self._call("median", lambda ops, p: ops.reshape(p, (self.num_elements(),)))
             return flat._with_indices("median", 0, "median")[0]
         return self._with_indices("median", dim, "median")[0]
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .._data import TensorData
 from .._dtype import DType
 from .._errors import EmberError, ShapeError
 from .._kind import Bool, Float, Int, Kind, kind_of
+from .._tensor_data import TensorData
 from ..backend._device import Device
 from ._autodiff import AutodiffTensorOps
 from ._basic import BasicOps
@@ -44,11 +44,7 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
     (:meth:`from_primitive`). Tensors are immutable values: every op returns a new tensor.
     """
 
-    __slots__ = ("primitive", "device", "kind", "ops", "__weakref__")
-    primitive: Any
-    device: Device
-    kind: Kind
-    ops: Any
+    __slots__ = ()
 
     def __init__(self, primitive: Any, device: Device, kind: Kind = Float) -> None:
         self.primitive = primitive
@@ -60,46 +56,6 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
     def from_primitive(cls, primitive: Any, device: Device, kind: Kind = Float) -> Tensor:
         """Wrap a backend primitive living on ``device`` (for backend authors)."""
         return cls(primitive, device, kind)
-
-    # ------------------------------------------------------------------ properties
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The sizes of the dims, as a tuple (Burn's ``shape()``); ``()`` for rank 0."""
-        return self.ops.shape(self.primitive)
-
-    def dims(self) -> list[int]:
-        """The sizes of the dims as a list (Burn's ``dims()``)."""
-        return list(self.ops.shape(self.primitive))
-
-    @property
-    def rank(self) -> int:
-        """The number of dims (Burn's ``D``)."""
-        return len(self.ops.shape(self.primitive))
-
-    @property
-    def ndim(self) -> int:
-        """Alias of :attr:`rank` (numpy/PyTorch name)."""
-        return len(self.ops.shape(self.primitive))
-
-    @property
-    def dtype(self) -> DType:
-        """The element type (``DType.FLOAT32`` ...), a setting of the backend."""
-        return self.ops.dtype(self.primitive)
-
-    @property
-    def backend(self) -> Any:
-        """The backend the tensor's device belongs to."""
-        return self.device.backend
-
-    def num_elements(self) -> int:
-        """The number of elements (product of the dims; 1 for rank 0)."""
-        n = 1
-        for s in self.ops.shape(self.primitive):
-            n *= s
-        return n
-
-    def is_empty(self) -> bool:
-        return self.num_elements() == 0
 
     # ------------------------------------------------------------------ data out
     def to_data(self) -> TensorData:
@@ -150,7 +106,7 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
                 f"into_scalar: expected a tensor with exactly one element, got shape "
                 f"{list(self.shape)}; reduce it first (e.g. .sum() or .mean())."
             )
-        return self.to_numpy().reshape(()).item()  # type: ignore[no-any-return]
+        return self.to_numpy().reshape(()).item()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = self.to_numpy()

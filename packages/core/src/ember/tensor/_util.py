@@ -7,13 +7,11 @@ These run in the core, before the backend is called, so every backend reports th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._errors import DeviceError, IndexError_, KindError, ShapeError
 from .._kind import Bool, Float, Int, Kind
-
-if TYPE_CHECKING:
-    from ._tensor import Tensor
+from ._base import TensorBase
 
 
 def norm_dim(op: str, dim: int, rank: int) -> int:
@@ -63,7 +61,7 @@ def broadcast_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[i
     return tuple(out)
 
 
-def check_same(op: str, a: Tensor, b: Tensor) -> None:
+def check_same(op: str, a: TensorBase, b: TensorBase) -> None:
     """Raise the error for two tensors that do not share device or kind."""
     if a.device is not b.device:
         if a.device.backend is not b.device.backend:
@@ -82,14 +80,14 @@ def check_same(op: str, a: Tensor, b: Tensor) -> None:
         )
 
 
-def require_kind(op: str, t: Tensor, *kinds: Kind) -> None:
+def require_kind(op: str, t: TensorBase, *kinds: Kind) -> None:
     if t.kind not in kinds:
         names = " or ".join(k.name for k in kinds)
         hint = {Float: ".float()", Int: ".int()", Bool: ".bool()"}[kinds[0]]
         raise KindError(f"{op} needs a {names} tensor, got {t.kind}; convert with {hint} first.")
 
 
-def require_device(op: str, t: Tensor, other: Tensor, what: str = "argument") -> None:
+def require_device(op: str, t: TensorBase, other: TensorBase, what: str = "argument") -> None:
     if other.device is not t.device and other.device.inner is not t.device.inner:
         raise DeviceError(
             f"{op}: the {what} lives on {other.device} but the tensor on {t.device}; move it with "

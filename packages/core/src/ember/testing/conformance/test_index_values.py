@@ -16,7 +16,7 @@ import pytest
 
 from ember import Int, Tensor
 from ember.nn.loss import CrossEntropyLossConfig
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.testing.conformance._shape_helpers import raises_out_of_range
 
 

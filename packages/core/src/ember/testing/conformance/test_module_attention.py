@@ -1,4 +1,4 @@
-"""The attention primitive (``ember.tensor.module.scaled_dot_product_attention`` and ``attention_backward``).
+"""The attention primitive (``ember.tensor.functional.scaled_dot_product_attention`` and ``attention_backward``).
 
 Forward against an independent float64 numpy reference on every float dtype, with and without a mask and a
 dropout multiplier, with ``quiet_softmax`` and a row masked entirely; gradients by finite differences under
@@ -17,7 +17,7 @@ import pytest
 from ember import KindError, ShapeError, Tensor
 from ember.autodiff import gradcheck
 from ember.backend._ops_attention import AttentionOps
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.testing import assert_close
 
 from ._module_helpers import ftensor, held

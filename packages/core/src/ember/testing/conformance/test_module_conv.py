@@ -1,4 +1,4 @@
-"""Convolutions (``ember.tensor.module``): conv1d/2d/3d, conv_transpose1d/2d/3d and unfold4d.
+"""Convolutions (``ember.tensor.functional``): conv1d/2d/3d, conv_transpose1d/2d/3d and unfold4d.
 
 Forward against the naive float64 loops of :mod:`._module_helpers` on every float dtype, and
 against ``torch.nn.functional`` in float64 where torch is installed; gradients by central finite
@@ -16,7 +16,7 @@ import pytest
 from ember import Float, KindError, ShapeError, Tensor
 from ember.autodiff import gradcheck
 from ember.backend._ops_module import ModuleOps
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.testing import assert_close
 
 from ._module_helpers import conv_backward_ref, conv_ref, conv_transpose_ref, ftensor, held, low_precision, unfold4d_ref

@@ -1,4 +1,4 @@
-"""``embedding`` and ``interpolate`` (``ember.tensor.module``): forward against independent
+"""``embedding`` and ``interpolate`` (``ember.tensor.functional``): forward against independent
 float64 references (and torch in float64 where installed), finite-difference gradients under
 ``Autodiff``, the contract's defaults, errors."""
 
@@ -13,7 +13,7 @@ from ember import IndexError as EmberIndexError
 from ember import KindError, ShapeError, Tensor
 from ember.autodiff import gradcheck
 from ember.backend._ops_module import ModuleOps
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.testing import assert_close
 
 from ._module_helpers import ftensor, held, interpolate_ref

@@ -1,4 +1,4 @@
-"""Normalization primitives (``ember.tensor.module.batch_norm`` / ``layer_norm`` / ``group_norm`` / ``rms_norm``
+"""Normalization primitives (``ember.tensor.functional.batch_norm`` / ``layer_norm`` / ``group_norm`` / ``rms_norm``
 and their backwards, ``batch_norm_running``).
 
 Forward against float64 numpy on every float dtype; gradients by finite differences under ``Autodiff`` in
@@ -16,7 +16,7 @@ import pytest
 from ember import KindError, ShapeError, Tensor
 from ember.autodiff import gradcheck
 from ember.backend._ops_norm import NormOps
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.testing import assert_close
 
 from ._module_helpers import ftensor, held

@@ -1,4 +1,4 @@
-"""Pooling (``ember.tensor.module``): max_pool1d/2d (+ indices), avg_pool1d/2d, adaptive_avg_pool1d/2d.
+"""Pooling (``ember.tensor.functional``): max_pool1d/2d (+ indices), avg_pool1d/2d, adaptive_avg_pool1d/2d.
 
 Forward against the naive float64 loops of :mod:`._module_helpers` on every float dtype and
 against ``torch.nn.functional`` in float64 where torch is installed; gradients by finite
@@ -15,7 +15,7 @@ import pytest
 from ember import Float, Int, KindError, ShapeError, Tensor
 from ember.autodiff import gradcheck
 from ember.backend._ops_module import ModuleOps
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.testing import assert_close, assert_equal
 
 from ._module_helpers import (

@@ -1,4 +1,4 @@
-"""The recurrent primitive (``ember.tensor.module.lstm`` and ``lstm_backward``).
+"""The recurrent primitive (``ember.tensor.functional.lstm`` and ``lstm_backward``).
 
 Forward against a float64 numpy loop written here from PyTorch's ``nn.LSTM`` equations, on every float dtype;
 gradients of all three outputs by finite differences under ``Autodiff`` in float64 (the backend's own backward
@@ -15,7 +15,7 @@ import pytest
 from ember import KindError, ShapeError, Tensor
 from ember.autodiff import gradcheck
 from ember.backend._ops_rnn import RnnOps
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.testing import assert_close
 
 from ._module_helpers import ftensor, held

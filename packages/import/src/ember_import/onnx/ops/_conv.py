@@ -1,7 +1,7 @@
 """Convolutions: ``Conv`` and ``ConvTranspose`` (opsets 1-22; no version changed their semantics), ``Col2Im``
 (18), ``CausalConvWithState`` (27), ``DeformConv`` (19, 22).
 
-``Conv`` and ``ConvTranspose`` map onto :mod:`ember.tensor.module` (``conv1d/2d/3d``,
+``Conv`` and ``ConvTranspose`` map onto :mod:`ember.tensor.functional` (``conv1d/2d/3d``,
 ``conv_transpose1d/2d/3d``). ONNX's asymmetric pads, which Ember's symmetric ``padding`` cannot express, are
 applied with :meth:`Tensor.pad` before a convolution, and by cropping the full output of a transposed
 convolution. Formulas: the ONNX operator
@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from ember import DType, Tensor
-from ember.tensor import module as M
+from ember.tensor import functional as M
 from ember.tensor.activation import silu
 
 from .._context import Context

@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from ember import DType, Float, Tensor
-from ember.tensor import module as M
+from ember.tensor import functional as M
 
 from .._context import Context
 from .._errors import OnnxImportError

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from ember import DType, Float, Tensor
-from ember.tensor import module as M
+from ember.tensor import functional as M
 
 from .._context import Context
 from .._errors import OnnxImportError
@@ -229,7 +229,7 @@ def _mode(node: Node) -> str:
 
 def _module_interpolate(x: Tensor, axes: list[int], scales: list[float], sizes: list[int],
                         opts: _Options) -> Tensor | None:
-    """The resize as one :func:`ember.tensor.module.interpolate` call (PyTorch's ``F.interpolate`` with a size)
+    """The resize as one :func:`ember.tensor.functional.interpolate` call (PyTorch's ``F.interpolate`` with a size)
     when its semantics are the node's: a 4-D Float input resized on its last two dims, linear or cubic (``A =
     -0.75``, no ``exclude_outside``), ``half_pixel``/``pytorch_half_pixel`` or ``align_corners``, scales equal
     to ``out / in``, no antialias when downsampling; else ``None``."""

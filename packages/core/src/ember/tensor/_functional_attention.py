@@ -1,5 +1,5 @@
 """``scaled_dot_product_attention``: the attention primitive as a function of tensors (re-exported by
-:mod:`ember.tensor.module`; used by :class:`~ember.nn.MultiHeadAttention`)."""
+:mod:`ember.tensor.functional`; used by :class:`~ember.nn.MultiHeadAttention`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``lstm``: the recurrent primitive as a function of tensors (re-exported by :mod:`ember.tensor.module`; used by
+"""``lstm``: the recurrent primitive as a function of tensors (re-exported by :mod:`ember.tensor.functional`; used by
 :class:`~ember.nn.Lstm` and :class:`~ember.nn.BiLstm`)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``batch_norm``, ``layer_norm``, ``group_norm`` and ``rms_norm``: the normalization primitives as functions of
-tensors (re-exported by :mod:`ember.tensor.module`; used by :class:`~ember.nn.BatchNorm` in training,
+tensors (re-exported by :mod:`ember.tensor.functional`; used by :class:`~ember.nn.BatchNorm` in training,
 :class:`~ember.nn.LayerNorm`, :class:`~ember.nn.GroupNorm`, :class:`~ember.nn.InstanceNorm` and
 :class:`~ember.nn.RmsNorm`)."""
 
