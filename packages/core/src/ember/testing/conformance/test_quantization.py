@@ -10,6 +10,9 @@ than float32 holds exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -42,17 +45,19 @@ LEVELS = {
 }
 
 
-def _groups(level: QuantLevel, shape: tuple[int, int]) -> tuple[tuple[int, ...], callable]:
+def _groups(level: QuantLevel, shape: tuple[int, int]) -> tuple[tuple[int, ...], Callable[[Any], Any]]:
     """(scale shape, a function mapping a [scale shape] array onto the [shape] grid), written out by hand for 2-D."""
     r, c = shape
+    dim, n = level.dim, level.size
     if level.kind == "tensor":
         return (1,), lambda s: np.broadcast_to(s.reshape(1, 1), shape)
     if level.kind == "axis":
-        if level.dim % 2 == 0:
+        assert dim is not None
+        if dim % 2 == 0:
             return (r,), lambda s: np.broadcast_to(s.reshape(r, 1), shape)
         return (c,), lambda s: np.broadcast_to(s.reshape(1, c), shape)
-    n = level.size
-    if level.dim % 2 == 1:
+    assert dim is not None and n is not None
+    if dim % 2 == 1:
         return (r, c // n), lambda s: np.repeat(s, n, axis=1)
     return (r // n, c), lambda s: np.repeat(s, n, axis=0)
 
@@ -211,13 +216,14 @@ def _qmm_case(device, a_scheme, b_scheme, seed=5):
 def _deq64(qt: QuantizedTensor) -> np.ndarray:
     """``(q - zp) * scale`` in float64 from the stored parts, by hand."""
     q = qt.int_values().to_numpy().astype(np.float64)
-    s = qt.qparams.scale.float().to_numpy().astype(np.float64)
-    z = 0.0 if qt.qparams.zero_point is None else qt.qparams.zero_point.to_numpy().astype(np.float64)
+    s: Any = qt.qparams.scale.float().to_numpy().astype(np.float64)
+    z: Any = 0.0 if qt.qparams.zero_point is None else qt.qparams.zero_point.to_numpy().astype(np.float64)
     lv = qt.scheme.level
-    if lv.kind == "axis" and lv.dim % q.ndim == q.ndim - 2:
+    dim, size = lv.dim or 0, lv.size or 1
+    if lv.kind == "axis" and dim % q.ndim == q.ndim - 2:
         s, z = s.reshape(-1, 1), (z if np.isscalar(z) else z.reshape(-1, 1))
     elif lv.kind == "block":
-        s, z = np.repeat(s, lv.size, axis=lv.dim), (z if np.isscalar(z) else np.repeat(z, lv.size, axis=lv.dim))
+        s, z = np.repeat(s, size, axis=dim), (z if np.isscalar(z) else np.repeat(z, size, axis=dim))
     return (q - z) * s
 
 
