@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._data import TensorData
+from .._tensor_data import TensorData
 from .._errors import RecordError
 from .._kind import Float, Int
 from ..backend._device import Device
