@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 from jax.sharding import Mesh
 
 from ember.backend.contract import DeviceMesh
@@ -30,8 +31,6 @@ class JaxMesh(DeviceMesh):
         self.mesh = mesh
         self.backend = backend
         self.multi_process = bool(mesh.is_multi_process)
-        import jax
-
         self.local_parts = sum(1 for d in mesh.devices.flat if d.process_index == jax.process_index())
 
     def replicate(self, obj: Any) -> Any:
