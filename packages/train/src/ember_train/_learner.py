@@ -5,26 +5,24 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ember import BackendError
-
 from ._app_logger import LOGGER
-from ._checkpointer import LearnerCheckpointer, complete_checkpoints
-from ._checks import check_batch_type, describe, require_method
-from ._compiled import OTHER, TRAIN_STEP, VALID_STEP, CompiledSteps
+from ._checks import require_method
+from ._compiled import CompiledSteps
 from ._early_stopping import EarlyStoppingStrategy
-from ._errors import LearnerError, MetricAdaptError, NonFiniteLossError
+from ._errors import LearnerError, NonFiniteLossError
+from ._first_steps import first_train_step, probe_valid
+from ._fit_checkpoints import FitCheckpoints
 from ._interrupter import TrainingInterrupter, sigint_stops
+from ._iteration import close_iterator, progress_of, set_epoch
 from ._metrics_set import MetricsSet
-from ._records import load_state, state_record
-from ._run_state import capture, check_loader, loader_info, restore_rngs
+from ._run_state import capture, restore_rngs
 from ._store import MetricStore, Split
-from ._strategy import CheckpointingAction, CheckpointingStrategy
+from ._strategy import CheckpointingStrategy
 from ._summary import LearnerSummary, MetricSummary
 from ._tracking import ResumePoint, RunInfo, TrackingLogger
 from ._updates import updates
@@ -86,26 +84,6 @@ class _Settings:
     learning_strategy: LearningStrategy | None = None
 
 
-def _progress_of(it: Any, iteration: int) -> tuple[int, int]:
-    prog = getattr(it, "progress", None)
-    if callable(prog):
-        p = prog()
-        return int(p.items_processed), int(p.items_total)
-    return iteration, 0
-
-
-def _set_epoch(loader: Any, epoch: int) -> None:
-    fn = getattr(loader, "set_epoch", None)
-    if callable(fn):
-        fn(epoch - 1)
-
-
-def _close(it: Any) -> None:
-    fn = getattr(it, "close", None)
-    if callable(fn):
-        fn()
-
-
 class Learner:
     """Trains a model with an optimizer and a learning-rate scheduler; made by ``LearnerBuilder.build``.
 
@@ -136,8 +114,6 @@ class Learner:
         self.s = settings
         self._trackers: list[TrackingLogger] = []
         self._method: LearningMethod = SingleDevice().learning_method()  # this fit's (see fit)
-        self._global_batch: int | None = None
-        self._loader_info: dict[str, Any] = {}
         self._after_train: dict[str, Any] | None = None  # the random states at the end of the last training epoch
         self._train_total: int | None = None
 
@@ -250,7 +226,6 @@ class Learner:
         if any(d is not device for d in model.devices()):
             model = model.fork(device)
         loader_train, loader_valid = method.prepare_loaders(loader_train, loader_valid)
-        self._global_batch = getattr(loader_train, "global_batch_size", None)
 
         metrics_train = self._available(s.metrics_train)
         metrics_valid = self._available(s.metrics_valid)
@@ -261,19 +236,12 @@ class Learner:
         train.iterations_total = len(loader_train) if hasattr(loader_train, "__len__") else None
         valid.iterations_total = len(loader_valid) if hasattr(loader_valid, "__len__") else None
 
-        checkpointer = LearnerCheckpointer(s.recorder, s.artifact_dir / "checkpoint") if s.recorder else None
-        # with several processes every one reads a checkpoint to resume (the artifact directory must be shared),
-        # the main one alone writes them (``saving``)
-        saving = checkpointer if method.is_main else None
+        checkpoints = FitCheckpoints(s, method, self._note, loader_train)
         start, skip = 1, 0
-        saved: set[int] = set()
-        self._loader_info = loader_info(loader_train)
         resumed: dict[str, Any] | None = None  # this process's random states saved with the checkpoint resumed
         if s.checkpoint is not None:
-            model, optim, scheduler, start, skip = self._restore(checkpointer, model, optim, scheduler,
-                                                                 self._global_batch)
-            resumed = self._resumed_state(checkpointer, loader_train)  # type: ignore[arg-type]
-            saved = {e for e in complete_checkpoints(checkpointer.directory) if e <= s.checkpoint}  # type: ignore[union-attr]
+            model, optim, scheduler, start, skip = checkpoints.restore(model, optim, scheduler)
+            resumed = checkpoints.resumed_state(loader_train)
             for e in range(1, start + (1 if skip else 0)):
                 train.reload(e)
                 if e < start:
@@ -292,7 +260,7 @@ class Learner:
             optim.init_states(model)  # the states' steady layout from the first step: traced once, not twice
         model, optim = method.prepare(model, optim, steps)
         if loader_valid is not None:
-            self._probe_valid(steps, model, loader_valid, valid)
+            probe_valid(steps, method, model, loader_valid, valid)
 
         epoch = start - 1
         stopped_early = interrupted = False
@@ -315,15 +283,17 @@ class Learner:
             if not done:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"
-                resume_epoch = self._save_interrupted(checkpointer, saving, model, optim, scheduler, epoch)
+                # stopped during validation: the random states as the training epoch left them (validation runs again)
+                after_train = self._after_train if self._last_iteration == self._train_total else None
+                resume_epoch = checkpoints.save_interrupted(model, optim, scheduler, epoch, self._last_iteration,
+                                                            after_train)
                 break
             stopping = method.agree(s.interrupter.should_stop())
-            if checkpointer is not None:
-                self._checkpoint(checkpointer, saving, saved, store, stopping, model, optim, scheduler, epoch)
+            checkpoints.after_epoch(store, stopping, model, optim, scheduler, epoch)
             if stopping:
                 interrupted = True
                 stop_reason = s.interrupter.reason or "interrupted"
-                resume_epoch = epoch if epoch in saved else None
+                resume_epoch = epoch if epoch in checkpoints.saved else None
                 where = (f"resume with LearnerBuilder(...).checkpoint({epoch}) to continue at epoch {epoch + 1}"
                          if resume_epoch else "no checkpointer is configured, so nothing was saved")
                 self._note(f"Training interrupted after epoch {epoch} ({stop_reason}); {where}.")
@@ -341,31 +311,7 @@ class Learner:
         LOGGER.info("Training ended at epoch %d\n%s", epoch, summary.table())
         s.renderer.on_train_end(summary if s.summary else None)
         return TrainingResult(model, summary, epoch, stopped_early, interrupted, resume_epoch, stop_reason,
-                              sorted(saved))
-
-    def _checkpoint(self, checkpointer: LearnerCheckpointer, saving: LearnerCheckpointer | None, saved: set[int],
-                    store: MetricStore, stopping: bool, model: Any, optim: Any, scheduler: Any, epoch: int) -> None:
-        """After epoch ``epoch``: the checkpointing strategy's saves and deletions (``saving`` writes: the main
-        process's checkpointer, else ``None``), and a save when ``stopping`` so that the run stays resumable."""
-        actions = self.s.strategy.checkpointing(epoch, store, saved)
-        if stopping and epoch not in saved and not any(a.kind == "save" for a in actions):
-            actions.insert(0, CheckpointingAction.save(epoch))  # an interrupted run must stay resumable
-        run_state = self._run_state()  # on every process (a collective under DDP), whatever the actions
-        method = self._method
-        for action in actions:
-            if action.kind == "save":
-                if saving is not None:
-                    saving.save(epoch, method.local(model).into_record(),
-                                state_record(method.local(optim), "optimizer"), state_record(scheduler, "scheduler"),
-                                state=run_state)
-                saved.add(epoch)
-                LOGGER.info("Saved checkpoint %d", epoch)
-        for action in actions:
-            if action.kind == "delete" and action.epoch != epoch:
-                if saving is not None:
-                    saving.delete(action.epoch)
-                saved.discard(action.epoch)
-                LOGGER.info("Deleted checkpoint %d", action.epoch)
+                              sorted(checkpoints.saved))
 
     def _available(self, metrics: list[tuple[Metric, bool]]) -> list[tuple[Metric, bool]]:
         out = []
@@ -376,87 +322,6 @@ class Learner:
             else:
                 self._note(f"Skipping the {m.name()} metric: {why}.", logging.WARNING)
         return out
-
-    def _restore(self, checkpointer: LearnerCheckpointer | None, model: Any, optim: Any,
-                 scheduler: Any, global_batch: int | None = None) -> tuple[Any, Any, Any, int, int]:
-        k = self.s.checkpoint
-        assert k is not None
-        if checkpointer is None:
-            raise LearnerError(
-                f"LearnerBuilder.checkpoint({k}): resuming needs the checkpointer that wrote the files; add "
-                ".with_file_checkpointer(recorder) with the same recorder."
-            )
-        model_rec, optim_rec, sched_rec = checkpointer.restore(k)
-        model = model.load_record(model_rec)
-        optim = load_state(optim, optim_rec, "optimizer")
-        scheduler = load_state(scheduler, sched_rec, "scheduler")
-        progress = checkpointer.progress(k)
-        if progress is not None:
-            skip = int(progress["iteration"])
-            items, batch = progress.get("items"), progress.get("global_batch")
-            if global_batch and batch and items is not None and batch != global_batch:
-                # another global batch (another number of ranks): skip the items already trained on
-                skip = int(items) // global_batch
-                self._note(f"The interrupted run's global batch was {batch}, this run's is {global_batch}: skipping "
-                           f"{skip} batches ({skip * global_batch} of the {items} items already trained on).")
-            self._note(f"Resuming epoch {k} after iteration {skip} (interrupted checkpoint {k}).")
-            return model, optim, scheduler, k, skip
-        self._note(f"Resuming from checkpoint {k}: training starts at epoch {k + 1}.")
-        return model, optim, scheduler, k + 1, 0
-
-    def _run_state(self, mine: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The state a checkpoint saves beside the records (:mod:`._run_state`): every process's random states (this
-        process's now, or ``mine``; under DDP gathered from all ranks, a collective every rank must call) and the
-        training loader's order."""
-        if mine is None:
-            mine = capture(self.s.device.backend)
-        return {"ranks": self._method.gather(mine), "loader": self._loader_info}
-
-    def _resumed_state(self, checkpointer: LearnerCheckpointer, loader_train: Any) -> dict[str, Any] | None:
-        """This process's saved random states of the checkpoint being resumed (``None`` when it has none: a
-        checkpoint of an earlier Ember, or another number of ranks; both reported)."""
-        k = self.s.checkpoint
-        assert k is not None
-        state = checkpointer.state(k)
-        check_loader(state.get("loader") or {}, loader_train, lambda text: self._note(text, logging.WARNING))
-        ranks = state.get("ranks")
-        rank, world = self._method.rank, self._method.world_size
-        if not isinstance(ranks, list) or not ranks:
-            self._note(f"Checkpoint {k} holds no random states (written by an earlier Ember): random ops (dropout) "
-                       "of the resumed run differ from an uninterrupted run's.", logging.WARNING)
-            return None
-        if len(ranks) != world:
-            self._note(f"Checkpoint {k} was written by {len(ranks)} process(es), this run has {world}: the random "
-                       "states are not restored, so random ops (dropout) differ from an uninterrupted run's.",
-                       logging.WARNING)
-            return None
-        return ranks[rank] if isinstance(ranks[rank], dict) else None
-
-    def _probe_valid(self, steps: CompiledSteps, model: Any, loader: Any, metrics: MetricsSet) -> None:
-        """Run ``valid_step`` on the first validation batch and check the metrics can take its output (the
-        compiled step: a step that cannot be compiled fails here, before training)."""
-        it = iter(loader)
-        try:
-            batch = next(it, None)
-        finally:
-            _close(it)
-        if batch is None:
-            return
-        vm = model.valid()
-        check_batch_type(vm, "valid_step", batch, "validation")
-        steps.phase = OTHER
-        try:
-            item = self._method.local_item(steps.valid(vm, self._method.place(batch)))
-        except LearnerError:
-            raise
-        except Exception as exc:
-            if steps.phase != VALID_STEP:
-                raise
-            raise LearnerError(
-                f"model.valid_step raised {type(exc).__name__} on the first validation batch ({describe(batch)}), "
-                f"before training started: {_advice(steps, exc, 'validation', 'valid_step')}"
-            ) from exc
-        metrics.check(item)
 
     def _train_epoch(self, steps: CompiledSteps, model: Any, optim: Any, scheduler: Any, loader: Any,
                      metrics: MetricsSet, epoch: int, skip: int, first: bool,
@@ -469,7 +334,7 @@ class Learner:
         backend = s.device.backend
         if resumed is not None and not skip:
             restore_rngs(backend, resumed, "all" if s.seed is None else "host")
-        _set_epoch(loader, epoch)
+        set_epoch(loader, epoch)
         total = len(loader) if hasattr(loader, "__len__") else None
         metrics.start_epoch(epoch, skip)
         LOGGER.info("Training epoch %d/%d%s", epoch, s.num_epochs, f" from iteration {skip + 1}" if skip else "")
@@ -489,11 +354,11 @@ class Learner:
                 lr = float(scheduler.step())
                 step = partial(update.step, model, optim, batch, steps.lr(lr))
                 if first:
-                    model, item = self._first_step(steps, model, batch, metrics, step)
+                    model, item = first_train_step(steps, model, batch, metrics, step)
                     first = False
                 else:
                     model, item = step()
-                done, tot = _progress_of(it, iteration)
+                done, tot = progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, lr))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
@@ -503,9 +368,9 @@ class Learner:
                     completed = iteration == total
                     break
         finally:
-            _close(it)
+            close_iterator(it)
         if iteration > skip:
-            done, tot = _progress_of(it, iteration)
+            done, tot = progress_of(it, iteration)
             self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                                   time.perf_counter() - start,
                                                   **steps.compile_stats("train")))
@@ -518,29 +383,6 @@ class Learner:
         values = metrics.end_epoch()
         LOGGER.info("Epoch %d train: %s", epoch, values)
         return model, True
-
-    def _first_step(self, steps: CompiledSteps, model: Any, batch: Any, metrics: MetricsSet,
-                    step: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
-        """``step()`` (``steps.train`` or ``steps.grad`` on the first training batch, ``batch``), with the first
-        step's checks: the batch type, a failure of ``train_step`` named as such, the item against the metrics."""
-        check_batch_type(model, "train_step", batch, "training")
-        steps.phase = OTHER
-        try:
-            result, item = step()
-        except LearnerError:
-            raise
-        except Exception as exc:
-            if steps.phase != TRAIN_STEP:
-                raise
-            raise LearnerError(
-                f"model.train_step raised {type(exc).__name__} on the first training batch ({describe(batch)}): "
-                f"{_advice(steps, exc, 'training', 'train_step')}"
-            ) from exc
-        try:
-            metrics.check(item)
-        except MetricAdaptError:
-            raise
-        return result, item
 
     def _flush(self, metrics: MetricsSet, progress: TrainingProgress) -> None:
         bad = metrics.flush(progress)
@@ -561,7 +403,7 @@ class Learner:
 
     def _valid_epoch(self, steps: CompiledSteps, model: Any, loader: Any, metrics: MetricsSet, epoch: int) -> bool:
         s = self.s
-        _set_epoch(loader, epoch)
+        set_epoch(loader, epoch)
         total = len(loader) if hasattr(loader, "__len__") else None
         metrics.start_epoch(epoch)
         vm = model.valid()
@@ -573,7 +415,7 @@ class Learner:
         try:
             for iteration, batch in enumerate(it, 1):
                 item = self._method.local_item(steps.valid(vm, self._method.place(batch)))
-                done, tot = _progress_of(it, iteration)
+                done, tot = progress_of(it, iteration)
                 metrics.update(item, MetricMetadata(done, tot, epoch, s.num_epochs, iteration, None))
                 if iteration % s.log_interval == 0 or iteration == total:
                     self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
@@ -583,40 +425,16 @@ class Learner:
                     stopped = True
                     break
         finally:
-            _close(it)
+            close_iterator(it)
         if stopped and iteration != total:
             return False  # the epoch's training is complete; resuming runs this validation again
-        done, tot = _progress_of(it, iteration)
+        done, tot = progress_of(it, iteration)
         self._flush(metrics, TrainingProgress(done, tot, epoch, s.num_epochs, iteration, total,
                                               time.perf_counter() - start,
                                               **steps.compile_stats("valid")))
         values = metrics.end_epoch()
         LOGGER.info("Epoch %d valid: %s", epoch, values)
         return True
-
-    def _save_interrupted(self, checkpointer: LearnerCheckpointer | None, saving: LearnerCheckpointer | None,
-                          model: Any, optim: Any, scheduler: Any, epoch: int) -> int | None:
-        it = self._last_iteration
-        if checkpointer is None:
-            self._note(f"Training interrupted at epoch {epoch}, iteration {it}. No checkpointer is configured "
-                       "(LearnerBuilder.with_file_checkpointer), so nothing was saved to resume from.")
-            return None
-        progress: dict[str, Any] = {"epoch": epoch, "iteration": it}
-        if self._global_batch:
-            progress.update(global_batch=self._global_batch, items=it * self._global_batch)
-        # stopped during validation: the random states as the training epoch left them (validation runs again)
-        after_train = self._after_train if it == self._train_total else None
-        run_state = self._run_state(after_train)  # on every rank (a collective under DDP)
-        if saving is not None:
-            saving.save(epoch, self._method.local(model).into_record(),
-                        state_record(self._method.local(optim), "optimizer"),
-                        state_record(scheduler, "scheduler"), progress=progress, state=run_state)
-        self._note(
-            f"Training interrupted at epoch {epoch}, iteration {it}; checkpoint saved in "
-            f"{checkpointer.directory}. Resume with LearnerBuilder({str(self.s.artifact_dir)!r})...."
-            f"checkpoint({epoch}).build(...).fit(...): it continues epoch {epoch} after iteration {it}."
-        )
-        return epoch
 
     def _summary(self, model: Any, store: MetricStore, metrics_train: list[tuple[Metric, bool]],
                  metrics_valid: list[tuple[Metric, bool]]) -> LearnerSummary:
@@ -641,15 +459,3 @@ def _follower_settings(s: _Settings) -> _Settings:
 
     return replace(s, loggers_train=[], loggers_valid=[], renderer=MetricsRenderer(), app_logger=None, trackers=[],
                    plots=False, summary=False)
-
-
-def _advice(steps: CompiledSteps, exc: Exception, split: str, step: str) -> str:
-    """The end of a first-step failure message: the error, then what to check. A BackendError raised while a
-    compiling backend traced the step (e.g. ``into_scalar`` on a traced tensor) already says what to do instead;
-    the advice is then how to run the step eagerly."""
-    text = str(exc).rstrip()
-    text = text if text.endswith(".") else text + "."
-    if steps.compiled and isinstance(exc, BackendError):
-        return (f"{text} The steps are compiled by the {steps.device.inner.backend.name} backend; "
-                "LearnerBuilder.compile(False) runs them eagerly (e.g. to debug a step with prints or breakpoints).")
-    return f"{text} Check that the {split} loader's batcher produces the batch {step} expects."
