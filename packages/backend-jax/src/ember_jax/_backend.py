@@ -99,6 +99,11 @@ class JaxBackend(
     supports_native_autodiff = False
     #: collectives through jax.distributed and compiled jax programs (:mod:`ember_jax._collectives`)
     supports_collectives = True
+    #: ``compile`` is ``ember_jax.jit`` (the whole step one XLA program), which GSPMD partitions over a mesh of this
+    #: process's devices (``device_mesh``) or of the processes of a ``jax.distributed`` run (``process_mesh``)
+    compiles_steps = True
+    spmd_devices = True
+    spmd_processes = True
     #: conformance tests this backend is known to fail, ``{pattern: reason}`` (none today).
     conformance_known_failures: ClassVar[dict[str, str]] = {}
 
@@ -166,6 +171,31 @@ class JaxBackend(
         from ._collectives import JaxCollectives
 
         return JaxCollectives()
+
+    def device_mesh(self, devices: Any) -> Any:
+        """An :class:`ember.backend.DeviceMesh` over ``devices`` (this process's jax devices; autodiff ones stand
+        for their inner devices): :func:`ember_jax.mesh` behind :class:`ember_jax._mesh.JaxMesh`.
+
+        Raises:
+            BackendError: an empty list, a device twice, or a device of another backend.
+        """
+        from ._mesh import JaxMesh
+        from ._sharding import mesh
+
+        return JaxMesh(mesh(devices), self)
+
+    def process_mesh(self, device: Any) -> Any:
+        """An :class:`ember.backend.DeviceMesh` over the processes of a ``jax.distributed`` run, one device each
+        (:func:`ember_jax.process_mesh` of ``device``).
+
+        Raises:
+            BackendError: ``device`` belongs to another process, or another process lacks a device at its local
+                index.
+        """
+        from ._mesh import JaxMesh
+        from ._sharding import process_mesh
+
+        return JaxMesh(process_mesh(device), self)
 
     def compile(self, fn: Any, **options: Any) -> Any:
         """``ember_jax.jit(fn, **options)``: the whole step compiled by XLA (see :func:`ember_jax.jit`).

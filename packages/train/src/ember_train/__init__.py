@@ -27,14 +27,16 @@
 - Plots: ``plots/<Metric>.png`` and ``plots/index.html`` at each epoch end (:mod:`ember_train.plots`; matplotlib).
 - Data-parallel training: ``LearnerBuilder.learning_strategy(DistributedDataParallel())`` (one process per device,
   started by ``torchrun`` or ``python -m ember_train.launch --nproc N train.py``, :mod:`ember_train.launch`) or
-  :class:`MultiDevice` (several jax devices of one process); :class:`SingleDevice` is the default.
+  :class:`MultiDevice` (several devices of one process, on a backend that compiles one program over them: jax);
+  :class:`SingleDevice` is the default. Each strategy is an object the Learner's loop calls
+  (:mod:`ember_train.strategies`): write your own by subclassing :class:`LearningStrategy`.
 - CLI (``ember-train`` or ``python -m ember_train``): ``summary DIR`` and ``plot DIR [--compare OTHER ...]``
   (``pip install 'ember-train[plot]'``).
 """
 
 from __future__ import annotations
 
-from . import metric, plots, renderer
+from . import metric, plots, renderer, strategies
 from ._adaptor import adapt, adaptor, register_adaptor
 from ._app_logger import ApplicationLoggerInstaller, FileApplicationLoggerInstaller
 from ._builder import LearnerBuilder
@@ -44,7 +46,6 @@ from ._early_stopping import EarlyStoppingStrategy, MetricEarlyStoppingStrategy,
 from ._errors import CheckpointError, LearnerError, MetricAdaptError, NonFiniteLossError
 from ._interrupter import TrainingInterrupter
 from ._learner import Learner, TrainingResult
-from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice, SingleDevice
 from ._logger import FileMetricLogger, InMemoryMetricLogger, MetricLogger
 from ._mlflow_logger import MlflowLogger
 from ._outputs import ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput, TrainOutput
@@ -61,6 +62,7 @@ from ._strategy import (
 from ._summary import LearnerSummary, MetricSummary
 from ._tensorboard_logger import TensorBoardLogger
 from ._tracking import ResumePoint, RunInfo, TrackingLogger
+from .strategies import DistributedDataParallel, LearningMethod, LearningStrategy, MultiDevice, SingleDevice
 
 __version__ = "0.1.0"
 
@@ -87,6 +89,7 @@ __all__ = [
     "LearnerCheckpointer",
     "LearnerError",
     "LearnerSummary",
+    "LearningMethod",
     "LearningStrategy",
     "MetricAdaptError",
     "MetricCheckpointingStrategy",
@@ -118,5 +121,6 @@ __all__ = [
     "plots",
     "register_adaptor",
     "renderer",
+    "strategies",
     "__version__",
 ]

@@ -12,13 +12,13 @@ from ._early_stopping import EarlyStoppingStrategy
 from ._errors import LearnerError
 from ._interrupter import TrainingInterrupter
 from ._learner import Learner, _Settings
-from ._learning_strategy import DistributedDataParallel, LearningStrategy, MultiDevice, SingleDevice
 from ._logger import FileMetricLogger
 from ._records import as_scheduler
 from ._strategy import CheckpointingStrategy, default_checkpointing_strategy
 from ._tracking import TrackingLogger, hparams_of
 from .metric._base import Metric
 from .renderer._base import MetricsRenderer
+from .strategies import LearningStrategy, MultiDevice, SingleDevice
 
 __all__ = ["LearnerBuilder"]
 
@@ -182,15 +182,16 @@ class LearnerBuilder:
         """How the Learner spreads training over devices and processes (Burn's ``learning_strategy``):
         :class:`SingleDevice` (the default), :class:`MultiDevice` (several devices of this process) or
         :class:`DistributedDataParallel` (one process per device, started by ``torchrun`` or
-        ``python -m ember_train.launch``).
+        ``python -m ember_train.launch``), or your own :class:`LearningStrategy` subclass, whose
+        ``learning_method()`` gives the object the Learner's loop calls (:mod:`ember_train.strategies`).
 
         Raises:
             LearnerError: not a ``LearningStrategy``.
         """
         if not isinstance(strategy, LearningStrategy):
             raise LearnerError(
-                "LearnerBuilder.learning_strategy: expected SingleDevice(...), MultiDevice([...]) or "
-                f"DistributedDataParallel(...), got {type(strategy).__name__}."
+                "LearnerBuilder.learning_strategy: expected SingleDevice(...), MultiDevice([...]), "
+                f"DistributedDataParallel(...) or another LearningStrategy, got {type(strategy).__name__}."
             )
         self._learning_strategy = strategy
         return self
@@ -320,39 +321,18 @@ class LearnerBuilder:
             )
         scheduler = as_scheduler(lr_or_scheduler)
         strategy = self._learning_strategy
-        devices = self._devices
-        if isinstance(strategy, SingleDevice) and strategy.device is not None:
-            devices = [strategy.device]
-        elif isinstance(strategy, MultiDevice):
-            devices = list(strategy.devices)
-        if strategy is None and devices is not None and len(devices) > 1:
-            strategy = MultiDevice(tuple(devices))
-        if isinstance(strategy, MultiDevice):
-            from ._parallel import DeviceReplicas
-
-            DeviceReplicas(list(strategy.devices))  # refuses a backend that cannot run it, now
-        elif devices is not None and len(devices) > 1:
-            raise LearnerError(
-                f"LearnerBuilder.build: {type(strategy).__name__} trains on one device of this process, got "
-                f"{len(devices)} devices."
-            )
-        if devices is not None:
+        named = strategy.training_devices() if strategy is not None else None
+        devices = named if named is not None else self._devices
+        if strategy is None:
+            strategy = MultiDevice(tuple(devices)) if devices is not None and len(devices) > 1 else SingleDevice()
+        if devices is not None and devices:
             device = devices[0]
         else:
             devs = model.devices()
             if not devs:
                 raise LearnerError("LearnerBuilder.build: the model has no tensors; pass .devices([device]).")
             device = devs[0]
-        if isinstance(strategy, DistributedDataParallel):
-            inner = getattr(device, "inner", device).backend
-            if not getattr(inner, "supports_collectives", False):
-                from ember import install_command
-
-                raise LearnerError(
-                    f"LearnerBuilder.build: DistributedDataParallel needs collective ops, and the {inner.name!r} "
-                    "backend has none; use torch (gloo/nccl), numpy with ember-backend-torch installed "
-                    f"(`{install_command('ember-backend-torch')}`), or jax."
-                )
+        strategy.check(devices if devices is not None else [device])  # refuses what it cannot train on, now
         if self._loggers is None:
             loggers = ([FileMetricLogger(self._dir / "train")], [FileMetricLogger(self._dir / "valid")])
         else:

@@ -1,6 +1,7 @@
-"""What the Learner does differently under ``DistributedDataParallel``, in one object per ``fit``.
+"""The process group of a ``DistributedDataParallel`` fit and its collectives, in one object per ``fit``.
 
-:class:`Replicas` joins the process group, makes the parameters equal (broadcast from rank 0), shards the loaders,
+:class:`Replicas` (held by :class:`ember_train.strategies.DistributedDataParallelMethod`, which says when the Learner's
+loop calls it) joins the process group, makes the parameters equal (broadcast from rank 0), shards the loaders,
 averages the gradients (:meth:`Replicas.grads_overlapped` during the backward pass on eager steps whose engine runs
 collectives asynchronously, :meth:`Replicas.reduce_grads` after it otherwise), sums the metrics' host values and
 makes the ranks agree on stopping. Every rank calls each method at the same point of the loop, in the same order
@@ -10,12 +11,11 @@ steps (``DataLoader.shard``).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -23,9 +23,23 @@ from ember import Float, Tensor
 
 from ._app_logger import LOGGER
 from ._errors import LearnerError
-from ._learning_strategy import DistributedDataParallel
 
-__all__ = ["DeviceReplicas", "Replicas", "splits_evenly"]
+__all__ = ["DdpOptions", "Replicas", "splits_evenly"]
+
+
+class DdpOptions(Protocol):
+    """The options :class:`Replicas` reads: those of :class:`~ember_train.DistributedDataParallel`."""
+
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def bucket_bytes(self) -> int: ...
+    @property
+    def backend(self) -> str | None: ...
+    @property
+    def overlap(self) -> bool | None: ...
+    @property
+    def first_bucket_bytes(self) -> int: ...
 
 
 def _lift(t: Tensor, like: Tensor) -> Tensor:
@@ -55,7 +69,7 @@ class Replicas:
             training device's inner backend.
     """
 
-    def __init__(self, strategy: DistributedDataParallel) -> None:
+    def __init__(self, strategy: DdpOptions) -> None:
         self.strategy = strategy
         self.group: Any = None
         self.rank = 0
@@ -75,7 +89,7 @@ class Replicas:
         from ember import distributed as dist
 
         backend = device.inner.backend
-        if not getattr(backend, "supports_collectives", False):
+        if not backend.capabilities.collectives:
             from ember import install_command
 
             raise LearnerError(
@@ -375,110 +389,6 @@ class Replicas:
     def from_main(self, flag: bool) -> bool:
         """Rank 0's ``flag`` on every rank."""
         return self.sum([1.0 if (flag and self.is_main) else 0.0])[0] > 0
-
-
-class DeviceReplicas:
-    """The devices of a ``MultiDevice`` fit, or the processes of a ``DistributedDataParallel`` fit on jax whose step
-    is one program (:meth:`across_processes`): the model and the optimizer state replicated on all of them, each
-    batch split along dim 0 across them, and the compiled step run as one program over the devices (jax: GSPMD
-    partitions it and all-reduces the gradients; ``ember_jax.replicate`` / ``ember_jax.shard_batch``).
-
-    ``MultiDevice``: the loader's batch is the global batch. A batch whose dim 0 is not a multiple of the device
-    count (the last, partial one) is replicated instead of split: every device computes it whole, which gives
-    the same result. Across processes each rank's batch is its block of the global batch (``[n, ...]`` on every
-    rank gives ``[n * world_size, ...]``), and :meth:`local` gives each rank its part of the results back.
-
-    Raises (from the constructor):
-        LearnerError: fewer than two devices, devices of several backends, or a backend that cannot compile one
-            program over several devices (only jax can, for now).
-    """
-
-    def __init__(self, devices: list[Any]) -> None:
-        if len(devices) < 2:
-            raise LearnerError(f"MultiDevice: expected two or more devices, got {len(devices)}.")
-        inner = devices[0].inner.backend
-        if any(d.backend is not devices[0].backend for d in devices):
-            raise LearnerError(f"MultiDevice: the devices must be of one autodiff backend, got {devices!r}.")
-        if inner.name != "jax":
-            raise LearnerError(
-                f"MultiDevice: training on several devices of one process needs a backend that compiles one program "
-                f"over them (jax); the {inner.name!r} backend cannot. Start one process per device with the "
-                "DistributedDataParallel strategy (python -m ember_train.launch --nproc N train.py)."
-            )
-        import ember_jax
-
-        self.devices = list(devices)
-        self._jax = ember_jax
-        #: what ``ember_jax.replicate`` / ``shard_batch`` place over: the devices, or the processes' mesh
-        self._over: Any = self.devices
-        self._n = len(self.devices)
-        self.processes = False
-        self.rows: int | None = None
-
-    @classmethod
-    def across_processes(cls, device: Any) -> DeviceReplicas:
-        """The processes of a ``jax.distributed`` run, one device each (``ember_jax.process_mesh(device)``): the
-        ``DistributedDataParallel`` step on jax compiled as one program over all ranks."""
-        import ember_jax
-
-        self = cls.__new__(cls)
-        self.devices = [device]
-        self._jax = ember_jax
-        self._over = ember_jax.process_mesh(device)
-        self._n = 1  # each rank's batch is its block: always split
-        self.processes = True
-        self.rows = None
-        return self
-
-    def replicate(self, obj: Any) -> Any:
-        """``obj`` (a module, an optimizer, a tensor) with its tensors on every device (across processes: every
-        rank's copy, equal on all ranks)."""
-        return self._jax.replicate(obj, self._over)
-
-    def local(self, obj: Any, rows: int | None = None) -> Any:
-        """``obj`` with this process's part of each array spread over several processes (``ember_jax.to_local``:
-        the value of a replicated one, this rank's rows of a split one, or of a replicated one with the global
-        batch's ``rows`` rows); unchanged within one process."""
-        return self._jax.to_local(obj, rows) if self.processes else obj
-
-    def split(self, t: Tensor) -> Tensor:
-        """``t`` split along dim 0 over the devices (across processes: each rank's ``t`` is its block)."""
-        return self._jax.shard_batch(t, self._over)
-
-    def release_keys(self, device: Any) -> None:
-        """Across processes: the jax backend's PRNG key (replicated over the ranks by the compiled step) back to
-        this process's copy, so that random ops after ``fit`` run on this process alone."""
-        keys = getattr(device.inner.backend, "_keys", None)
-        if self.processes and keys is not None and keys.key is not None:
-            keys.key = self._jax.to_local(keys.key)
-
-    def place_batch(self, batch: Any) -> Any:
-        """``batch`` with each tensor split across the devices along dim 0 (replicated when dim 0 does not
-        divide); dataclasses, tuples, lists and dicts are walked. :attr:`rows` is then the global batch's rows
-        (dim 0 of its first split tensor)."""
-        n = self._n
-        self.rows = None
-
-        def put(t: Any) -> Any:
-            if isinstance(t, Tensor):
-                if t.rank >= 1 and t.shape[0] % n == 0:
-                    out = self._jax.shard_batch(t, self._over)
-                    if self.rows is None:
-                        self.rows = out.shape[0]
-                    return out
-                return self._jax.replicate(t, self._over)
-            if dataclasses.is_dataclass(t) and not isinstance(t, type):
-                return dataclasses.replace(t, **{f.name: put(getattr(t, f.name)) for f in dataclasses.fields(t)
-                                                 if f.init})
-            if isinstance(t, tuple) and hasattr(t, "_fields"):
-                return type(t)(*(put(x) for x in t))
-            if isinstance(t, (tuple, list)):
-                return type(t)(put(x) for x in t)
-            if isinstance(t, dict):
-                return {k: put(v) for k, v in t.items()}
-            return t
-
-        return put(batch)
 
 
 def splits_evenly(loader: Any, world_size: int) -> bool:

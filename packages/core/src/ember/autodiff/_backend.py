@@ -21,13 +21,15 @@ Every primitive of the backend contract is covered, in one of these ways (:data:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._dtype import DType
 from .._errors import BackendError
 from ..backend._base import Backend
+from ..backend._capabilities import BackendCapabilities
 from ..backend._device import Device
+from ..backend._mesh import DeviceMesh
 from . import _rules_math, _rules_reduce, _rules_shape  # noqa: F401  (fill RULES)
 from ._errors import AutodiffError
 from ._gradients import Gradients
@@ -150,6 +152,9 @@ class Autodiff(Backend):
         self.supports_native_autodiff = inner.supports_native_autodiff  # type: ignore[misc]
         self.supports_dlpack = inner.supports_dlpack  # type: ignore[misc]
         self.supports_collectives = inner.supports_collectives  # type: ignore[misc]
+        self.compiles_steps = inner.compiles_steps  # type: ignore[misc]
+        self.spmd_devices = inner.spmd_devices  # type: ignore[misc]
+        self.spmd_processes = inner.spmd_processes  # type: ignore[misc]
         self.float_dtype: DType = inner.float_dtype
         self.int_dtype: DType = inner.int_dtype
         self.options = dict(inner.options)
@@ -252,6 +257,19 @@ class Autodiff(Backend):
         return self.inner_backend.collectives()
 
     # ------------------------------------------------------------------ compilation
+    @property
+    def capabilities(self) -> BackendCapabilities:
+        """The inner backend's :attr:`~ember.backend.Backend.capabilities` (autodiff adds none of its own)."""
+        return self.inner_backend.capabilities
+
+    def device_mesh(self, devices: Sequence[Device]) -> DeviceMesh:
+        """The inner backend's mesh over ``devices`` (autodiff devices stand for their inner devices)."""
+        return self.inner_backend.device_mesh(devices)
+
+    def process_mesh(self, device: Device) -> DeviceMesh:
+        """The inner backend's mesh of the run's processes (an autodiff ``device`` stands for its inner device)."""
+        return self.inner_backend.process_mesh(device)
+
     def compile(self, fn: Any, **options: Any) -> Any:
         """The inner backend's compiled ``fn`` (jax: :func:`ember_jax.jit`, which carries autodiff
         tensors in as inner arrays and re-tracks them inside); eager inner backends return ``fn``."""

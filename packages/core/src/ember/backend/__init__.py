@@ -1,18 +1,22 @@
 """The backend contract, devices and the plugin registry (ARCHITECTURE.md, "The backend contract")."""
 
 from ._base import Backend
+from ._capabilities import BackendCapabilities
 from ._collectives import Collectives, Work
 from ._device import Device
 from ._hookspec import BackendSpec, hookimpl, hookspec
+from ._mesh import DeviceMesh
 from ._registry import BackendInfo, backend, backends, device, register
 
 __all__ = [
     "Backend",
+    "BackendCapabilities",
     "BackendInfo",
     "BackendSpec",
     "Collectives",
     "Work",
     "Device",
+    "DeviceMesh",
     "backend",
     "backends",
     "device",

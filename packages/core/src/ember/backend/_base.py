@@ -38,8 +38,10 @@ import numpy as np
 from .._distribution import Distribution
 from .._dtype import DType
 from .._errors import BackendError, ConfigError, DTypeError
+from ._capabilities import BackendCapabilities
 from ._collectives import CollectiveOps
 from ._device import Device
+from ._mesh import DeviceMesh
 from ._ops_activation import ActivationOps
 from ._ops_activation_grad import ActivationGradOps
 from ._ops_attention import AttentionOps
@@ -90,6 +92,12 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
     supports_dlpack: ClassVar[bool] = False
     #: ``True`` only for ``ember.autodiff.Autodiff``
     is_autodiff: ClassVar[bool] = False
+    #: :meth:`compile` traces a whole step into one program (see :class:`BackendCapabilities`)
+    compiles_steps: ClassVar[bool] = False
+    #: :meth:`device_mesh` gives a mesh of several devices of this process that one compiled program spans
+    spmd_devices: ClassVar[bool] = False
+    #: :meth:`process_mesh` gives a mesh of the processes of a multi-process run that one compiled program spans
+    spmd_processes: ClassVar[bool] = False
 
     bool_dtype = DType.BOOL
 
@@ -185,6 +193,50 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
                 f"{self.name} backend: cannot restore a random-generator state (it saves none: rng_state() returns "
                 f"None), found {type(state).__name__}; implement rng_state/set_rng_state in the backend."
             )
+
+    @property
+    def capabilities(self) -> BackendCapabilities:
+        """What this backend can do (:class:`~ember.backend.BackendCapabilities`): whether :meth:`compile` compiles
+        whole steps, whether one program can span several devices or processes (:meth:`device_mesh`,
+        :meth:`process_mesh`), whether it has collectives, DLPack, its dtypes. Read from the backend's class flags
+        (``compiles_steps``, ``spmd_devices``, ``spmd_processes``, ``supports_collectives`` ...); an ``Autodiff``
+        backend gives its inner backend's. Ask it instead of testing the backend's ``name``.
+
+        >>> import ember
+        >>> ember.backend("numpy").capabilities.compiles_steps
+        False
+        """
+        return BackendCapabilities(
+            compiles_steps=self.compiles_steps, spmd_devices=self.spmd_devices, spmd_processes=self.spmd_processes,
+            collectives=self.supports_collectives, native_autodiff=self.supports_native_autodiff,
+            dlpack=self.supports_dlpack, dtypes=frozenset(self.supported_dtypes))
+
+    def device_mesh(self, devices: Sequence[Device]) -> DeviceMesh:
+        """The :class:`~ember.backend.DeviceMesh` over ``devices`` (two or more devices of this backend in this
+        process) that one compiled step spans: replicate the model on it, shard each batch over it, and the step
+        compiled by :meth:`compile` runs as one program over the devices (SPMD), gradients all-reduced inside.
+
+        Raises:
+            BackendError: the backend cannot (``capabilities.spmd_devices`` is false: the default), or ``devices``
+                are not distinct devices of this backend.
+        """
+        raise BackendError(
+            f"{self.name} backend: one compiled program cannot span several devices here (capabilities.spmd_devices "
+            "is false); train with one process per device (ember.distributed) instead."
+        )
+
+    def process_mesh(self, device: Device) -> DeviceMesh:
+        """The :class:`~ember.backend.DeviceMesh` of a multi-process run (one device per process, ``device``'s
+        local index in each) that one compiled step spans; each process's batch is its block of the global batch.
+
+        Raises:
+            BackendError: the backend cannot (``capabilities.spmd_processes`` is false: the default), or ``device``
+                is not one of this process's devices of this backend.
+        """
+        raise BackendError(
+            f"{self.name} backend: one compiled program cannot span the processes of a run here "
+            "(capabilities.spmd_processes is false); average the gradients with ember.distributed's collectives."
+        )
 
     def compile(self, fn: Any, **options: Any) -> Any:
         """A compiled version of ``fn``, a whole step (forward, backward, optimizer update, or a

@@ -16,6 +16,10 @@ live in are implementation details and may move; the names below stay.
   backend subclasses :class:`Backend` (or a group, to assemble its own mixins) and overrides the required
   primitives and the kernels it has; :func:`required` raises the error of a missing required primitive.
   Registration: a plugin module returns a :class:`BackendSpec` from a :data:`hookimpl` ``ember_backends()``.
+- **Capabilities**: a backend declares what it can do with class flags (``compiles_steps``, ``spmd_devices``,
+  ``spmd_processes``, ``supports_collectives`` ...) that ``Backend.capabilities`` gathers into a
+  :class:`BackendCapabilities`; callers ask that instead of the backend's name. A backend with ``spmd_devices`` /
+  ``spmd_processes`` returns a :class:`DeviceMesh` from ``Backend.device_mesh`` / ``Backend.process_mesh``.
 - **Shape helpers** (the output-size formulas of the module ops, PyTorch's and Burn's, so every backend agrees):
   :func:`conv_out`, :func:`conv_transpose_out`, :func:`pool_out`, :func:`pool_pads`, :func:`avg_divisor`, and the
   float64 numpy matrices :func:`adaptive_matrix` and :func:`interp_matrix` (bicubic coefficient :data:`CUBIC_A`).
@@ -37,9 +41,11 @@ from ..module import _module
 from ..module._tree import rebuild as rebuild_module
 from . import _base, _module_geometry, _ops_optim
 from ._base import Backend
+from ._capabilities import BackendCapabilities
 from ._collectives import CollectiveOps, Collectives, Work
 from ._device import Device
 from ._hookspec import BackendSpec, hookimpl
+from ._mesh import DeviceMesh
 from ._module_geometry import (
     adaptive_matrix,
     avg_divisor,
@@ -85,6 +91,8 @@ __all__ = [
     "Backend", "BackendSpec", "Device", "hookimpl", "required",
     "FloatOps", "IntBoolOps", "NumericOps", "ShapeOps", "ModuleOps", "NormOps", "ActivationOps", "ActivationGradOps",
     "AttentionOps", "RnnOps", "OptimOps", "QuantOps", "Prims", "CollectiveOps", "Collectives", "Work",
+    # what it can do, and the mesh one compiled program spans
+    "BackendCapabilities", "DeviceMesh",
     # shape helpers of the module ops
     "conv_out", "conv_transpose_out", "pool_out", "pool_pads", "avg_divisor", "adaptive_matrix", "interp_matrix",
     "CUBIC_A",

@@ -1,48 +1,16 @@
-"""Learning strategies (Burn's ``LearningStrategy``: ``SingleDevice``, ``MultiDevice``, ``DistributedDataParallel``).
-
-A strategy says where the Learner trains: one device of one process (the default), several devices of one process
-(data-parallel inside one program), or one process per device with gradients averaged over the processes
-(``torch.distributed``, ``jax.distributed``; :mod:`ember.distributed` runs the collectives). Pass one to
-``LearnerBuilder.learning_strategy``; ``LearnerBuilder.devices`` with several devices means :class:`MultiDevice`.
-"""
+"""``DistributedDataParallel``: one process per device, gradients averaged over the processes (the options; the
+behaviour is :class:`~ember_train.strategies._ddp_method.DistributedDataParallelMethod`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ._errors import LearnerError
+from .._errors import LearnerError
+from ._base import LearningStrategy
+from ._ddp_method import DistributedDataParallelMethod
 
-__all__ = ["LearningStrategy", "SingleDevice", "MultiDevice", "DistributedDataParallel"]
-
-
-class LearningStrategy:
-    """Base class of the learning strategies (Burn's ``LearningStrategy`` enum)."""
-
-
-@dataclass(frozen=True)
-class SingleDevice(LearningStrategy):
-    """Train on one device of this process (Burn's ``LearningStrategy::SingleDevice``; the default).
-
-    Args:
-        device: the training device (an autodiff device); ``None`` takes ``LearnerBuilder.devices`` or the
-            model's device.
-    """
-
-    device: Any = None
-
-
-@dataclass(frozen=True)
-class MultiDevice(LearningStrategy):
-    """Data-parallel training on several devices of this process (Burn's ``LearningStrategy::MultiDevice``):
-    each step's batch is split across the devices and the gradients averaged, inside one program where the
-    backend compiles one (jax: the step runs sharded over the devices).
-
-    Args:
-        devices: two or more autodiff devices of one backend.
-    """
-
-    devices: tuple[Any, ...] = ()
+__all__ = ["DistributedDataParallel"]
 
 
 @dataclass(frozen=True)
@@ -75,8 +43,9 @@ class DistributedDataParallel(LearningStrategy):
       ranks: a rank left without items repeats the last one, which is counted again);
     - writes checkpoints, metric logs, the summary, plots, trackers and the dashboard on rank 0 only.
 
-    On jax, with compiled steps (the default), each step is instead ONE compiled program over all ranks: the model
-    and optimizer state replicated over ``ember_jax.process_mesh()``, each rank's batch its block of the global
+    On a backend that compiles one program over the processes (``Backend.capabilities.spmd_processes``: jax), with
+    compiled steps (the default), each step is instead ONE compiled program over all ranks: the model and optimizer
+    state replicated over the backend's ``process_mesh(device)``, each rank's batch its block of the global
     batch, the gradient all-reduce inserted by XLA inside the program (no collective call per step; the ranks' stop
     flags ride in it too). It falls back to the two halves around ``all_reduce_many`` with ``compile(False)``,
     gradient accumulation, or a last partial global batch that does not split evenly over the ranks (the choice is
@@ -117,3 +86,22 @@ class DistributedDataParallel(LearningStrategy):
         if not isinstance(self.first_bucket_bytes, int) or self.first_bucket_bytes < 1:
             raise LearnerError(
                 f"DistributedDataParallel: first_bucket_bytes must be an int >= 1, got {self.first_bucket_bytes!r}.")
+
+    def learning_method(self) -> DistributedDataParallelMethod:
+        return DistributedDataParallelMethod(self)
+
+    def check(self, devices: list[Any]) -> None:
+        """Raises:
+            LearnerError: several devices (this rank trains on one), or a backend without collective ops
+                (``capabilities.collectives``).
+        """
+        super().check(devices)
+        inner = getattr(devices[0], "inner", devices[0]).backend
+        if not inner.capabilities.collectives:
+            from ember import install_command
+
+            raise LearnerError(
+                f"LearnerBuilder.build: DistributedDataParallel needs collective ops, and the {inner.name!r} "
+                "backend has none; use torch (gloo/nccl), numpy with ember-backend-torch installed "
+                f"(`{install_command('ember-backend-torch')}`), or jax."
+            )
