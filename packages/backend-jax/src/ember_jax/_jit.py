@@ -18,6 +18,7 @@ See ``docs/jax.md`` for the user's view (what is static, state write-back, rando
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,7 @@ from ._out import OutWalk, generate, holds_ember
 from ._rebuild import Rebuild, rebuild
 from ._scan import Scan, foreign_error
 from ._sharding import put
-from ._tree import Flat, ForeignTensor, fast_spec, shift_spec
+from ._tree import Flat, ForeignTensor, cell_guards, fast_spec, shift_spec
 from ._tree import _f_dict as _flat_dict
 from ._tree import _f_seq as _flat_seq
 
@@ -171,7 +172,16 @@ class CompiledStep:
         if new:  # cached once the trace worked
             self._cache[key] = entry
         build: Any = entry.build
-        result, self._fast = build(out, fl.objs)
+        if gc.isenabled():
+            # the rebuilt results are hundreds of new objects for a real model: without the pause they trigger
+            # collections of the whole heap (jax's included) that cost more than building them
+            gc.disable()
+            try:
+                result, self._fast = build(out, fl.objs)
+            finally:
+                gc.enable()
+        else:
+            result, self._fast = build(out, fl.objs)
         return result
 
     def _new_entry(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fl: Flat) -> _Entry:
@@ -264,8 +274,9 @@ def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple
             spec = fast_spec(x)
             e = ow.expr(x)
             fe = ow.fast_entry(spec) if spec is not None and e is not None else None
-            if fe is not None and spec is not None:
-                out.append(("module", e, (fe[0], spec[1], fe[1], fe[2])))
+            ge = ow.guard_exprs(cell_guards(spec[2])) if fe is not None and spec is not None else None
+            if fe is not None and spec is not None and ge is not None:
+                out.append(("module", e, (fe[0], spec[1], fe[1], fe[2], ge[0], ge[1])))
     for n, o in rb.optims:
         try:
             spec = fast_spec(o._states)

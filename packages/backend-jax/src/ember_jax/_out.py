@@ -119,6 +119,15 @@ class OutWalk:
             lexprs.append(e)
         return node, exprs, lexprs  # type: ignore[return-value]
 
+    def guard_exprs(self, guards: list[tuple[Any, Any]]) -> tuple[list[str], list[str]] | None:
+        """The expressions of the ``(cell, tensor)`` guards of a fast spec (:func:`~._tree.cell_guards`): the
+        cells and the tensors they must still hold; ``None`` when one was not walked here."""
+        cells = [self.expr(c) for c, _t in guards]
+        tensors = [self.expr(t) for _c, t in guards]
+        if any(e is None for e in cells) or any(e is None for e in tensors):
+            return None
+        return cells, tensors  # type: ignore[return-value]
+
     # ------------------------------------------------------------------ nodes
     def walk(self, x: Any, path: str) -> Any:
         if isinstance(x, Tensor):
@@ -362,7 +371,7 @@ def generate(
     """The function ``build(L, O) -> (result, fast)`` (``L`` the program's outputs, ``O`` the caller's objects
     by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)``,
     ``keys`` ``(KeyState, leaf index)``. ``fast`` lists the results flattened ahead: ``("module", object
-    expression, (structure, position independent, object exprs, leaf exprs))`` or ``("optim", n, (structure,
+    expression, (structure, position independent, object exprs, leaf exprs, cell exprs, cell value exprs))`` or ``("optim", n, (structure,
     object exprs, leaf exprs, position))``, ``position`` being the (objects, leaves) counts the states must
     follow, or None; ``build`` returns them keyed by object id for the next call's flatten (see
     :func:`~._tree.fast_spec`). Returns the function and its source (for debugging)."""
@@ -377,8 +386,9 @@ def generate(
     items = []
     for kind, who, spec in fast:
         if kind == "module":
-            node, free, objs, leaves = spec
-            items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}])")
+            node, free, objs, leaves, cells, values = spec
+            items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}], "
+                         f"({''.join(c + ', ' for c in cells)}), ({''.join(t + ', ' for t in values)}))")
         else:
             node, objs, leaves, pos = spec
             o = f"O[{who}]"

@@ -32,6 +32,7 @@ the step returns unchanged and to write state back.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +47,7 @@ from ember.optim import GradientsParams, Optimizer
 
 __all__ = [
     "Flat", "flatten", "device_info", "ForeignTensor", "Id", "static_key", "kind_of", "fast_spec", "Hashed",
-    "dc_fields", "shift_spec",
+    "dc_fields", "shift_spec", "cell_guards",
 ]
 
 # node tags (first item of every structure tuple)
@@ -180,6 +181,8 @@ def _f_state(fl: Flat, x: RunningState) -> Any:
 
 
 _FIELDS_MISSING = object()
+_is = operator.is_
+_cell_value = operator.attrgetter("_tensor")
 
 
 def _f_module(fl: Flat, m: Any) -> Any:
@@ -192,7 +195,8 @@ def _f_module(fl: Flat, m: Any) -> Any:
     fast = fl.fast
     if fast is not None:
         c = fast.get(k)
-        if c is not None and c[0] is m and (c[2] or (not objs and not fl.leaves)):
+        if (c is not None and c[0] is m and (c[2] or (not objs and not fl.leaves))
+                and (not c[5] or all(map(_is, map(_cell_value, c[5]), c[6])))):
             memo[k] = len(objs)
             objs.extend(c[3])
             fl.leaves.extend(c[4])
@@ -394,16 +398,25 @@ class Hashed(tuple):  # type: ignore[type-arg]
 def fast_spec(x: Any) -> tuple[Any, bool, list[Any], list[Any]] | None:
     """For an object built inside the trace (a module, or an optimizer's ``_states`` dict): ``(structure,
     position independent, objects, leaves)`` as a walk from an empty :class:`Flat` gives them, or ``None`` when
-    the object cannot take the fast path."""
+    the object cannot take the fast path.
+
+    Running-state cells are the one mutable part of a module tree: the objects include each cell followed by
+    the tensor it holds, and the output code turns them into guards (:func:`cell_guards`): the next call takes
+    the module as it is only while every cell still holds the tensor the step wrote into it."""
     fc = Flat()
     if isinstance(x, dict):
         node: Any = tuple([(pid._value, _f_st(fc, st)) for pid, st in x.items()])
     else:
         node = flatten(fc, x)
     tags = _tags(node) if node else set()
-    if RSTATE in tags or ARRAY in tags or STATIC_ID in tags or OPTIM in tags:
+    if ARRAY in tags or STATIC_ID in tags or OPTIM in tags:
         return None
     return Hashed(node), not ({REF, ALIAS} & tags), fc.objs, fc.leaves
+
+
+def cell_guards(objs: list[Any]) -> list[tuple[Any, Any]]:
+    """The ``(cell, tensor it holds)`` pairs among the objects of a :func:`fast_spec` (its running states)."""
+    return [(o, o._tensor) for o in objs if isinstance(o, RunningState)]
 
 
 def shift_spec(spec: tuple[Any, bool, list[Any], list[Any]], mark: tuple[int, int]
