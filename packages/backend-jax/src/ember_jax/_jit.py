@@ -28,13 +28,16 @@ import jax
 from ember import BackendError, Tensor
 from ember.module import Module
 
+from ._array_backend import JaxArrayBackend
+from ._fast import cell_guards, fast_spec, shift_spec
+from ._flat import Flat
+from ._kinds import ForeignTensor
 from ._out import OutWalk, generate, holds_ember
 from ._rebuild import Rebuild, rebuild
 from ._scan import Scan, foreign_error
 from ._sharding import put
-from ._tree import Flat, ForeignTensor, cell_guards, fast_spec, shift_spec
-from ._tree import _f_dict as _flat_dict
-from ._tree import _f_seq as _flat_seq
+from ._tree import flatten_dict as _flat_dict
+from ._tree import flatten_seq as _flat_seq
 
 __all__ = ["jit", "CompiledStep"]
 
@@ -99,7 +102,7 @@ class CompiledStep:
         self.donate_argnums = frozenset(nums)
         self.trace_count = 0
         self._cache: dict[Any, _Entry] = {}
-        self._fast: dict[int, Any] = {}  # the last call's results flattened ahead (see _tree.fast_spec)
+        self._fast: dict[int, Any] = {}  # the last call's results flattened ahead (see _fast.fast_spec)
         self._tls = threading.local()
         functools.update_wrapper(self, fn, updated=())
 
@@ -264,9 +267,9 @@ class CompiledStep:
 
 def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple[str, Any, Any]]:
     """The results the next call can take without walking them: the result's top-level modules and each
-    optimizer's new state (see :func:`~._tree.fast_spec`; a state with back-references, such as the step counter
+    optimizer's new state (see :func:`~._fast.fast_spec`; a state with back-references, such as the step counter
     all parameters share, is taken only at the position where this call walked it, see
-    :func:`~._tree.shift_spec`)."""
+    :func:`~._fast.shift_spec`)."""
     out: list[tuple[str, Any, Any]] = []
     tops = list(result) if isinstance(result, (tuple, list)) else [result]
     for x in tops:
@@ -335,9 +338,7 @@ def _mesh_key_sharding(shardings: tuple[Any, ...]) -> Any:
 
 
 def _is_jax(t: Any) -> bool:
-    from ._backend import JaxBackend
-
-    return isinstance(t.device.inner.backend, JaxBackend)
+    return isinstance(t.device.inner.backend, JaxArrayBackend)
 
 
 def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, donate_argnums: Any = ()) -> Any:
