@@ -388,8 +388,9 @@ def generate(
     for kind, who, spec in fast:
         if kind == "module":
             node, free, objs, leaves, cells, values = spec
+            guard = f"({''.join(f'{c}, ' for c in cells)}), ({''.join(f'{t}, ' for t in values)})"
             items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}], "
-                         f"({''.join(c + ', ' for c in cells)}), ({''.join(t + ', ' for t in values)}))")
+                         f"{guard})")
         else:
             node, objs, leaves, pos = spec
             o = f"O[{who}]"
