@@ -1,26 +1,45 @@
 """Host time of one compiled training step: Ember's ``ember_jax.jit`` against raw ``jax.jit`` (bench/models.py's
-models and steps), split into the time until the call returns (flattening the arguments, dispatching the program,
-rebuilding the results: host work) and the whole step (until the loss is on the host).
+models and steps).
 
-On a GPU the program runs asynchronously, so a step whose call takes longer to return than the program takes to
-run is bound by the host; on a CPU the two overlap less and the split says less.
+Three figures per model, medians over interleaved calls (each call is waited for afterwards, outside the timing,
+so calls never queue behind each other):
 
-    python bench/jit_dispatch.py [MODEL ...]      # default: guide transformer resnet18
+- ``ember overhead``: Ember's own host work per call, the time until ``ember_jax.jit``'s call returns minus the
+  time jax's dispatch of the compiled program took inside that call (the cache entry's ``jax.jit`` function,
+  wrapped by a timer): flattening the arguments, finding the cache entry, rebuilding the results and writing
+  the state back. This is the figure of issue 32's target (Ember <= raw ``jax.jit`` + 50 µs per call): it is
+  the difference between Ember's call and a bare ``jax.jit`` call of the same program with the same arrays.
+- ``ember call`` and ``raw call``: the time until the call returns for Ember and for the raw ``jax.jit`` step of
+  the same model (``_models_jax.py``; a different XLA program, so the two include different dispatch and any
+  work XLA's CPU runtime does in the calling thread).
+- ``step``: until the loss is on the host (the whole step, for scale).
 
-Not a test: nothing asserts on time.
+``--small`` shrinks the inputs (batch 1; ResNet-18 at 32x32 with 10 classes; sequence 16) so the program's run
+hides less of the host time; the host work does not depend on the batch.
+
+    python bench/jit_dispatch.py [--small] [--calls N] [MODEL ...]      # default: resnet18 guide transformer
+
+Not a test: nothing asserts on time. On a loaded machine the absolute times move a lot between runs; the
+overhead figure is a difference inside one call and moves least; the fastest call's overhead shows it without
+the other jobs' interruptions (the median includes them).
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import jax  # noqa: E402
+
+import _models_ember  # noqa: E402
 import ember  # noqa: E402
 import ember_jax  # noqa: E402
 from _models_ember import batch_data, build, inputs, train_step  # noqa: E402
@@ -30,41 +49,88 @@ from ember import Tensor  # noqa: E402
 from ember.autodiff import Autodiff  # noqa: E402
 from ember.optim import AdamConfig  # noqa: E402
 
+SMALL = {
+    "resnet18": _models_ember.Spec(1, {"classes": 10, "size": 32}),
+    "transformer": _models_ember.Spec(1, {"vocab": 1000, "seq": 16, "d_model": 256, "heads": 8, "d_ff": 1024,
+                                          "layers": 2, "classes": 10}),
+    "guide": _models_ember.Spec(1, {"classes": 10, "hidden": 512}),
+    "lstm": _models_ember.Spec(1, {"vocab": 1000, "seq": 16, "d_model": 512, "hidden": 512, "layers": 2}),
+}
 
-def main(models: list[str], steps: int = 30) -> None:
+
+class _Timed:
+    """Wraps a cache entry's ``jax.jit`` function and records how long each dispatch took."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+        self.last = 0.0
+
+    def __call__(self, *leaves: Any) -> Any:
+        t0 = time.perf_counter()
+        out = self.fn(*leaves)
+        self.last = time.perf_counter() - t0
+        return out
+
+
+def _ready(loss: Tensor) -> None:
+    p = loss.primitive
+    jax.block_until_ready(getattr(p, "p", p))
+
+
+def main(models: list[str], calls: int, small: bool) -> None:
     for model in models:
+        if small:
+            _models_ember.SPECS[model] = SMALL[model]
         backend = ember.backend("jax")
         dev = Autodiff(backend).device()
         backend.seed(42)
-        state = {"model": build(model, dev)}
+        net = build(model, dev)
         optim = AdamConfig().init()
-        optim.init_states(state["model"])
+        optim.init_states(net)
         batch = inputs(model, dev)
         lr = Tensor.from_data(np.array([1e-4], np.float32), dev.inner)
         fn = ember_jax.jit(train_step)
         x, y = batch_data(model)
-        raw = jax_step(model, {k: v.detach().numpy().copy() for k, v in torch_build(model).state_dict().items()}, x, y)
+        state_dict = {k: v.detach().numpy().copy() for k, v in torch_build(model).state_dict().items()}
+        raw = jax_step(model, state_dict, x, y)
         for _ in range(3):
-            state["model"], loss = fn(state["model"], optim, batch, lr)
-            float(loss.into_scalar())
-            float(raw())
-        times: dict[str, list[float]] = {"ember call": [], "ember step": [], "raw call": [], "raw step": []}
-        for _ in range(steps):
+            net, loss = fn(net, optim, batch, lr)
+            _ready(loss)
+            jax.block_until_ready(raw())
+        if fn.trace_count != 1 or fn.cache_size != 1:
+            print(f"{model}: unexpected retrace (traces {fn.trace_count}, structures {fn.cache_size})")
+        timed = [_Timed(e.jitted) for e in fn._cache.values()]
+        for e, t in zip(fn._cache.values(), timed):
+            e.jitted = t
+        times: dict[str, list[float]] = {"overhead": [], "ember call": [], "ember step": [], "raw call": [],
+                                         "raw step": []}
+        for _ in range(calls):
             t0 = time.perf_counter()
-            state["model"], loss = fn(state["model"], optim, batch, lr)
+            net, loss = fn(net, optim, batch, lr)
             t1 = time.perf_counter()
-            float(loss.into_scalar())
+            _ready(loss)
             t2 = time.perf_counter()
             out = raw()
             t3 = time.perf_counter()
-            float(out)
+            jax.block_until_ready(out)
             t4 = time.perf_counter()
-            for k, v in zip(times, (t1 - t0, t2 - t0, t3 - t2, t4 - t2)):
+            times["overhead"].append(t1 - t0 - timed[0].last)
+            for k, v in zip(("ember call", "ember step", "raw call", "raw step"), (t1 - t0, t2 - t0, t3 - t2, t4 - t2)):
                 times[k].append(v)
-        ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-        print(f"{model}: ember call returns {ms['ember call']:.3f} ms, step {ms['ember step']:.3f} ms | raw jax.jit "
-              f"call returns {ms['raw call']:.3f} ms, step {ms['raw step']:.3f} ms")
+        us = {k: statistics.median(v) * 1e6 for k, v in times.items()}
+        n_leaves = len(jax.tree_util.tree_leaves(net)) + len(jax.tree_util.tree_leaves(optim))
+        best = min(times["overhead"]) * 1e6
+        print(f"{model}{' (small)' if small else ''}, {n_leaves} arrays in the model and optimizer: ember overhead "
+              f"{us['overhead']:.0f} µs per call (fastest call {best:.0f} µs) | call returns: ember "
+              f"{us['ember call']:.0f} µs, raw jax.jit "
+              f"{us['raw call']:.0f} µs | step: ember {us['ember step'] / 1e3:.1f} ms, raw "
+              f"{us['raw step'] / 1e3:.1f} ms", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["guide", "transformer", "resnet18"])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", default=["resnet18", "guide", "transformer"])
+    ap.add_argument("--calls", type=int, default=30)
+    ap.add_argument("--small", action="store_true", help="batch 1 and small inputs")
+    a = ap.parse_args()
+    main(a.models, a.calls, a.small)

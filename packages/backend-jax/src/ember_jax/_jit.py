@@ -18,6 +18,7 @@ See ``docs/jax.md`` for the user's view (what is static, state write-back, rando
 from __future__ import annotations
 
 import functools
+import gc
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -27,13 +28,16 @@ import jax
 from ember import BackendError, Tensor
 from ember.module import Module
 
+from ._array_backend import JaxArrayBackend
+from ._fast import cell_guards, fast_spec, shift_spec
+from ._flat import Flat
+from ._kinds import ForeignTensor
 from ._out import OutWalk, generate, holds_ember
 from ._rebuild import Rebuild, rebuild
 from ._scan import Scan, foreign_error
 from ._sharding import put
-from ._tree import Flat, ForeignTensor, fast_spec, shift_spec
-from ._tree import _f_dict as _flat_dict
-from ._tree import _f_seq as _flat_seq
+from ._tree import flatten_dict as _flat_dict
+from ._tree import flatten_seq as _flat_seq
 
 __all__ = ["jit", "CompiledStep"]
 
@@ -98,7 +102,7 @@ class CompiledStep:
         self.donate_argnums = frozenset(nums)
         self.trace_count = 0
         self._cache: dict[Any, _Entry] = {}
-        self._fast: dict[int, Any] = {}  # the last call's results flattened ahead (see _tree.fast_spec)
+        self._fast: dict[int, Any] = {}  # the last call's results flattened ahead (see _fast.fast_spec)
         self._tls = threading.local()
         functools.update_wrapper(self, fn, updated=())
 
@@ -171,7 +175,16 @@ class CompiledStep:
         if new:  # cached once the trace worked
             self._cache[key] = entry
         build: Any = entry.build
-        result, self._fast = build(out, fl.objs)
+        if gc.isenabled():
+            # the rebuilt results are hundreds of new objects for a real model: without the pause they trigger
+            # collections of the whole heap (jax's included) that cost more than building them
+            gc.disable()
+            try:
+                result, self._fast = build(out, fl.objs)
+            finally:
+                gc.enable()
+        else:
+            result, self._fast = build(out, fl.objs)
         return result
 
     def _new_entry(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fl: Flat) -> _Entry:
@@ -254,9 +267,9 @@ class CompiledStep:
 
 def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple[str, Any, Any]]:
     """The results the next call can take without walking them: the result's top-level modules and each
-    optimizer's new state (see :func:`~._tree.fast_spec`; a state with back-references, such as the step counter
+    optimizer's new state (see :func:`~._fast.fast_spec`; a state with back-references, such as the step counter
     all parameters share, is taken only at the position where this call walked it, see
-    :func:`~._tree.shift_spec`)."""
+    :func:`~._fast.shift_spec`)."""
     out: list[tuple[str, Any, Any]] = []
     tops = list(result) if isinstance(result, (tuple, list)) else [result]
     for x in tops:
@@ -264,8 +277,9 @@ def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple
             spec = fast_spec(x)
             e = ow.expr(x)
             fe = ow.fast_entry(spec) if spec is not None and e is not None else None
-            if fe is not None and spec is not None:
-                out.append(("module", e, (fe[0], spec[1], fe[1], fe[2])))
+            ge = ow.guard_exprs(cell_guards(spec[2])) if fe is not None and spec is not None else None
+            if fe is not None and spec is not None and ge is not None:
+                out.append(("module", e, (fe[0], spec[1], fe[1], fe[2], ge[0], ge[1])))
     for n, o in rb.optims:
         try:
             spec = fast_spec(o._states)
@@ -324,9 +338,7 @@ def _mesh_key_sharding(shardings: tuple[Any, ...]) -> Any:
 
 
 def _is_jax(t: Any) -> bool:
-    from ._backend import JaxBackend
-
-    return isinstance(t.device.inner.backend, JaxBackend)
+    return isinstance(t.device.inner.backend, JaxArrayBackend)
 
 
 def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, donate_argnums: Any = ()) -> Any:

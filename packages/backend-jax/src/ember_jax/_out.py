@@ -28,9 +28,9 @@ from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
 from ._kernel import is_tracer
+from ._kinds import ForeignTensor, device_info
 from ._rebuild import Rebuild
 from ._states import number_tensor
-from ._tree import ForeignTensor, device_info
 
 __all__ = ["OutWalk", "generate"]
 
@@ -96,7 +96,7 @@ class OutWalk:
         return None if k is None else f"s{k}"
 
     def fast_entry(self, spec: tuple[Any, bool, list[Any], list[Any]]) -> tuple[str, list[str], list[str]] | None:
-        """``(structure, object expressions, leaf expressions)`` of a :func:`~._tree.fast_spec`, or ``None`` when an
+        """``(structure, object expressions, leaf expressions)`` of a :func:`~._fast.fast_spec`, or ``None`` when an
         object of it was not walked here."""
         node, _free, objs, leaves = spec
         exprs = [self.expr(o) for o in objs]
@@ -118,6 +118,15 @@ class OutWalk:
                 return None
             lexprs.append(e)
         return node, exprs, lexprs  # type: ignore[return-value]
+
+    def guard_exprs(self, guards: list[tuple[Any, Any]]) -> tuple[list[str], list[str]] | None:
+        """The expressions of the ``(cell, tensor)`` guards of a fast spec (:func:`~._fast.cell_guards`): the
+        cells and the tensors they must still hold; ``None`` when one was not walked here."""
+        cells = [self.expr(c) for c, _t in guards]
+        tensors = [self.expr(t) for _c, t in guards]
+        if any(e is None for e in cells) or any(e is None for e in tensors):
+            return None
+        return cells, tensors  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ nodes
     def walk(self, x: Any, path: str) -> Any:
@@ -364,10 +373,11 @@ def generate(
     """The function ``build(L, O) -> (result, fast)`` (``L`` the program's outputs, ``O`` the caller's objects
     by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)``,
     ``keys`` ``(KeyState, leaf index)``. ``fast`` lists the results flattened ahead: ``("module", object
-    expression, (structure, position independent, object exprs, leaf exprs))`` or ``("optim", n, (structure,
+    expression, (structure, position independent, object exprs, leaf exprs, cell exprs, cell value exprs))``
+    or ``("optim", n, (structure,
     object exprs, leaf exprs, position))``, ``position`` being the (objects, leaves) counts the states must
     follow, or None; ``build`` returns them keyed by object id for the next call's flatten (see
-    :func:`~._tree.fast_spec`). Returns the function and its source (for debugging)."""
+    :func:`~._fast.fast_spec`). Returns the function and its source (for debugging)."""
     g = _Gen()
     for n, tn in cells:
         g.emit(f"_RSt(O[{n}], {g.node(tn)})")
@@ -379,8 +389,10 @@ def generate(
     items = []
     for kind, who, spec in fast:
         if kind == "module":
-            node, free, objs, leaves = spec
-            items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}])")
+            node, free, objs, leaves, cells, values = spec
+            guard = f"({''.join(f'{c}, ' for c in cells)}), ({''.join(f'{t}, ' for t in values)})"
+            items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}], "
+                         f"{guard})")
         else:
             node, objs, leaves, pos = spec
             o = f"O[{who}]"

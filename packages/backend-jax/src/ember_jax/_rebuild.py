@@ -15,10 +15,12 @@ from typing import Any
 
 from ember import Float, Tensor
 from ember.backend.contract import AutodiffPrimitive as AP
+from ember.backend.contract import rebuild_module
 from ember.module import Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
-from ._tree import Flat, dc_fields, kind_of
+from ._flat import Flat
+from ._kinds import dc_fields, kind_of
 
 __all__ = ["Rebuild", "rebuild"]
 
@@ -95,8 +97,6 @@ def _b_state(rb: Rebuild, x: RunningState) -> Any:
 
 
 def _b_module(rb: Rebuild, m: Any) -> Any:
-    from ember.backend.contract import rebuild_module
-
     n, done = _seen(rb, m)
     if done is not None:
         return done

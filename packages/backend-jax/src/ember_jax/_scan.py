@@ -11,7 +11,7 @@ from ember.backend import Device
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
-from ._tree import (
+from ._kinds import (
     ALIAS,
     ARRAY,
     DCLASS,

@@ -35,6 +35,8 @@ from ember import BackendError, Device, ShapeError, Tensor
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
+from ._array_backend import JaxArrayBackend
+
 __all__ = ["mesh", "process_mesh", "replicate", "shard_batch", "to_local", "put", "BATCH_AXIS"]
 
 _new = object.__new__
@@ -52,11 +54,9 @@ def mesh(devices: Sequence[Device]) -> Mesh:
     Raises:
         BackendError: an empty list, a device twice, or a device of another backend than jax.
     """
-    from ._backend import JaxBackend
-
     handles = []
     for d in devices:
-        if not isinstance(d, Device) or not isinstance(d.inner.backend, JaxBackend):
+        if not isinstance(d, Device) or not isinstance(d.inner.backend, JaxArrayBackend):
             raise BackendError(f"ember_jax: expected jax devices (ember.backend('jax').devices()), got {d!r}.")
         handles.append(d.inner.handle)
     if not handles or len(set(handles)) != len(handles):

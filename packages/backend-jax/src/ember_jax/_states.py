@@ -7,11 +7,13 @@ from typing import Any
 import jax
 import numpy as np
 
+import ember
 from ember import Bool, Float, Int, Tensor, TensorData
 from ember.backend import Device
 from ember.optim import Optimizer
 
-from ._tree import Flat
+from ._flat import Flat
+from ._sharding import _place, put
 
 __all__ = ["normalize_states", "number_tensor"]
 
@@ -37,8 +39,6 @@ def normalize_states(o: Optimizer, fl: Flat) -> None:
     if changed is not None:
         spread = _spread(fl, states)
         if spread is not None:
-            from ._sharding import _place, put
-
             placed = _place(list(changed.values()),  # a list: jax sorts dict keys, and ParamIds do not order
                             lambda a: a if len(a.sharding.device_set) > 1 else put(a, spread))
             changed = dict(zip(changed, placed))
@@ -86,8 +86,6 @@ def _default_device(fl: Flat) -> Device:
     for t in fl.objs:
         if isinstance(t, Tensor):
             return t.device.inner
-    import ember
-
     return ember.backend("jax").device()
 
 

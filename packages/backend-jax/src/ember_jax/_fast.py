@@ -1,0 +1,136 @@
+"""Results flattened ahead: the fast path of the next call's flatten.
+
+The step's results are usually its next call's arguments (``model, item = step(model, optim, ...)``, the
+optimizer's new state). Their structure is known when the step is traced, so the generated output code also
+records, per call, the objects and arrays of each result module and of each optimizer's new state in flatten
+order; the next call's flatten then checks identity and takes them as they are instead of walking them.
+Running-state cells are guarded (:func:`cell_guards`); raw arrays and identity-keyed static values are not
+taken ahead (those modules are always walked).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.module import RunningState
+
+from ._flat import Flat
+from ._kinds import (
+    ALIAS,
+    ARRAY,
+    DCLASS,
+    DICT,
+    GRADS,
+    MODULE,
+    NONE,
+    OPTIM,
+    PARAM,
+    REF,
+    RSTATE,
+    SEQ,
+    STATIC,
+    STATIC_ID,
+    TENSOR,
+)
+from ._tree import flatten, flatten_state
+
+__all__ = ["Hashed", "fast_spec", "cell_guards", "shift_spec"]
+
+
+class Hashed(tuple):  # type: ignore[type-arg]
+    """A structure whose hash is computed once: the structures of results flattened ahead come back at every
+    call as the same object, so the cache key's hash and equality cost nothing for them (equality finds the
+    same object first)."""
+
+    _h: int
+
+    def __new__(cls, node: tuple[Any, ...]) -> Hashed:
+        self = super().__new__(cls, node)
+        self._h = tuple.__hash__(self)
+        return self
+
+    def __hash__(self) -> int:
+        return self._h
+
+
+def fast_spec(x: Any) -> tuple[Any, bool, list[Any], list[Any]] | None:
+    """For an object built inside the trace (a module, or an optimizer's ``_states`` dict): ``(structure,
+    position independent, objects, leaves)`` as a walk from an empty :class:`Flat` gives them, or ``None`` when
+    the object cannot take the fast path.
+
+    Running-state cells are the one mutable part of a module tree: the objects include each cell followed by
+    the tensor it holds, and the output code turns them into guards (:func:`cell_guards`): the next call takes
+    the module as it is only while every cell still holds the tensor the step wrote into it."""
+    fc = Flat()
+    if isinstance(x, dict):
+        node: Any = tuple([(pid._value, flatten_state(fc, st)) for pid, st in x.items()])
+    else:
+        node = flatten(fc, x)
+    tags = _tags(node) if node else set()
+    if ARRAY in tags or STATIC_ID in tags or OPTIM in tags:
+        return None
+    return Hashed(node), not ({REF, ALIAS} & tags), fc.objs, fc.leaves
+
+
+def cell_guards(objs: list[Any]) -> list[tuple[Any, Any]]:
+    """The ``(cell, tensor it holds)`` pairs among the objects of a :func:`fast_spec` (its running states)."""
+    return [(o, o._tensor) for o in objs if isinstance(o, RunningState)]
+
+
+def shift_spec(spec: tuple[Any, bool, list[Any], list[Any]], mark: tuple[int, int]
+               ) -> tuple[Any, bool, list[Any], list[Any]] | None:
+    """An optimizer-state :func:`fast_spec` whose back-references (the step counter shared by every parameter's
+    state) are numbered from ``mark`` = (objects, leaves) walked before the states, as the walk of a call
+    numbers them when the states come at that position; ``None`` for states holding other nodes."""
+    try:
+        node = tuple([(pid, _shift(c, *mark)) for pid, c in spec[0]])
+    except _Unshiftable:
+        return None
+    return Hashed(node), spec[1], spec[2], spec[3]
+
+
+class _Unshiftable(Exception):
+    pass
+
+
+def _shift(node: Any, dobj: int, dleaf: int) -> Any:
+    tag = node[0]
+    if tag == REF:
+        return (REF, node[1] + dobj)
+    if tag == ALIAS:
+        return node[:4] + (node[4] + dleaf,)
+    if tag == DICT:
+        return (DICT, node[1], node[2], tuple([_shift(c, dobj, dleaf) for c in node[3]]))
+    if tag == SEQ:
+        return (SEQ, node[1], tuple([_shift(c, dobj, dleaf) for c in node[2]]))
+    if tag == TENSOR or tag == NONE or tag == STATIC:
+        return node
+    raise _Unshiftable
+
+
+def _tags(node: Any, out: set[int] | None = None) -> set[int]:
+    """The tags of every node under ``node`` (a structure, or the ``(pid, state)`` pairs of optimizer states)."""
+    out = set() if out is None else out
+    tag = node[0]
+    if isinstance(tag, tuple):  # optimizer states: ((pid, node), ...)
+        for _pid, c in node:
+            _tags(c, out)
+        return out
+    out.add(tag)
+    if tag == PARAM:
+        _tags(node[3], out)
+    elif tag == RSTATE:
+        _tags(node[2], out)
+    elif tag in (MODULE, SEQ, DCLASS):
+        for c in node[2]:
+            _tags(c, out)
+    elif tag == DICT:
+        for c in node[3]:
+            _tags(c, out)
+    elif tag == GRADS:
+        for _pid, c in node[1]:
+            _tags(c, out)
+    elif tag == OPTIM:
+        for _pid, c in node[3]:
+            _tags(c, out)
+    return out
