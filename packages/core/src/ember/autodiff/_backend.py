@@ -53,6 +53,8 @@ DELEGATED: frozenset[str] = frozenset({
     "int_div", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not",
     "bool_into_int", "float_into_int", "to_numpy", "dtype", "device_handle", "index_bounds",
+    # quantization: Int results (ember.quantization calls them on the inner backend)
+    "quantize", "int_matmul",
 })
 """Primitives whose result is not Float, or which read data: Autodiff unwraps the arguments and calls the inner op."""
 #: creation ops: the inner result, wrapped untracked when it is Float
@@ -71,6 +73,8 @@ COMPOSITE: frozenset[str] = frozenset({
     # the activations' backward primitives, which the rules call on the inner backend
     "relu_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "softmax_backward",
     "log_softmax_backward",
+    # ember.quantization dequantizes on the inner backend; under Autodiff the default (cast, sub, mul) works too
+    "dequantize",
 }) | MODULE_COMPOSITE | NORM_COMPOSITE | RNN_COMPOSITE | ATTENTION_COMPOSITE
 """Contract defaults kept as they are: compositions of primitives that have rules."""
 

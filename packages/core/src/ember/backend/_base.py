@@ -23,7 +23,8 @@ follow Burn: core (this file: data, creation, casts), :mod:`._ops_numeric`,
 :mod:`._ops_shape`, :mod:`._ops_float`, :mod:`._ops_intbool`, :mod:`._ops_activation`,
 :mod:`._ops_module`, :mod:`._ops_activation_grad` (activation gradients), :mod:`._ops_norm`
 (normalization), :mod:`._ops_rnn` (a whole LSTM layer), :mod:`._ops_optim` (fused optimizer updates, which
-may update the optimizer's state buffers in place), :mod:`._collectives` (the collective engine behind
+may update the optimizer's state buffers in place), :mod:`._ops_quant` (quantize, dequantize, int8 matmul),
+:mod:`._collectives` (the collective engine behind
 :mod:`ember.distributed`).
 """
 
@@ -48,6 +49,7 @@ from ._ops_module import ModuleOps
 from ._ops_norm import NormOps
 from ._ops_numeric import NumericOps
 from ._ops_optim import OptimOps
+from ._ops_quant import QuantOps
 from ._ops_rnn import RnnOps
 from ._ops_shape import ShapeOps
 
@@ -62,7 +64,7 @@ def required(name: str) -> Any:
 
 
 class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleOps, OptimOps,
-              NormOps, RnnOps, AttentionOps, ActivationGradOps, CollectiveOps):
+              NormOps, RnnOps, AttentionOps, ActivationGradOps, QuantOps, CollectiveOps):
     """Base class of every backend.
 
     Subclasses set ``name`` and the capability flags, implement the required primitives and

@@ -10,7 +10,8 @@ live in are implementation details and may move; the names below stay.
 - **The backend and its op groups**: :class:`Backend` mixes in the groups after Burn's ``FloatTensorOps``,
   ``IntTensorOps``, ``ModuleOps`` ...: :class:`FloatOps`, :class:`IntBoolOps`, :class:`NumericOps`,
   :class:`ShapeOps`, :class:`ModuleOps`, :class:`NormOps`, :class:`ActivationOps`, :class:`ActivationGradOps`,
-  :class:`AttentionOps`, :class:`RnnOps`, :class:`OptimOps` (its lists of primitives are :data:`Prims`) and
+  :class:`AttentionOps`, :class:`RnnOps`, :class:`OptimOps` (its lists of primitives are :data:`Prims`),
+  :class:`QuantOps` (quantize, dequantize, int8 matmul) and
   :class:`CollectiveOps` (:class:`Collectives` over a process group, :class:`Work` for asynchronous ones). A
   backend subclasses :class:`Backend` (or a group, to assemble its own mixins) and overrides the required
   primitives and the kernels it has; :func:`required` raises the error of a missing required primitive.
@@ -57,6 +58,7 @@ from ._ops_module import ModuleOps
 from ._ops_norm import NormOps
 from ._ops_numeric import NumericOps
 from ._ops_optim import OptimOps
+from ._ops_quant import QuantOps
 from ._ops_rnn import RnnOps
 from ._ops_shape import ShapeOps
 
@@ -82,7 +84,7 @@ __all__ = [
     # the backend, its registration and its op groups
     "Backend", "BackendSpec", "Device", "hookimpl", "required",
     "FloatOps", "IntBoolOps", "NumericOps", "ShapeOps", "ModuleOps", "NormOps", "ActivationOps", "ActivationGradOps",
-    "AttentionOps", "RnnOps", "OptimOps", "Prims", "CollectiveOps", "Collectives", "Work",
+    "AttentionOps", "RnnOps", "OptimOps", "QuantOps", "Prims", "CollectiveOps", "Collectives", "Work",
     # shape helpers of the module ops
     "conv_out", "conv_transpose_out", "pool_out", "pool_pads", "avg_divisor", "adaptive_matrix", "interp_matrix",
     "CUBIC_A",

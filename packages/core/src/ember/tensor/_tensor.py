@@ -28,13 +28,15 @@ from ._creation import CreationOps
 from ._float import FloatTensorOps
 from ._intbool import IntBoolTensorOps
 from ._numeric import NumericTensorOps
+from ._quantize import QuantizeTensorOps
 
 __all__ = ["Tensor"]
 
 _KIND_NAMES = {"float": Float, "int": Int, "bool": Bool}
 
 
-class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTensorOps, AutodiffTensorOps):
+class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTensorOps, AutodiffTensorOps,
+             QuantizeTensorOps):
     """A tensor of kind Float, Int or Bool on a device, with a run-time rank.
 
     Construct with the class methods (``Tensor.from_data``, ``Tensor.zeros``, ``Tensor.random``

@@ -1,0 +1,47 @@
+"""Quantization (Burn's ``burn_tensor::quantization``; PyTorch's ``torch.ao.quantization`` core): quantized tensors,
+their schemes and parameters, the int8 kernels and fake quantization.
+
+>>> import ember
+>>> from ember.quantization import QuantScheme, QuantValue, QuantLevel
+>>> dev = ember.device("numpy")
+>>> x = ember.Tensor.from_floats([[0.5, -1.0], [0.25, 2.0]], dev)
+>>> q = x.quantize_dynamic(QuantScheme(QuantValue.Q8S, QuantLevel.tensor()))
+>>> q.values.tolist(), q.qparams.scale.tolist()   # scale = max|x| / 127
+([[32, -64], [16, 127]], [0.015748031437397003])
+
+See ``docs/reference/quantization.md`` for the formulas, the kernels per backend and the record layout; the
+module-level workflow (``Quantizer``, calibration, QAT) builds on this package.
+"""
+
+from __future__ import annotations
+
+from ._errors import QuantizationError
+from ._fake import fake_quantize
+from ._matmul import int_path_applies, quantized_linear, quantized_matmul
+from ._pack import pack_int4, unpack_int4
+from ._qtensor import QuantizedTensor
+from ._quantize import dequantize, quantize, quantize_dynamic
+from ._range import compute_qparams, compute_range, scale_eps
+from ._scheme import QParams, QuantLevel, QuantParam, QuantScheme, QuantValue
+
+__all__ = [
+    "QuantValue",
+    "QuantLevel",
+    "QuantParam",
+    "QuantScheme",
+    "QParams",
+    "QuantizedTensor",
+    "QuantizationError",
+    "compute_range",
+    "compute_qparams",
+    "scale_eps",
+    "quantize",
+    "quantize_dynamic",
+    "dequantize",
+    "quantized_matmul",
+    "quantized_linear",
+    "int_path_applies",
+    "fake_quantize",
+    "pack_int4",
+    "unpack_int4",
+]

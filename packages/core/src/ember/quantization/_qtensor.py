@@ -1,0 +1,251 @@
+"""``QuantizedTensor``: integer values plus scales (Burn's quantized float tensor, ``TensorPrimitive::QFloat``)."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from .._kind import Float, Kind
+from ..backend._device import Device
+from ..tensor import Tensor
+from ._errors import QuantizationError
+from ._scheme import QParams, QuantScheme
+
+__all__ = ["QuantizedTensor"]
+
+
+class QuantizedTensor:
+    """A float tensor stored as integers and scales: what :meth:`Tensor.quantize` returns.
+
+    It knows its :attr:`shape`, :attr:`device`, :attr:`scheme` and :attr:`qparams`, moves between devices and
+    backends (:meth:`to_device`), prints, saves in records (as it is: integers and scales), and takes part in
+    :func:`~ember.quantization.quantized_matmul` / :func:`~ember.quantization.quantized_linear`. Every other
+    tensor op raises :class:`QuantizationError`: call :meth:`dequantize` first (never silently wrong numbers).
+
+    Attributes:
+        values: the integer storage, an Int tensor on :attr:`device`: int8 of :attr:`shape` for 8-bit value types;
+            for the int4 types a 1-D uint8 tensor of ``ceil(numel / 2)`` bytes, two values per byte, the first in the
+            low nibble (ONNX's int4 layout), row-major.
+        scheme: the :class:`QuantScheme`.
+        qparams: the :class:`QParams` (scales in the scheme's scale type; int8 zero points for affine types).
+    """
+
+    __slots__ = ("values", "scheme", "qparams", "_shape", "__weakref__")
+
+    values: Tensor
+    scheme: QuantScheme
+    qparams: QParams
+    _shape: tuple[int, ...]
+
+    def __init__(self, values: Tensor, shape: tuple[int, ...], scheme: QuantScheme, qparams: QParams) -> None:
+        """Assemble a quantized tensor from its parts (checked; :meth:`Tensor.quantize` is the usual way).
+
+        Raises:
+            QuantizationError: parts of the wrong type, dtype, shape or device.
+        """
+        from ._validate import check_parts
+
+        check_parts(values, tuple(shape), scheme, qparams)
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "scheme", scheme)
+        object.__setattr__(self, "qparams", qparams)
+        object.__setattr__(self, "_shape", tuple(int(s) for s in shape))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"QuantizedTensor is immutable (tried to set {name!r}).")
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the float tensor it stands for."""
+        return self._shape
+
+    def dims(self) -> list[int]:
+        return list(self._shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self._shape)
+
+    ndim = rank
+
+    @property
+    def device(self) -> Device:
+        return self.values.device
+
+    @property
+    def backend(self) -> Any:
+        return self.values.device.backend
+
+    @property
+    def kind(self) -> Kind:
+        """``Float``: a quantized tensor stands for float values."""
+        return Float
+
+    @property
+    def dtype(self) -> Any:
+        """The storage element type (``DType.INT8``, or ``DType.UINT8`` for packed int4)."""
+        return self.values.dtype
+
+    def num_elements(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    def storage_bytes(self) -> int:
+        """Bytes of values, scales and zero points (what a record stores, envelopes aside)."""
+        total = self.values.num_elements() * self.values.dtype.itemsize
+        for t in (self.qparams.scale, self.qparams.zero_point):
+            if t is not None:
+                total += t.num_elements() * t.dtype.itemsize
+        return total
+
+    # ------------------------------------------------------------------ values
+    def dequantize(self) -> Tensor:
+        """The float tensor: ``(q - zero_point) * scale`` (ONNX ``DequantizeLinear``), of the backend's float type
+        on :attr:`device` (untracked under ``Autodiff``)."""
+        from ._quantize import dequantize
+
+        return dequantize(self)
+
+    def int_values(self) -> Tensor:
+        """The integers as an int8 Int tensor of :attr:`shape` (int4 values unpacked)."""
+        from ._pack import unpack_int4
+
+        if self.scheme.value.packed:
+            return unpack_int4(self.values, self._shape)
+        return self.values
+
+    # ------------------------------------------------------------------ movement
+    def _map(self, fn: Any) -> QuantizedTensor:
+        qp = self.qparams
+        zp = None if qp.zero_point is None else fn(qp.zero_point)
+        return QuantizedTensor(fn(self.values), self._shape, self.scheme, QParams(fn(qp.scale), zp))
+
+    def to_device(self, device: Device) -> QuantizedTensor:
+        """The same integers and scales on ``device`` (any backend; ``Tensor.to_device`` moves each part).
+
+        Raises:
+            QuantizationError: the destination backend cannot hold the scale type (bfloat16 on numpy).
+        """
+        if device is self.device:
+            return self
+        dt = self.qparams.scale.dtype
+        if dt not in device.backend.supported_dtypes:
+            raise QuantizationError(
+                f"to_device: the scales are {dt}, which the {device.backend.name} backend cannot hold; requantize "
+                "with QuantParam.F32 or F16 first."
+            )
+
+        def move(t: Tensor) -> Tensor:
+            out = t.to_device(device)
+            return out if out.dtype is t.dtype else out.cast(t.dtype)
+
+        return self._map(move)
+
+    to = to_device
+
+    def detach(self) -> QuantizedTensor:
+        """Itself: a quantized tensor has no graph."""
+        return self
+
+    def inner(self) -> QuantizedTensor:
+        """The same tensor on the inner device of an autodiff device (itself elsewhere)."""
+        dev = self.device
+        if dev.inner is dev:
+            return self
+        return self._map(lambda t: t.inner())
+
+    def from_inner_on(self, device: Device) -> QuantizedTensor:
+        """The same tensor on the autodiff ``device`` that wraps its device."""
+        if device is self.device:
+            return self
+        return self._map(lambda t: Tensor.from_inner(t, device))
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        qp = self.qparams
+        scale = qp.scale
+        zp = "none" if qp.zero_point is None else f"{list(qp.zero_point.shape)} {qp.zero_point.dtype}"
+        try:
+            import numpy as np
+
+            vals = np.array2string(self.int_values().to_numpy(), separator=", ", threshold=100, edgeitems=2)
+        except Exception as exc:  # pragma: no cover - defensive
+            vals = f"<unavailable: {exc}>"
+        return (
+            "QuantizedTensor {\n"
+            f"  values:\n{vals},\n"
+            f"  shape:  {list(self._shape)},\n"
+            f"  device:  {self.device.name},\n"
+            f"  backend:  {self.backend.name!r},\n"
+            f"  scheme:  {self.scheme.value.name} {self.scheme.level!r} scale {self.scheme.param.value},\n"
+            f"  storage:  {self.values.dtype} {list(self.values.shape)},\n"
+            f"  scale:  {list(scale.shape)} {scale.dtype},\n"
+            f"  zero_point:  {zp},\n"
+            "}"
+        )
+
+    __str__ = __repr__
+
+    # ------------------------------------------------------------------ everything else: explicit errors
+    def _unsupported(self, op: str) -> NoReturn:
+        raise QuantizationError(
+            f"{op}: a QuantizedTensor ({self.scheme.value.name}, shape {list(self._shape)}) does not run this op "
+            "natively. Call .dequantize() first to get the float tensor, or use ember.quantization.quantized_matmul "
+            "/ quantized_linear for the int8 kernels."
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in QuantizedTensor.__slots__:
+            raise AttributeError(name)
+        if hasattr(Tensor, name):
+            self._unsupported(name)
+        raise AttributeError(f"'QuantizedTensor' object has no attribute {name!r}")
+
+    def _binary(name: str) -> Any:  # type: ignore[misc]  # noqa: N805
+        def method(self: QuantizedTensor, *args: Any) -> NoReturn:
+            self._unsupported(name)
+
+        method.__name__ = name
+        return method
+
+    for _n in (
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__truediv__",
+        "__rtruediv__",
+        "__floordiv__",
+        "__mod__",
+        "__pow__",
+        "__matmul__",
+        "__rmatmul__",
+        "__neg__",
+        "__abs__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__getitem__",
+        "__float__",
+        "__int__",
+        "__bool__",
+        "__iter__",
+        "__len__",
+        "__array__",
+        "__index__",
+    ):
+        locals()[_n] = _binary(_n)
+    del _n, _binary
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __reduce__(self) -> Any:
+        return (QuantizedTensor, (self.values, self._shape, self.scheme, self.qparams))

@@ -1,0 +1,94 @@
+"""quantize / dequantize / quantize_dynamic: the core side of the ``QuantOps`` primitives."""
+
+from __future__ import annotations
+
+from .._dtype import DType
+from .._kind import Float, Int
+from ..tensor import Tensor
+from ._errors import QuantizationError
+from ._layout import check_finite
+from ._pack import pack_int4
+from ._qtensor import QuantizedTensor
+from ._range import compute_qparams, compute_range
+from ._scheme import QParams, QuantScheme
+from ._validate import check_qparams
+
+__all__ = ["quantize", "quantize_dynamic", "dequantize"]
+
+
+def quantize(x: Tensor, scheme: QuantScheme, qparams: QParams) -> QuantizedTensor:
+    """``x`` quantized with ``scheme`` and ``qparams``: ``q = clamp(round_half_even(x / scale) + zero_point, qmin,
+    qmax)`` (ONNX ``QuantizeLinear``; see :class:`~ember.backend.contract.QuantOps`).
+
+    Args:
+        x: Float tensor, any shape, finite values (tracked or not: the result has no graph).
+        scheme: the :class:`QuantScheme`.
+        qparams: scales (and zero points) of the shape the level gives (see :class:`QParams`).
+
+    Returns:
+        A :class:`QuantizedTensor` on ``x``'s device.
+
+    Raises:
+        QuantizationError: ``x`` not Float, holding NaN/inf; ``qparams`` that do not fit (shape, device, type, zero
+            point presence, non-positive scale); a level that does not fit ``x``'s shape.
+    """
+    if not isinstance(x, Tensor) or x.kind is not Float:
+        raise QuantizationError(
+            f"quantize: expected a Float tensor, got "
+            f"{x.kind.name + ' tensor' if isinstance(x, Tensor) else type(x).__name__}."
+        )
+    lay = check_qparams("quantize", scheme, qparams, x.shape, x.device)
+    check_finite("quantize", x, "the tensor")
+    dev = x.device
+    xi = x.inner()
+    inner = xi.device
+    ops = inner.ops[0]
+    s = qparams.scale.inner().reshape(lay.bcast)
+    zp = None if qparams.zero_point is None else qparams.zero_point.inner().reshape(lay.bcast)
+    qmin, qmax = scheme.value.range
+    p = ops.quantize(
+        xi.reshape(lay.view).primitive, s.primitive, None if zp is None else zp.primitive, qmin, qmax, DType.INT8
+    )
+    q = Tensor(p, inner, Int).reshape(x.shape)
+    if scheme.value.packed:
+        q = pack_int4(q)
+    if inner is not dev:
+        q = Tensor.from_inner(q, dev)
+    return QuantizedTensor(q, x.shape, scheme, qparams)
+
+
+def quantize_dynamic(x: Tensor, scheme: QuantScheme) -> QuantizedTensor:
+    """``x`` quantized with qparams computed from its own range: ``quantize(x, scheme, compute_qparams(scheme,
+    *compute_range(scheme, x)))`` (Burn's ``quantize_dynamic``, ONNX ``DynamicQuantizeLinear`` for ``Q8F`` per
+    tensor).
+
+    Raises:
+        QuantizationError: as :func:`quantize` and :func:`~ember.quantization.compute_range`.
+    """
+    lo, hi = compute_range(scheme, x)
+    return quantize(x, scheme, compute_qparams(scheme, lo, hi))
+
+
+def dequantize(qt: QuantizedTensor) -> Tensor:
+    """``(q - zero_point) * scale`` as a Float tensor of the backend's float type (ONNX ``DequantizeLinear``),
+    untracked, on ``qt``'s device.
+
+    Raises:
+        QuantizationError: ``qt`` is not a QuantizedTensor.
+    """
+    if not isinstance(qt, QuantizedTensor):
+        raise QuantizationError(f"dequantize: expected a QuantizedTensor, got {type(qt).__name__}.")
+    from ._layout import layout
+
+    dev = qt.device
+    inner = dev.inner
+    q = qt.inner()
+    lay = layout("dequantize", qt.scheme, qt.shape)
+    v = q.int_values().reshape(lay.view)
+    s = q.qparams.scale.reshape(lay.bcast)
+    zp = q.qparams.zero_point
+    zp = None if zp is None else zp.reshape(lay.bcast)
+    ops = inner.ops[0]
+    p = ops.dequantize(v.primitive, s.primitive, None if zp is None else zp.primitive, inner.backend.float_dtype)
+    out = Tensor(p, inner, Float).reshape(qt.shape)
+    return out if inner is dev else Tensor.from_inner(out, dev)
