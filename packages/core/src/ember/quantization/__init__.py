@@ -24,6 +24,13 @@ from ._quantize import dequantize, quantize, quantize_dynamic
 from ._range import compute_qparams, compute_range, scale_eps
 from ._scheme import QParams, QuantLevel, QuantParam, QuantScheme, QuantValue
 
+# the module-level workflow (Quantizer, calibration observers, quantized layers, QAT)
+from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear  # noqa: E402
+from ._observed import FakeQuantized, Observed  # noqa: E402
+from ._observers import Calibration, MinMaxObserver, MovingAverageObserver, Observer, PercentileObserver  # noqa: E402
+from ._quantizer import Quantizer, calibrate  # noqa: E402
+from ._swap import PathFilter, swap_modules  # noqa: E402
+
 __all__ = [
     "QuantValue",
     "QuantLevel",
@@ -44,4 +51,20 @@ __all__ = [
     "fake_quantize",
     "pack_int4",
     "unpack_int4",
+    "Calibration",
+    "Observer",
+    "MinMaxObserver",
+    "MovingAverageObserver",
+    "PercentileObserver",
+    "Quantizer",
+    "calibrate",
+    "InputQuant",
+    "QuantizedLinear",
+    "QuantizedConv1d",
+    "QuantizedConv2d",
+    "QuantizedEmbedding",
+    "Observed",
+    "FakeQuantized",
+    "PathFilter",
+    "swap_modules",
 ]

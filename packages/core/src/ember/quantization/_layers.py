@@ -77,7 +77,7 @@ class QuantizedLinear(Module):
     input: InputQuant | None = None
 
     def forward(self, x: Tensor) -> Tensor:
-        from ._kernels import quantized_linear, quantized_matmul
+        from ._matmul import quantized_linear, quantized_matmul
 
         check_float("QuantizedLinear", x)
         d_in, d_out = self.weight.shape
