@@ -26,6 +26,7 @@ from ._kernel import FROM_JNP, JNP, is_tracer, kernel, require, x64
 from ._module import JaxModuleOps
 from ._numeric import JaxNumericOps
 from ._optim import JaxOptimOps
+from ._quant import JaxQuantOps
 from ._rnn import JaxRnnOps
 from ._shape import JaxShapeOps
 from ._threads import apply_threads
@@ -48,7 +49,7 @@ def _device_name(d: Any) -> str:
 
 class JaxBackend(
     JaxNumericOps, JaxShapeOps, JaxFloatOps, JaxIntBoolOps, JaxActivationOps, JaxModuleOps, JaxOptimOps, JaxRnnOps,
-    Backend
+    JaxQuantOps, Backend
 ):
     """The JAX backend: the devices of ``jax.local_devices()`` (this process's; the default one first, named
     ``"<platform>:<id>"`` as jax prints them: ``"cpu:0"``, ``"gpu:0"``, ``"tpu:0"``), then the CPU

@@ -23,6 +23,7 @@ from ._intbool import NumpyIntBoolOps
 from ._module import NumpyModuleOps
 from ._numeric import NumpyNumericOps
 from ._optim import NumpyOptimOps
+from ._quant import NumpyQuantOps
 from ._rnn import NumpyRnnOps
 from ._shape import NumpyShapeOps
 
@@ -39,7 +40,7 @@ def _installed(module: str) -> bool:
 
 
 class NumpyBackend(NumpyNumericOps, NumpyShapeOps, NumpyFloatOps, NumpyIntBoolOps, NumpyActivationOps, NumpyModuleOps,
-                   NumpyOptimOps, NumpyRnnOps, NumpyAttentionOps, Backend):
+                   NumpyOptimOps, NumpyRnnOps, NumpyAttentionOps, NumpyQuantOps, Backend):
     """The numpy backend: one device, ``cpu``; float32 (default), float64, float16; int64
     (default), int32.
 

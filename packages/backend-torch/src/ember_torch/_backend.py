@@ -25,6 +25,7 @@ from ._module import TorchModuleOps
 from ._norm import TorchNormOps
 from ._numeric import TorchNumericOps
 from ._optim import TorchOptimOps
+from ._quant import TorchQuantOps
 from ._rnn import TorchRnnOps
 from ._shape import TorchShapeOps
 
@@ -49,7 +50,8 @@ _HOST_NP = {d: d.to_numpy() for d in TORCH_DTYPES if d is not DType.BFLOAT16}
 
 
 class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOps, TorchActivationOps, TorchModuleOps,
-                   TorchOptimOps, TorchNormOps, TorchRnnOps, TorchAttentionOps, TorchActivationGradOps, Backend):
+                   TorchOptimOps, TorchNormOps, TorchRnnOps, TorchAttentionOps, TorchActivationGradOps, TorchQuantOps,
+                   Backend):
     """The PyTorch backend: devices ``cpu`` (default, as Burn's ``LibTorchDevice::Cpu``),
     ``cuda:N`` and ``mps`` when the installed torch offers them.
 

@@ -33,8 +33,9 @@ def ad_enabled(x: Tensor | Device | Any) -> bool:
 
 
 def _track(tensor: Tensor, require_grad: bool) -> Tensor:
-    """``tensor`` marked as a gradient leaf on an autodiff backend (unchanged elsewhere or for Int/Bool)."""
-    if tensor.kind is not Float or not ad_enabled(tensor):
+    """``tensor`` marked as a gradient leaf on an autodiff backend (unchanged elsewhere, for Int/Bool, and for a
+    quantized tensor, which has no gradient)."""
+    if tensor.kind is not Float or not ad_enabled(tensor) or not isinstance(tensor, Tensor):
         return tensor
     setter = getattr(tensor, "set_require_grad", None)
     if setter is not None:
@@ -49,7 +50,14 @@ def _track(tensor: Tensor, require_grad: bool) -> Tensor:
 
 def _check_tensor(owner: str, tensor: Any) -> Tensor:
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"{owner}: expected an ember Tensor, got {type(tensor).__name__}.")
+        from ..quantization._qtensor import QuantizedTensor
+
+        if isinstance(tensor, QuantizedTensor):
+            return tensor  # type: ignore[return-value]
+        raise TypeError(
+            f"{owner}: expected an ember Tensor (or an ember.quantization.QuantizedTensor), got "
+            f"{type(tensor).__name__}."
+        )
     return tensor
 
 

@@ -11,6 +11,8 @@ from .._data import TensorData
 from .._errors import RecordError
 from .._kind import Float, Int
 from ..backend._device import Device
+from ..quantization._qtensor import QuantizedTensor
+from ..quantization._record import is_quantized_record, quantized_from_record, quantized_record
 from ..tensor import Tensor
 from ._param import Param, RunningState
 from ._param_id import ParamId
@@ -56,6 +58,8 @@ class LoadReport:
 
 def _leaf_record(leaf: Param | RunningState, data: bool) -> dict[str, Any]:
     t = leaf.val()
+    if isinstance(t, QuantizedTensor):
+        return {"id": leaf.id, "param": quantized_record(t, data)}
     if data:
         return {"id": leaf.id, "param": t.into_data()}
     from ..record._codec import TENSOR
@@ -84,7 +88,7 @@ def to_record(v: Any, data: bool = True) -> Any:
 def _leaf_paths(node: Any, path: str, out: list[str]) -> None:
     """Dotted paths of the tensors in a record subtree ({"id","param"} nodes count once)."""
     if isinstance(node, dict):
-        if "param" in node and _is_tensor_leaf(node["param"]):
+        if "param" in node and (_is_tensor_leaf(node["param"]) or is_quantized_record(node["param"])):
             out.append(path or "<root>")
             return
         for k, x in node.items():
@@ -128,6 +132,14 @@ class _Loader:
                 rid = ParamId(ident)
             if self.consume:
                 node["param"] = None
+        if is_quantized_record(data):
+            return self.quantized(v, data, rid, path)
+        if isinstance(v.val(), QuantizedTensor):
+            self.report.mismatched.append(
+                (path, f"the module holds a quantized tensor, the record {_describe(data)}; load the float record "
+                       "before quantizing, or a record saved from the quantized module")
+            )
+            return v
         if isinstance(data, np.ndarray):
             data = TensorData(data)
         if not isinstance(data, (TensorData, Tensor)):
@@ -151,6 +163,21 @@ class _Loader:
         if isinstance(v, Param):
             return Param(t, pid, v.require_grad)
         return RunningState(t, pid)
+
+    def quantized(self, v: Param | RunningState, node: Any, rid: ParamId | None, path: str) -> Any:
+        """A leaf from a quantized record node: the module's leaf, float or quantized, takes the quantized tensor
+        when the shapes agree (so a float model loads a quantized record into the same structure)."""
+        device = self.device or v.device
+        qt = quantized_from_record(node, device, path)
+        if tuple(qt.shape) != tuple(v.shape):
+            self.report.mismatched.append(
+                (path, f"shape {list(qt.shape)} in the record (quantized), {list(v.shape)} in the module")
+            )
+            return v
+        pid = rid if rid is not None else v.id
+        if isinstance(v, Param):
+            return Param(qt, pid, v.require_grad)  # type: ignore[arg-type]
+        return RunningState(qt, pid)  # type: ignore[arg-type]
 
     def load(self, v: Any, node: Any, path: str) -> Any:
         if isinstance(v, (Param, RunningState)):

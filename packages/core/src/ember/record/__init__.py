@@ -40,7 +40,7 @@ Loading problems raise :class:`~ember.RecordError` naming the file and the probl
 from __future__ import annotations
 
 from ._atomic import atomic_path, atomic_write, remove_stale_temps
-from ._codec import TENSOR
+from ._codec import TENSOR, ExactTensorData
 from ._json import JsonGzFileRecorder, PrettyJsonFileRecorder
 from ._mpk import (
     BinBytesRecorder,
@@ -62,6 +62,7 @@ from ._settings import DoublePrecisionSettings, FullPrecisionSettings, HalfPreci
 __all__ = [
     "FORMAT_VERSION",
     "TENSOR",
+    "ExactTensorData",
     "BinBytesRecorder",
     "BinFileRecorder",
     "BinGzFileRecorder",

@@ -31,7 +31,10 @@ from ._checksum import digest_of, legacy, mismatch, parse_digest
 from ._safetensors_format import short_repr as _short
 from ._settings import PrecisionSettings
 
-__all__ = ["TYPE_KEY", "TENSOR", "encode", "decode_named", "decode_positional", "tensor_bytes", "flatten_keys"]
+__all__ = [
+    "TYPE_KEY", "TENSOR", "ExactTensorData", "encode", "decode_named", "decode_positional", "tensor_bytes",
+    "flatten_keys",
+]
 
 TYPE_KEY = "$type"
 _SCALARS = (bool, int, float, str)
@@ -48,6 +51,19 @@ class _TensorSlot:
 
 TENSOR = _TensorSlot()
 """The placeholder of a tensor in a record template (``Module.record_template``)."""
+
+
+class ExactTensorData(TensorData):
+    """A :class:`~ember.TensorData` that recorders store with its own element type, whatever the precision
+    settings (quantized tensors' int8/uint8 values and their scales: widening them to the settings' int32/float
+    types would undo the saving, narrowing them would change the numbers). It loads back as a plain TensorData."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, data: TensorData) -> ExactTensorData:
+        """``data``'s array, marked to be stored as it is (no copy)."""
+        return cls.from_bits(data.as_bits(), data.dtype)  # type: ignore[return-value]
 
 
 def tensor_bytes(data: TensorData) -> memoryview:
@@ -121,7 +137,8 @@ def encode(
             f"record: unsupported value of type {type(record).__name__} at {_where(path)!r}; records hold "
             "dicts, lists, None, bool, int, float, str, TensorData (or tensors / numpy arrays) and ParamId."
         )
-    data = settings.convert(data, path)
+    if not isinstance(data, ExactTensorData):
+        data = settings.convert(data, path)
     body = tensor(data, path)
     if positional:
         out: Any = [data.dtype.value, list(data.shape), body]
