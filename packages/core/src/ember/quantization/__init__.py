@@ -24,12 +24,34 @@ from ._quantize import dequantize, quantize, quantize_dynamic
 from ._range import compute_qparams, compute_range, scale_eps
 from ._scheme import QParams, QuantLevel, QuantParam, QuantScheme, QuantValue
 
-# the module-level workflow (Quantizer, calibration observers, quantized layers, QAT)
-from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear  # noqa: E402
-from ._observed import FakeQuantized, Observed  # noqa: E402
-from ._observers import Calibration, MinMaxObserver, MovingAverageObserver, Observer, PercentileObserver  # noqa: E402
-from ._quantizer import Quantizer, calibrate  # noqa: E402
-from ._swap import PathFilter, swap_modules  # noqa: E402
+# The module-level workflow (Quantizer, calibration observers, quantized layers, QAT) builds on ember.module and
+# ember.nn, which import this package's tensor part: its names load on first use (PEP 562), so importing
+# ember.module first (as `import ember` does) never meets a half-initialised package.
+_LAZY = {
+    "InputQuant": "_layers", "QuantizedLinear": "_layers", "QuantizedConv1d": "_layers",
+    "QuantizedConv2d": "_layers", "QuantizedEmbedding": "_layers",
+    "Observed": "_observed", "FakeQuantized": "_observed",
+    "Calibration": "_observers", "Observer": "_observers", "MinMaxObserver": "_observers",
+    "MovingAverageObserver": "_observers", "PercentileObserver": "_observers",
+    "Quantizer": "_quantizer", "calibrate": "_quantizer",
+    "PathFilter": "_swap", "swap_modules": "_swap",
+}
+
+
+def __getattr__(name: str) -> object:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'ember.quantization' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "QuantValue",

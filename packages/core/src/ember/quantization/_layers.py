@@ -2,8 +2,9 @@
 
 What :class:`~ember.quantization.Quantizer` puts in place of the float layers (``torch.ao.nn.quantized`` and
 ``torch.ao.nn.quantized.dynamic``'s modules; Burn keeps the layer and quantizes its parameter tensor). Each holds
-its weight as a :class:`~ember.quantization.QuantizedTensor` (values and scales stored as they are in records),
-the float bias as a :class:`~ember.module.Param`, and how its input is quantized:
+its weight as a :class:`~ember.quantization.QuantizedTensor` (values and scales stored as they are in records)
+held by a :class:`~ember.module.Param` (``require_grad=False``, the float weight's id), the float bias as a
+``Param``, and how its input is quantized:
 
 - ``input=None``: weight-only. Linear runs :func:`~ember.quantization.quantized_linear` without an activation
   scheme (the weight is dequantized, then a float matmul); Conv and Embedding dequantize the weight explicitly,
@@ -72,7 +73,7 @@ class QuantizedLinear(Module):
         KindError: a non-Float input. ShapeError: the last dim is not ``d_input``.
     """
 
-    weight: Any  # QuantizedTensor
+    weight: Param  # holds a QuantizedTensor
     bias: Param | None = None
     input: InputQuant | None = None
 
@@ -80,18 +81,19 @@ class QuantizedLinear(Module):
         from ._matmul import quantized_linear, quantized_matmul
 
         check_float("QuantizedLinear", x)
-        d_in, d_out = self.weight.shape
+        w = self.weight.val()
+        d_in, d_out = w.shape
         check_dim("QuantizedLinear", x, -1, d_in, "[..., d_input]", "d_input")
         shape = x.shape
         flat = x if x.rank == 2 else x.reshape([-1, d_in])
         bias = None if self.bias is None else self.bias.val()
         inp = self.input
         if inp is None:
-            y = quantized_linear(flat, self.weight, bias)
+            y = quantized_linear(flat, w, bias)
         elif not inp.static:
-            y = quantized_linear(flat, self.weight, bias, activation_scheme=inp.scheme)
+            y = quantized_linear(flat, w, bias, activation_scheme=inp.scheme)
         else:
-            y = quantized_matmul(inp.quantize(flat), self.weight)
+            y = quantized_matmul(inp.quantize(flat), w)
             if y.dtype is not x.dtype:
                 y = y.cast(x.dtype)
             if bias is not None:
@@ -103,7 +105,7 @@ def _conv_forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
     check_float(layer, x)
     layout = "[batch, channels_in, length]" if nd == 1 else "[batch, channels_in, height, width]"
     check_rank(layer, x, nd + 2, layout)
-    w = conv.weight.dequantize().reshape(list(conv.shape))
+    w = conv.weight.val().dequantize().reshape(list(conv.shape))
     if w.dtype is not x.dtype:
         w = w.cast(x.dtype)
     check_dim(layer, x, 1, w.shape[1] * conv.groups, layout, "channels_in")
@@ -122,7 +124,7 @@ class QuantizedConv1d(Module):
     """:class:`~ember.nn.Conv1d` with a quantized weight (dequantized for the float convolution). ``weight`` is
     the ``[channels_out, channels_in / groups * kernel_length]`` matrix, ``shape`` the float weight's shape."""
 
-    weight: Any
+    weight: Param  # holds a QuantizedTensor
     bias: Param | None
     shape: tuple[int, ...]
     stride: tuple[int, ...]
@@ -141,7 +143,7 @@ class QuantizedConv2d(Module):
     the ``[channels_out, channels_in / groups * kernel_height * kernel_width]`` matrix, ``shape`` the float
     weight's shape."""
 
-    weight: Any
+    weight: Param  # holds a QuantizedTensor
     bias: Param | None
     shape: tuple[int, ...]
     stride: tuple[int, ...]
@@ -163,11 +165,11 @@ class QuantizedEmbedding(Module):
         KindError: non-Int indices. ember.IndexError: an index outside ``[0, n_embedding)``.
     """
 
-    weight: Any
+    weight: Param  # holds a QuantizedTensor
 
     def forward(self, indices: Tensor) -> Tensor:
         check_int("QuantizedEmbedding", indices)
-        w = self.weight.dequantize()
+        w = self.weight.val().dequantize()
         return M.embedding(w, indices)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ConfigError
-from ..module import RunningState
+from ..module import Param, RunningState
 from ..nn import Conv1d, Conv2d, Embedding, Linear
 from ..tensor import Tensor
 from ..tensor import module as M
@@ -191,7 +191,7 @@ class Quantizer:
         return w.quantize(scheme, qp)
 
     def _quantized(self, layer: Any, inp: InputQuant | None) -> Any:
-        wq = self.quantize_weight(layer)
+        wq = Param(self.quantize_weight(layer), layer.weight.id, require_grad=False)
         if isinstance(layer, Linear):
             return QuantizedLinear(weight=wq, bias=layer.bias, input=inp)
         if isinstance(layer, Embedding):
