@@ -48,6 +48,7 @@ from ember.quantization import (  # noqa: E402
     Calibration,
     QuantizedTensor,
     QuantLevel,
+    QuantParam,
     QuantScheme,
     QuantValue,
     Quantizer,
@@ -66,8 +67,8 @@ TARGETS = {
     "rss": "<= 0.45x",
 }
 INT8 = QuantScheme(QuantValue.Q8S, QuantLevel.axis(0))
-INT4_BLOCK = QuantScheme(QuantValue.Q4S, QuantLevel.block(32))
-MNIST_DIR = HERE.parent.parent / "shared" / "data" / "mnist"
+INT4_BLOCK = QuantScheme(QuantValue.Q4S, QuantLevel.block(32), QuantParam.F16)  # 4.5 bits a weight
+MNIST_DIR = Path(os.environ.get("EMBER_MNIST_DIR", "/work/shared/data/mnist"))  # else ember's cache / download
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -76,7 +77,7 @@ def mnist(split: str) -> tuple[np.ndarray, np.ndarray]:
     from ember.data.vision import MnistDataset
     from guide.data import MNIST_MEAN, MNIST_STD
 
-    root = os.environ.get("EMBER_DATA_DIR") or (str(MNIST_DIR) if MNIST_DIR.exists() else None)
+    root = str(MNIST_DIR) if MNIST_DIR.exists() else None
     ds = MnistDataset.train(root) if split == "train" else MnistDataset.test(root)
     images = np.stack([ds.get(i).image for i in range(len(ds))]).astype(np.float32)
     labels = np.array([ds.get(i).label for i in range(len(ds))], dtype=np.int64)
@@ -258,7 +259,7 @@ def _mlp_template(kind: str, dev: Any) -> Any:
             values = Tensor.from_data(np.zeros((2048, 2048), dtype=np.int8), dev, Int)
             qp = QParams(Tensor.ones([2048], dev))
             w = QuantizedTensor(values, (2048, 2048), QuantScheme(QuantValue.Q8S, QuantLevel.axis(1)), qp)
-            layers.append(QuantizedLinear(weight=w, bias=bias,
+            layers.append(QuantizedLinear(weight=Param(w, require_grad=False), bias=bias,
                                           input=InputQuant(scheme=QuantScheme(QuantValue.Q8F))))
     return Mlp(layers=layers)
 

@@ -42,7 +42,9 @@ class FakeQuantized(Module):
     weight is quantized and dequantized each forward with qparams from the weight's current range, and its input
     with the range of an :class:`Observer` (moving average by default, as ``torch.ao``'s ``FakeQuantize``), both
     through :func:`~ember.quantization.fake_quantize` (the straight-through gradient: the gradient passes
-    unchanged inside the range and is zero outside it). ``weight_scheme`` is the layer-resolved scheme of the
+    unchanged inside the range and is zero outside it). The input observer learns only on an autodiff device
+    (training); after ``.valid()`` the range is frozen, so validation computes what :meth:`Quantizer.convert`'s
+    model will (``torch.ao`` calls ``disable_observer`` for that). ``weight_scheme`` is the layer-resolved scheme of the
     weight as :meth:`Quantizer.weight_scheme` gives it; ``input_scheme`` ``None`` leaves the input in float
     (weight-only QAT).
 
@@ -59,7 +61,8 @@ class FakeQuantized(Module):
         from ._quantizer import fake_weight
 
         if self.input_scheme is not None and self.observer is not None:
-            _observe(self.observer, x)
+            if x.device.backend.is_autodiff:  # training: the range follows the data; after .valid() it is frozen
+                _observe(self.observer, x)
             x = _fake_input(x, self.input_scheme, self.observer)
         return fake_weight(self.layer, self.weight_scheme)(x)
 
