@@ -8,7 +8,8 @@ Sections (``--only acc,size,linear,resnet,rss``; all by default):
   output channel, inputs ``Q8F`` per tensor) with min-max, moving-average and percentile observers; int4
   weight-only per block of 32 (``Q4S``); and int4 with quantization-aware training for ``--qat-epochs`` (1)
   epoch (``prepare_qat(weights_only=True)``, Adam 1e-4). Test accuracy on the 10,000 test images, each
-  against float32.
+  against float32 ("within x points" is read as a loss of at most x: a quantized model that scores higher, as
+  QAT's extra epoch of training can, meets it).
 - ``size``: the record of each model with ``NamedMpkFileRecorder`` (uncompressed), as a ratio of float32's.
 - ``linear``: ``Linear [64, 1024] x [1024, 1024]``, int8 dynamic (``Quantizer.quantize_dynamic``) against the
   float32 Linear, both Ember on torch CPU, interleaved rounds, medians.
@@ -143,7 +144,7 @@ def section_acc(args: argparse.Namespace, rows: list[tuple[str, str, str, str]])
         prepared = calibrate(q.prepare(flt), calib, lambda m, b: m(b.images))
         qm = q.convert(prepared)
         acc = accuracy(qm, xte, yte, dev)
-        ok = abs(acc_f - acc) <= 0.3
+        ok = acc >= acc_f - 0.3
         rows.append((f"static int8 ({name}, 1,000 images)", f"{acc:.2f} % ({acc - acc_f:+.2f})",
                      TARGETS["ptq_int8"], "met" if ok else "NOT met"))
         models.setdefault("int8", qm)
@@ -151,7 +152,7 @@ def section_acc(args: argparse.Namespace, rows: list[tuple[str, str, str, str]])
     w4 = q4.quantize_weights(flt)
     acc4 = accuracy(w4, xte, yte, dev)
     rows.append(("int4 weight-only, block 32", f"{acc4:.2f} % ({acc4 - acc_f:+.2f})", TARGETS["int4_weight"],
-                 "met" if abs(acc_f - acc4) <= 1.0 else "NOT met"))
+                 "met" if acc4 >= acc_f - 1.0 else "NOT met"))
     models["int4"] = w4
     if args.qat_epochs:
         t0 = time.perf_counter()
@@ -160,7 +161,7 @@ def section_acc(args: argparse.Namespace, rows: list[tuple[str, str, str, str]])
         accq = accuracy(q4m, xte, yte, dev)
         rows.append((f"int4 + QAT {args.qat_epochs} epoch ({time.perf_counter() - t0:.0f} s)",
                      f"{accq:.2f} % ({accq - acc_f:+.2f})", TARGETS["int4_qat"],
-                     "met" if abs(acc_f - accq) <= 0.3 else "NOT met"))
+                     "met" if accq >= acc_f - 0.3 else "NOT met"))
     return models
 
 
