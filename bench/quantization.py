@@ -39,20 +39,19 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "examples")]
 
+import ember  # noqa: E402
 from _rss import child_peak_mib, print_peak  # noqa: E402
 from _timing import time_per_call  # noqa: E402
-
-import ember  # noqa: E402
 from ember import Int, Tensor  # noqa: E402
 from ember.autodiff import Autodiff  # noqa: E402
 from ember.quantization import (  # noqa: E402
     Calibration,
     QuantizedTensor,
+    Quantizer,
     QuantLevel,
     QuantParam,
     QuantScheme,
     QuantValue,
-    Quantizer,
     calibrate,
 )
 from ember.record import NamedMpkFileRecorder  # noqa: E402
@@ -257,7 +256,7 @@ def _mlp_template(kind: str, dev: Any) -> Any:
         if kind == "float32":
             layers.append(Linear(weight=Param(Tensor.zeros([2048, 2048], dev)), bias=bias))
         else:
-            values = Tensor.from_data(np.zeros((2048, 2048), dtype=np.int8), dev, Int)
+            values = Tensor.from_data(np.zeros((2048, 2048), dtype=np.int8), dev, Int, dtype="int8")
             qp = QParams(Tensor.ones([2048], dev))
             w = QuantizedTensor(values, (2048, 2048), QuantScheme(QuantValue.Q8S, QuantLevel.axis(1)), qp)
             layers.append(QuantizedLinear(weight=Param(w, require_grad=False), bias=bias,

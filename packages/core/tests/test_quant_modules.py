@@ -21,11 +21,11 @@ from ember.quantization import (
     QuantizedConv2d,
     QuantizedEmbedding,
     QuantizedLinear,
+    Quantizer,
     QuantLevel,
     QuantParam,
     QuantScheme,
     QuantValue,
-    Quantizer,
     calibrate,
 )
 from ember.record import NamedMpkFileRecorder, SafetensorsFileRecorder

@@ -11,10 +11,10 @@ from ember.quantization import (
     Calibration,
     FakeQuantized,
     QuantizedLinear,
+    Quantizer,
     QuantLevel,
     QuantScheme,
     QuantValue,
-    Quantizer,
 )
 from ember.record import NamedMpkFileRecorder
 from ember_train import LearnerBuilder

@@ -17,7 +17,7 @@ and no integer is -128 (PyTorch's ``per_tensor_symmetric`` weight observer can p
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -108,6 +108,6 @@ def load_dynamic_linears(source: str | os.PathLike[str] | ImportedFile, device: 
                 raise ModelImportError(f"{imported.path}: '{bias_key}' has shape {list(b.shape)}, expected "
                                        f"[{q.shape[0]}].")
             bias = Param(Tensor.from_data(b, dev))
-        out[prefix] = QuantizedLinear(weight=Param(weight, require_grad=False), bias=bias,
+        out[prefix] = QuantizedLinear(weight=Param(cast(Any, weight), require_grad=False), bias=bias,
                                       input=InputQuant(scheme=act))
     return out

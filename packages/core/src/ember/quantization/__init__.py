@@ -15,6 +15,8 @@ module-level workflow (``Quantizer``, calibration, QAT) builds on this package.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._errors import QuantizationError
 from ._fake import fake_quantize
 from ._matmul import int_path_applies, quantized_linear, quantized_matmul
@@ -36,6 +38,14 @@ _LAZY = {
     "Quantizer": "_quantizer", "calibrate": "_quantizer",
     "PathFilter": "_swap", "swap_modules": "_swap",
 }
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers
+    from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear
+    from ._observed import FakeQuantized, Observed
+    from ._observers import Calibration, MinMaxObserver, MovingAverageObserver, Observer, PercentileObserver
+    from ._quantizer import Quantizer, calibrate
+    from ._swap import PathFilter, swap_modules
 
 
 def __getattr__(name: str) -> object:

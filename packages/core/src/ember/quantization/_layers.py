@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._kind import Float
 from ..module import Module, Param, RunningState
 from ..nn._checks import check_dim, check_float, check_int, check_rank
 from ..tensor import Tensor
@@ -81,7 +80,7 @@ class QuantizedLinear(Module):
         from ._matmul import quantized_linear, quantized_matmul
 
         check_float("QuantizedLinear", x)
-        w = self.weight.val()
+        w: Any = self.weight.val()  # a QuantizedTensor
         d_in, d_out = w.shape
         check_dim("QuantizedLinear", x, -1, d_in, "[..., d_input]", "d_input")
         shape = x.shape
@@ -105,7 +104,7 @@ def _conv_forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
     check_float(layer, x)
     layout = "[batch, channels_in, length]" if nd == 1 else "[batch, channels_in, height, width]"
     check_rank(layer, x, nd + 2, layout)
-    w = conv.weight.val().dequantize().reshape(list(conv.shape))
+    w = _qt(conv.weight).dequantize().reshape(list(conv.shape))
     if w.dtype is not x.dtype:
         w = w.cast(x.dtype)
     check_dim(layer, x, 1, w.shape[1] * conv.groups, layout, "channels_in")
@@ -169,9 +168,10 @@ class QuantizedEmbedding(Module):
 
     def forward(self, indices: Tensor) -> Tensor:
         check_int("QuantizedEmbedding", indices)
-        w = self.weight.val().dequantize()
+        w = _qt(self.weight).dequantize()
         return M.embedding(w, indices)
 
 
-def is_float_tensor(x: Any) -> bool:
-    return isinstance(x, Tensor) and x.kind is Float
+def _qt(param: Param) -> Any:
+    """The QuantizedTensor a quantized layer's weight Param holds."""
+    return param.val()

@@ -104,10 +104,10 @@ class Observer:
 
     def __repr__(self) -> str:
         axis = "" if self.axis is None else f", axis={self.axis}"
-        if self.min is None:
+        if self.min is None or self.max is None:
             return f"{type(self).__name__}(empty{axis})"
-        return f"{type(self).__name__}(count={self.count}, min={np.round(self.min, 6).tolist()}, " \
-               f"max={np.round(self.max, 6).tolist()}{axis})"
+        return (f"{type(self).__name__}(count={self.count}, min={np.round(self.min, 6).tolist()}, "
+                f"max={np.round(self.max, 6).tolist()}{axis})")
 
 
 class MinMaxObserver(Observer):

@@ -94,7 +94,8 @@ def recognise_qdq(graph: Graph) -> int:
         symmetric = not zs.any() and int(ints.min()) >= -127
         inputs = [node.inputs[0], w_name, s_name, z_name, node.inputs[2] if len(node.inputs) > 2 else "", "", ""]
         attrs: dict[str, Any] = {"axis": axis if s.size != 1 else -1, "symmetric": int(symmetric),
-                                 "alpha": float(node.attrs.get("alpha", 1.0)), "beta": float(node.attrs.get("beta", 1.0))}
+                                 "alpha": float(node.attrs.get("alpha", 1.0)),
+                                 "beta": float(node.attrs.get("beta", 1.0))}
         xdq = producers.get(node.inputs[0])
         if xdq is not None and xdq.op_type == "DequantizeLinear" and _onnx(xdq):
             q = producers.get(xdq.inputs[0])
