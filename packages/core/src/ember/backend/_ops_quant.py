@@ -40,7 +40,8 @@ class QuantOps:
             x: Float primitive, finite values.
             scale: Float primitive broadcasting against ``x`` (same rank), positive.
             zero_point: Int primitive shaped as ``scale``, or ``None`` (zero).
-            qmin, qmax: the integer range, e.g. ``-128, 127``.
+            qmin: the smallest integer, e.g. ``-128``.
+            qmax: the largest integer, e.g. ``127``.
             dtype: the result's element type (``INT8``).
 
         The division runs in float32 (float64 for float64 input), so results match a float64 reference except

@@ -9,9 +9,45 @@ their schemes and parameters, the int8 kernels and fake quantization.
 >>> q.values.tolist(), q.qparams.scale.tolist()   # scale = max|x| / 127
 ([[32, -64], [16, 127]], [0.015748031437397003])
 
-See ``docs/reference/quantization.md`` for the formulas, the kernels per backend and the record layout; the
-module-level workflow (``Quantizer``, calibration, QAT) builds on this package.
+**Schemes.** A :class:`QuantScheme` is a value type (:class:`QuantValue`: ``Q8S`` int8 symmetric in ``[-127, 127]``,
+``Q8F`` int8 affine in ``[-128, 127]``, ``Q4S`` / ``Q4F`` the int4 pair, packed two per byte), a level
+(:class:`QuantLevel`: one scale per tensor, per index of an axis, or per block of ``size`` along an axis) and the
+scales' float type (:class:`QuantParam`). :class:`QParams` holds the scales and, for affine types, the int8 zero
+points.
+
+**Formulas.** ``quantize``: ``q = clamp(round_half_even(x / scale) + zero_point, qmin, qmax)``; ``dequantize``:
+``(q - zero_point) * scale`` (ONNX ``QuantizeLinear`` / ``DequantizeLinear``,
+https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html, and Burn's ``QuantScheme``; Burn rounds half away from
+zero, Ember rounds half to even as ONNX, numpy and PyTorch do). :func:`compute_qparams` follows PyTorch's
+``MinMaxObserver`` and ONNX ``DynamicQuantizeLinear``: symmetric ``scale = max|x| / qmax``; affine over the range
+widened to hold 0, ``scale = (max - min) / (qmax - qmin)``, ``zero_point = qmin - round(min / scale)``; a zero range
+gets the smallest scale :func:`scale_eps` (float32's epsilon, as PyTorch). NaN or infinite input raises
+:class:`QuantizationError`; values beyond the range saturate.
+
+**Kernels.** The backend primitives (:class:`~ember.backend.contract.QuantOps`: ``quantize``, ``dequantize``,
+``int_matmul``) have one kernel per backend. ``int_matmul`` (int8 x int8 -> int32, exact) is ``torch._int_mm`` on
+torch (CPU, and CUDA for more than 16 rows and ``k``, ``n`` multiples of 8), XLA's integer ``dot_general`` with an
+int32 result on jax, and on numpy, which has no integer BLAS (``np.matmul`` on ints is a plain loop, ~7x slower
+than float32 BLAS here), a float32/float64 BLAS product of the int8 values, exact at these sizes, so it runs at
+float speed. :func:`quantized_matmul` and :func:`quantized_linear` take the int8 kernel when the scales factor out
+of the reduction (``a`` per tensor or per row, ``b`` symmetric per tensor or per column); other schemes take the
+documented fallback, dequantize and multiply in float (the same numbers up to float rounding). Weight-only
+:func:`quantized_linear` (no activation scheme) always dequantizes the weight and multiplies in float: it saves the
+memory of the stored weight, not time.
+
+**Autodiff.** Quantized tensors carry no graph; under ``Autodiff`` the primitives run on the inner backend and the
+results live on the autodiff device, untracked. :func:`fake_quantize` is the differentiable one: quantize then
+dequantize, with the straight-through gradient (zero where the value saturates), for quantization-aware training.
+
+**Modules and records.** A ``Param`` or ``RunningState`` may hold a :class:`QuantizedTensor` (moves, ``valid()``,
+``fork`` and records follow it); records store its integers and scales as they are with every recorder
+(``docs/record-format.md``, section 1.1). The module-level workflow (``Quantizer``, calibration observers, QAT,
+quantized layers) builds on this package.
+
+Every other tensor op on a :class:`QuantizedTensor` raises :class:`QuantizationError` telling to call
+``.dequantize()`` first: no op silently computes on the integers.
 """
+
 
 from __future__ import annotations
 

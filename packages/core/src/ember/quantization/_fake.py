@@ -21,7 +21,8 @@ def fake_quantize(x: Tensor, scheme: QuantScheme, qparams: QParams) -> Tensor:
 
     Args:
         x: Float tensor, finite values.
-        scheme, qparams: as :meth:`Tensor.quantize`.
+        scheme: as :meth:`Tensor.quantize`.
+        qparams: as :meth:`Tensor.quantize`.
 
     Returns:
         Float tensor, ``x``'s shape, backend float type, on ``x``'s device.

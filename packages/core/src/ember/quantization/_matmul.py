@@ -61,7 +61,8 @@ def quantized_matmul(a: QuantizedTensor, b: QuantizedTensor, *, accumulate: bool
     broadcast as ``Tensor.matmul``).
 
     Args:
-        a, b: quantized tensors on one device.
+        a: quantized ``[..., m, k]``.
+        b: quantized ``[..., k, n]``, on ``a``'s device.
         accumulate: ``True`` returns the raw accumulator ``(qa - za) @ qb`` as an int32 Int tensor (int path
             only); ``False`` (default) returns ``sa * sb * accumulator``, a Float tensor of the backend's float
             type, i.e. ``dequantize(a) @ dequantize(b)`` up to float rounding.
@@ -154,8 +155,8 @@ def quantized_linear(
     if x.device is not w_q.device:
         raise QuantizationError(f"quantized_linear: x is on {x.device} and the weight on {w_q.device}.")
     if bias is not None and (not isinstance(bias, Tensor) or tuple(bias.shape) != (w_q.shape[1],)):
-        got = list(bias.shape) if isinstance(bias, Tensor) else type(bias).__name__
-        raise QuantizationError(f"quantized_linear: bias must have shape [{w_q.shape[1]}], got {got}.")
+        found = str(list(bias.shape)) if isinstance(bias, Tensor) else type(bias).__name__
+        raise QuantizationError(f"quantized_linear: bias must have shape [{w_q.shape[1]}], got {found}.")
     if activation_scheme is None:
         y = x.matmul(w_q.dequantize()) if x.rank >= 2 else x.unsqueeze_dim(0).matmul(w_q.dequantize()).squeeze_dim(0)
     else:

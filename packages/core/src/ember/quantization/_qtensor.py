@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from .._kind import Float, Kind
+from .._kind import Float, Int, Kind
 from ..backend._device import Device
 from ..tensor import Tensor
 from ._errors import QuantizationError
@@ -49,6 +49,16 @@ class QuantizedTensor:
         object.__setattr__(self, "scheme", scheme)
         object.__setattr__(self, "qparams", qparams)
         object.__setattr__(self, "_shape", tuple(int(s) for s in shape))
+
+    @classmethod
+    def trusted(cls, values: Tensor, shape: tuple[int, ...], scheme: QuantScheme, qparams: QParams) -> QuantizedTensor:
+        """Assemble without the checks (no host reads), from parts that quantization code made itself."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "values", values)
+        object.__setattr__(out, "scheme", scheme)
+        object.__setattr__(out, "qparams", qparams)
+        object.__setattr__(out, "_shape", tuple(shape))
+        return out
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"QuantizedTensor is immutable (tried to set {name!r}).")
@@ -120,7 +130,7 @@ class QuantizedTensor:
     def _map(self, fn: Any) -> QuantizedTensor:
         qp = self.qparams
         zp = None if qp.zero_point is None else fn(qp.zero_point)
-        return QuantizedTensor(fn(self.values), self._shape, self.scheme, QParams(fn(qp.scale), zp))
+        return QuantizedTensor.trusted(fn(self.values), self._shape, self.scheme, QParams(fn(qp.scale), zp))
 
     def to_device(self, device: Device) -> QuantizedTensor:
         """The same integers and scales on ``device`` (any backend; ``Tensor.to_device`` moves each part).
@@ -190,6 +200,8 @@ class QuantizedTensor:
 
     # ------------------------------------------------------------------ everything else: explicit errors
     def _unsupported(self, op: str) -> NoReturn:
+        if op in ("primitive", "ops"):  # a Tensor op met a QuantizedTensor operand
+            op = "this tensor op"
         raise QuantizationError(
             f"{op}: a QuantizedTensor ({self.scheme.value.name}, shape {list(self._shape)}) does not run this op "
             "natively. Call .dequantize() first to get the float tensor, or use ember.quantization.quantized_matmul "
@@ -248,4 +260,18 @@ class QuantizedTensor:
         return self is other
 
     def __reduce__(self) -> Any:
-        return (QuantizedTensor, (self.values, self._shape, self.scheme, self.qparams))
+        # pickling copies the data with its element types (Tensor's own pickling would widen int8 to the
+        # backend's int type); the device is re-resolved by name in the receiving process
+        qp = self.qparams
+        zp = None if qp.zero_point is None else qp.zero_point.to_data()
+        return (_unpickle, (self.values.to_data(), self._shape, self.scheme, qp.scale.to_data(), zp, self.device))
+
+
+def _unpickle(
+    values: Any, shape: tuple[int, ...], scheme: QuantScheme, scale: Any, zp: Any, device: Device
+) -> QuantizedTensor:
+    def load(d: Any, kind: Kind) -> Tensor:
+        return Tensor.from_data(d, device, kind, dtype=d.dtype)
+
+    z = None if zp is None else load(zp, Int)
+    return QuantizedTensor(load(values, Int), shape, scheme, QParams(load(scale, Float), z))

@@ -6,10 +6,10 @@ from .._dtype import DType
 from .._kind import Float, Int
 from ..tensor import Tensor
 from ._errors import QuantizationError
-from ._layout import check_finite
+from ._layout import Layout, check_finite, layout
 from ._pack import pack_int4
 from ._qtensor import QuantizedTensor
-from ._range import compute_qparams, compute_range
+from ._range import compute_range, qparams_of_range
 from ._scheme import QParams, QuantScheme
 from ._validate import check_qparams
 
@@ -39,6 +39,11 @@ def quantize(x: Tensor, scheme: QuantScheme, qparams: QParams) -> QuantizedTenso
         )
     lay = check_qparams("quantize", scheme, qparams, x.shape, x.device)
     check_finite("quantize", x, "the tensor")
+    return apply_quantize(x, scheme, qparams, lay)
+
+
+def apply_quantize(x: Tensor, scheme: QuantScheme, qparams: QParams, lay: Layout) -> QuantizedTensor:
+    """:func:`quantize` without the checks, for arguments already checked (or qparams computed from ``x``)."""
     dev = x.device
     xi = x.inner()
     inner = xi.device
@@ -54,7 +59,7 @@ def quantize(x: Tensor, scheme: QuantScheme, qparams: QParams) -> QuantizedTenso
         q = pack_int4(q)
     if inner is not dev:
         q = Tensor.from_inner(q, dev)
-    return QuantizedTensor(q, x.shape, scheme, qparams)
+    return QuantizedTensor.trusted(q, x.shape, scheme, qparams)
 
 
 def quantize_dynamic(x: Tensor, scheme: QuantScheme) -> QuantizedTensor:
@@ -65,8 +70,8 @@ def quantize_dynamic(x: Tensor, scheme: QuantScheme) -> QuantizedTensor:
     Raises:
         QuantizationError: as :func:`quantize` and :func:`~ember.quantization.compute_range`.
     """
-    lo, hi = compute_range(scheme, x)
-    return quantize(x, scheme, compute_qparams(scheme, lo, hi))
+    lo, hi = compute_range(scheme, x)  # checks x, and that the values are finite
+    return apply_quantize(x, scheme, qparams_of_range(scheme, lo, hi), layout("quantize_dynamic", scheme, x.shape))
 
 
 def dequantize(qt: QuantizedTensor) -> Tensor:
@@ -78,8 +83,6 @@ def dequantize(qt: QuantizedTensor) -> Tensor:
     """
     if not isinstance(qt, QuantizedTensor):
         raise QuantizationError(f"dequantize: expected a QuantizedTensor, got {type(qt).__name__}.")
-    from ._layout import layout
-
     dev = qt.device
     inner = dev.inner
     q = qt.inner()

@@ -10,7 +10,7 @@ from ._errors import QuantizationError
 from ._layout import check_finite, layout
 from ._scheme import QParams, QuantParam, QuantScheme
 
-__all__ = ["compute_range", "compute_qparams", "scale_eps"]
+__all__ = ["compute_range", "compute_qparams", "qparams_of_range", "scale_eps"]
 
 
 def scale_eps(param: QuantParam) -> float:
@@ -41,13 +41,22 @@ def compute_range(scheme: QuantScheme, tensor: Tensor) -> tuple[Tensor, Tensor]:
     if tensor.num_elements() == 0:
         raise QuantizationError(f"compute_range: the tensor of shape {list(tensor.shape)} is empty; nothing to range.")
     lay = layout("compute_range", scheme, tensor.shape)
-    check_finite("compute_range", tensor, "the tensor")
-    x = tensor.detach().reshape(lay.view)
-    lo, hi = x, x
-    for d in lay.reduce_dims:
-        lo = lo.min_dim(d)
-        hi = hi.max_dim(d)
-    return lo.reshape(lay.scale_shape), hi.reshape(lay.scale_shape)
+    x = tensor.detach()
+    if scheme.level.kind == "tensor":
+        lo, hi = x.min(), x.max()
+    else:
+        x = x.reshape(lay.view)
+        lo, hi = x, x
+        for d in lay.reduce_dims:
+            lo = lo.min_dim(d)
+            hi = hi.max_dim(d)
+        lo, hi = lo.reshape(lay.scale_shape), hi.reshape(lay.scale_shape)
+    # min and max propagate NaN and reach +-inf whenever the tensor holds one: checking them (a few values, one
+    # host read) checks every element
+    ends = Tensor.cat([lo.reshape((-1,)), hi.reshape((-1,))], 0)
+    if tensor.device.backend.is_concrete(ends.inner().primitive) and not bool(ends.is_finite().all().into_scalar()):
+        check_finite("compute_range", tensor, "the tensor")  # raises, counting the bad values
+    return lo, hi
 
 
 def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  # noqa: A002
@@ -66,7 +75,8 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
 
     Args:
         scheme: the scheme.
-        min, max: Float tensors of the same shape (from :func:`compute_range` or an observer), finite, ``min <= max``.
+        min: Float tensor (from :func:`compute_range` or an observer), finite.
+        max: Float tensor of ``min``'s shape, finite, ``min <= max``.
 
     Returns:
         :class:`QParams` on ``min``'s device: ``scale`` in the scheme's scale type, ``zero_point`` int8 or ``None``.
@@ -83,16 +93,23 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
         raise QuantizationError(
             f"compute_qparams: min has shape {list(min.shape)} and max {list(max.shape)}; they must match."
         )
-    param_dtype = scheme.param.dtype
     backend = min.device.backend
+    lo, hi = min.detach(), max.detach()
+    if backend.is_concrete(lo.inner().primitive) and bool((lo > hi).any().into_scalar()):
+        raise QuantizationError("compute_qparams: min > max somewhere; pass the range as (min, max).")
+    return qparams_of_range(scheme, lo, hi)
+
+
+def qparams_of_range(scheme: QuantScheme, lo: Tensor, hi: Tensor) -> QParams:
+    """:func:`compute_qparams` without the checks of its arguments (finite, ``min <= max``, matching shapes), for a
+    range that :func:`compute_range` just computed."""
+    param_dtype = scheme.param.dtype
+    backend = lo.device.backend
     if param_dtype not in backend.supported_dtypes:
         raise QuantizationError(
             f"compute_qparams: scales of type {param_dtype} need a backend that holds it; {backend.name} does not. "
             "Use QuantParam.F32 or F16, or the torch or jax backend."
         )
-    lo, hi = min.detach(), max.detach()
-    if backend.is_concrete(lo.inner().primitive) and bool((lo > hi).any().into_scalar()):
-        raise QuantizationError("compute_qparams: min > max somewhere; pass the range as (min, max).")
     qmin, qmax = scheme.value.range
     eps = scale_eps(scheme.param)
     if scheme.value.symmetric:
@@ -103,11 +120,17 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
         lo = lo.clamp_max(0.0)
         hi = hi.clamp_min(0.0)
         scale = ((hi - lo) / float(qmax - qmin)).clamp_min(eps)
-    scale = scale.cast(param_dtype)
-    if backend.is_concrete(scale.inner().primitive) and not bool(scale.is_finite().all().into_scalar()):
+    limit = float(np.finfo(np.float16).max)
+    if (
+        scheme.param is QuantParam.F16
+        and backend.is_concrete(scale.inner().primitive)
+        and float(scale.max().into_scalar()) > limit
+    ):
         raise QuantizationError(
-            f"compute_qparams: the range needs scales beyond the largest {param_dtype}; use QuantParam.F32."
+            f"compute_qparams: the range needs scales beyond the largest {param_dtype} ({limit:.6g}); use "
+            "QuantParam.F32."
         )
+    scale = scale.cast(param_dtype)
     if not scheme.value.symmetric:
         zp = (float(qmin) - (lo / scale.cast(lo.dtype)).round()).clamp(float(qmin), float(qmax))
         zero_point = zp.int().cast("int8")

@@ -82,7 +82,7 @@ def quantized_from_record(node: Any, device: Device, path: str) -> QuantizedTens
         raise RecordError(f"record: the quantized tensor at {where!r} has an invalid shape.")
     try:
         scheme = QuantScheme.from_dict(body["scheme"])
-        parts = []
+        parts: list[Tensor | None] = []
         for key, kind in (("values", Int), ("scale", Float), ("zero_point", Int)):
             d = body[key]
             if d is None:

@@ -177,7 +177,7 @@ class QuantScheme:
             object.__setattr__(self, "param", QuantParam(self.param))
         except ValueError as exc:
             raise QuantizationError(
-                f"QuantScheme: {exc}; value is one of {[v.value for v in QuantValue]}, param one of "
+                f"QuantScheme: {str(exc)[:100]}; value is one of {[v.value for v in QuantValue]}, param one of "
                 f"{[p.value for p in QuantParam]}."
             ) from None
         if not isinstance(self.level, QuantLevel):
