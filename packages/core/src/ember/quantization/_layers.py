@@ -119,9 +119,10 @@ def _conv_forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
                               conv.groups)
 
 
-class QuantizedConv1d(Module):
-    """:class:`~ember.nn.Conv1d` with a quantized weight (dequantized for the float convolution). ``weight`` is
-    the ``[channels_out, channels_in / groups * kernel_length]`` matrix, ``shape`` the float weight's shape."""
+class _QuantizedConv(Module):
+    """The fields of the quantized convolutions: ``weight`` (a Param holding the QuantizedTensor of the
+    ``[channels_out, channels_in / groups * prod(kernel)]`` matrix), ``bias``, ``shape`` (the float weight's shape)
+    and the float layer's ``stride``, ``dilation``, ``groups``, ``padding``, ``padding_right``; ``input``."""
 
     weight: Param  # holds a QuantizedTensor
     bias: Param | None
@@ -132,25 +133,19 @@ class QuantizedConv1d(Module):
     padding: tuple[int, ...]
     padding_right: tuple[int, ...]
     input: InputQuant | None = None
+
+
+class QuantizedConv1d(_QuantizedConv):
+    """:class:`~ember.nn.Conv1d` with a quantized weight (dequantized for the float convolution); shapes and errors
+    are ``Conv1d``'s."""
 
     def forward(self, x: Tensor) -> Tensor:
         return _conv_forward("QuantizedConv1d", 1, self, x)
 
 
-class QuantizedConv2d(Module):
-    """:class:`~ember.nn.Conv2d` with a quantized weight (dequantized for the float convolution). ``weight`` is
-    the ``[channels_out, channels_in / groups * kernel_height * kernel_width]`` matrix, ``shape`` the float
-    weight's shape."""
-
-    weight: Param  # holds a QuantizedTensor
-    bias: Param | None
-    shape: tuple[int, ...]
-    stride: tuple[int, ...]
-    dilation: tuple[int, ...]
-    groups: int
-    padding: tuple[int, ...]
-    padding_right: tuple[int, ...]
-    input: InputQuant | None = None
+class QuantizedConv2d(_QuantizedConv):
+    """:class:`~ember.nn.Conv2d` with a quantized weight (dequantized for the float convolution); shapes and errors
+    are ``Conv2d``'s."""
 
     def forward(self, x: Tensor) -> Tensor:
         return _conv_forward("QuantizedConv2d", 2, self, x)

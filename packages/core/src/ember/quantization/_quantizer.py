@@ -120,8 +120,9 @@ class Quantizer:
             int8 symmetric per output channel (``torch.ao``'s default weight observer is per channel symmetric).
         activation: the inputs' scheme for :meth:`quantize_dynamic`, :meth:`prepare` and :meth:`prepare_qat`;
             default ``Q8F`` per tensor (``torch.ao``'s ``quint8`` affine activations, in int8).
-        include, exclude: ``fnmatch`` patterns of module paths (``"linear1"``, ``"encoder.*"``); default every
-            path, none excluded.
+        include: ``fnmatch`` patterns of the module paths to quantize (``"linear1"``, ``"encoder.*"``); default
+            every path.
+        exclude: ``fnmatch`` patterns of module paths to leave alone; default none.
         types: the layer types to quantize, a subset of ``(Linear, Conv1d, Conv2d, Embedding)`` (default all).
 
     Raises:
