@@ -242,7 +242,12 @@ class Quantizer:
         """``module`` for quantization-aware training (``torch.ao``'s ``prepare_qat``): each chosen layer
         fake-quantizes its weight (:meth:`weight_scheme`) and, unless ``weights_only`` (or an Embedding), its
         input (:attr:`activation`, range by a moving-average observer). Train it as the float model (same class,
-        same parameters and ids), then :meth:`convert` it."""
+        same parameters and ids), then :meth:`convert` it.
+
+        The input observers learn in eager steps only. Under a compiled step (the Learner on jax compiles it with
+        ``ember_jax.jit``) the range is read when the step is traced and stays fixed: run a few batches through
+        the prepared model eagerly first (:func:`calibrate` on the autodiff device), else the inputs are not
+        fake-quantized during training and :meth:`convert` reports that no tensor was observed."""
         cal = self.calibration if self.calibration.kind == "moving_average" else Calibration.moving_average()
 
         def fn(path: str, m: Any) -> Any:
