@@ -128,7 +128,9 @@ class OutWalk:
             if seen is not None:
                 return seen
             if isinstance(x, Param):
-                return ("P", k, x.id, x.require_grad, self.tensor(x._tensor, path))
+                t = x._tensor
+                val = self.tensor(t, path) if isinstance(t, Tensor) else self.walk(t, path)
+                return ("P", k, x.id, x.require_grad, val)
             if isinstance(x, RunningState):
                 return ("RS", k, x.id, self.tensor(x._tensor, path))
             if isinstance(x, Module):

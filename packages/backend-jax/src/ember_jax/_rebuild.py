@@ -78,7 +78,8 @@ def _b_param(rb: Rebuild, x: Param) -> Any:
     n, done = _seen(rb, x)
     if done is not None:
         return done
-    out = Param(_b_tensor(rb, x._tensor), x.id, x.require_grad)
+    t = x._tensor
+    out = Param(_b_tensor(rb, t) if t.__class__ is Tensor else rebuild(rb, t), x.id, x.require_grad)
     rb.inner[n] = out
     return out
 

@@ -165,11 +165,17 @@ def _f_tensor(fl: Flat, t: Any) -> Any:
     return (TENSOR, t.device, t.kind, flag, p.shape, p.dtype)
 
 
+def _f_value(fl: Flat, t: Any) -> Any:
+    """The structure of a parameter's value: a tensor, or another object a Param may hold (an
+    ``ember.quantization.QuantizedTensor``, a dataclass of tensors)."""
+    return _f_tensor(fl, t) if t.__class__ is Tensor else flatten(fl, t)
+
+
 def _f_param(fl: Flat, x: Param) -> Any:
     ref = _enter(fl, x)
     if ref is not None:
         return ref
-    return (PARAM, x.id._value, x.require_grad, _f_tensor(fl, x._tensor))
+    return (PARAM, x.id._value, x.require_grad, _f_value(fl, x._tensor))
 
 
 def _f_state(fl: Flat, x: RunningState) -> Any:
@@ -216,7 +222,7 @@ def _f_module(fl: Flat, m: Any) -> Any:
                 continue
             memo[k] = len(objs)
             objs.append(v)
-            out.append((PARAM, v.id._value, v.require_grad, _f_tensor(fl, v._tensor)))
+            out.append((PARAM, v.id._value, v.require_grad, _f_value(fl, v._tensor)))
             continue
         h = _FLAT.get(c)
         if h is None:

@@ -41,7 +41,8 @@ dequantize, with the straight-through gradient (zero where the value saturates),
 
 **Modules and records.** A ``Param`` or ``RunningState`` may hold a :class:`QuantizedTensor` (moves, ``valid()``,
 ``fork`` and records follow it); records store its integers and scales as they are with every recorder
-(``docs/record-format.md``, section 1.1). The module-level workflow (``Quantizer``, calibration observers, QAT,
+(``docs/record-format.md``, section 1.1). ``ember_jax.jit`` carries quantized tensors in and out of a compiled step,
+as arguments or held by a ``Param`` (a ``RunningState`` holding one is not carried yet). The module-level workflow (``Quantizer``, calibration observers, QAT,
 quantized layers) builds on this package.
 
 Every other tensor op on a :class:`QuantizedTensor` raises :class:`QuantizationError` telling to call

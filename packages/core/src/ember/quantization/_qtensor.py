@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NoReturn
 
 from .._kind import Float, Int, Kind
@@ -13,6 +14,7 @@ from ._scheme import QParams, QuantScheme
 __all__ = ["QuantizedTensor"]
 
 
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class QuantizedTensor:
     """A float tensor stored as integers and scales: what :meth:`Tensor.quantize` returns.
 
@@ -29,6 +31,8 @@ class QuantizedTensor:
         qparams: the :class:`QParams` (scales in the scheme's scale type; int8 zero points for affine types).
     """
 
+    # a dataclass (fields values, scheme, qparams, _shape) so that tree walks that handle dataclasses (ember_jax.jit's
+    # arguments and results) carry it; built with __init__ or trusted(), immutable
     __slots__ = ("values", "scheme", "qparams", "_shape", "__weakref__")
 
     values: Tensor
