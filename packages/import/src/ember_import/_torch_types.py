@@ -68,12 +68,13 @@ _SUPPORTED_STORAGES = {
     "CharStorage": DType.INT8,
     "ByteStorage": DType.UINT8,
     "BoolStorage": DType.BOOL,
+    # the integers of a quantized tensor: only ``_rebuild_qtensor`` (``_pt_quantized.py``) gives them a scale
+    "QInt8Storage": DType.INT8,
+    "QUInt8Storage": DType.UINT8,
 }
 _UNSUPPORTED_STORAGES = {
     "ComplexFloatStorage": "complex64",
     "ComplexDoubleStorage": "complex128",
-    "QInt8Storage": "qint8",
-    "QUInt8Storage": "quint8",
     "QInt32Storage": "qint32",
     "QUInt4x2Storage": "quint4x2",
     "QUInt2x4Storage": "quint2x4",

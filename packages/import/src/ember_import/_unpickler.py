@@ -13,6 +13,8 @@ The allow-list (compare ``torch._weights_only_unpickler``):
 - ``torch._utils._rebuild_parameter`` / ``_rebuild_parameter_with_state``: ``nn.Parameter`` (the data kept);
 - ``torch._tensor._rebuild_from_type_v2`` with ``torch.Tensor`` / ``torch.nn.parameter.Parameter``;
 - ``torch.<X>Storage``, ``torch.storage.UntypedStorage`` (markers) and ``torch.<dtype>`` (markers);
+- ``torch._utils._rebuild_qtensor`` with ``torch.<qscheme>`` markers: a quantized tensor's integers, scales and
+  zero points as a plain dict (``_pt_quantized.py``);
 - ``collections.OrderedDict``, ``builtins.set`` / ``frozenset`` / ``complex`` / ``bytearray`` (from bytes only),
   ``torch.Size`` (a tuple), ``torch.device`` (a string), ``_codecs.encode`` (latin-1 only: how protocol 2
   writes ``bytes``).
@@ -34,6 +36,7 @@ from ember import DType
 from ._errors import ModelImportError
 from ._frozen import Frozen
 from ._limits import Budget, summary
+from ._pt_quantized import QSCHEMES, rebuild_qtensor
 from ._torch_types import STORAGE_TYPES, TORCH_DTYPES, TorchDType
 from ._views import PendingTensor, make_view
 
@@ -172,8 +175,11 @@ class SafeUnpickler(pickle.Unpickler):
             ("torch", "device"): _Allowed(_device, "torch.device"),
             ("_codecs", "encode"): _Allowed(_codecs_encode, "_codecs.encode"),
         }
+        allowed[("torch._utils", "_rebuild_qtensor")] = _Allowed(
+            lambda *a: rebuild_qtensor(self._rebuild_v2, self._origin, *a), "torch._utils._rebuild_qtensor")
         allowed.update(STORAGE_TYPES)
         allowed.update(TORCH_DTYPES)
+        allowed.update(QSCHEMES)
         self._allowed = allowed
 
     def find_class(self, module: str, name: str) -> Any:

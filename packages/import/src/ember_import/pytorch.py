@@ -19,6 +19,7 @@ from ._load import LoadResult, load_tensors
 from ._load_args import LoadArgs
 from ._pt import read_pytorch
 from ._recorder import ImportedRecord, PyTorchFileRecorder
+from ._torch_ao import load_dynamic_linears
 
 __all__ = [
     "Adapter",
@@ -31,6 +32,7 @@ __all__ = [
     "PyTorchFileRecorder",
     "TensorEntry",
     "config_from_file",
+    "load_dynamic_linears",
     "load_tensors",
     "read_pytorch",
     "save_pytorch",

@@ -17,6 +17,7 @@ from ._ir import Graph, ValueInfo
 from ._parse import read_model
 from ._passes import fold_constants, remove_dead_nodes
 from ._program import Program, host_device
+from ._qdq import DOMAIN, recognise_qdq
 
 __all__ = ["OnnxModule", "load_model"]
 
@@ -199,8 +200,9 @@ def load_model(
         The module; ``module(*inputs)`` runs it. Float initializers become ``Param``s (``ParamId`` = the
         initializer's name) in their own float type where the backend holds it, else in the backend's float
         type; integer and bool initializers, and float ones read only as shapes or counts, are constants.
-        The pipeline follows Burn's onnx-ir: parse and check (``onnx``), typed IR, constant folding,
-        dead-node removal, then one converter per node (``ember_import/onnx/ops``).
+        The pipeline follows Burn's onnx-ir: parse and check (``onnx``), typed IR, QDQ recognition (int8
+        ``MatMul``/``Gemm`` weights kept as quantized tensors, ``_qdq.py``), constant folding, dead-node removal,
+        then one converter per node (``ember_import/onnx/ops``).
 
     Raises:
         OnnxImportError: unreadable or malformed file (see :func:`~._parse.read_model`), operators without
@@ -212,7 +214,10 @@ def load_model(
     limit = default_max_tensor_bytes(parsed.file_size) if max_tensor_bytes is None else int(max_tensor_bytes)
     if limit < 0:
         raise ValueError(f"load_model: max_tensor_bytes must be >= 0, got {max_tensor_bytes}.")
-    program = Program(graph, parsed.opsets, {}, source=parsed.source, max_tensor_bytes=limit)
+    opsets = parsed.opsets
+    if recognise_qdq(graph):  # before folding, which would turn the int8 weights into float32 constants
+        opsets = {**opsets, DOMAIN: 1}
+    program = Program(graph, opsets, {}, source=parsed.source, max_tensor_bytes=limit)
     static_only = _static_only(graph, program)
     params: dict[str, Param] = {}
     for name, data in graph.initializers.items():
