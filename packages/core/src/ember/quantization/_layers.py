@@ -27,7 +27,7 @@ from typing import Any
 from ..module import Module, Param, RunningState
 from ..nn._checks import check_dim, check_float, check_int, check_rank
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._scheme import QParams, QuantScheme
 
 __all__ = ["InputQuant", "QuantizedLinear", "QuantizedConv1d", "QuantizedConv2d", "QuantizedEmbedding"]

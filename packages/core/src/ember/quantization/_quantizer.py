@@ -34,7 +34,7 @@ from .._errors import ConfigError
 from ..module import Param, RunningState
 from ..nn import Conv1d, Conv2d, Embedding, Linear
 from ..tensor import Tensor
-from ..tensor import module as M
+from ..tensor import functional as M
 from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear
 from ._observed import FakeQuantized, Observed
 from ._observers import Calibration, Observer
