@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..quantization import QParams, QuantizedTensor, QuantScheme
+    from .._quantization._qtensor import QuantizedTensor
+    from .._quantization._scheme import QParams, QuantScheme
 
 
 class QuantizeTensorOps:
@@ -23,7 +24,7 @@ class QuantizeTensorOps:
         Raises:
             QuantizationError: a non-Float tensor, NaN/inf values, qparams that do not fit the scheme and shape.
         """
-        from ..quantization import quantize
+        from .._quantization._quantize import quantize
 
         return quantize(self, scheme, qparams)
 
@@ -34,6 +35,6 @@ class QuantizeTensorOps:
         Raises:
             QuantizationError: as :meth:`quantize`; an empty tensor.
         """
-        from ..quantization import quantize_dynamic
+        from .._quantization._quantize import quantize_dynamic
 
         return quantize_dynamic(self, scheme)
