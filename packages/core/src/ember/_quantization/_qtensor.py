@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 from .._kind import Float, Int, Kind
 from ..backend._device import Device
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._layout import layout
 from ._pack import unpack_int4

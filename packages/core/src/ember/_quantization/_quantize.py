@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._dtype import DType
 from .._kind import Float, Int
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._layout import Layout, check_finite, layout
 from ._pack import pack_int4

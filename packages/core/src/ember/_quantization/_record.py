@@ -21,7 +21,7 @@ from .._tensor_data import TensorData
 from .._errors import RecordError
 from .._kind import Float, Int
 from ..backend._device import Device
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._qtensor import QuantizedTensor
 from ._scheme import QParams, QuantScheme
