@@ -8,8 +8,8 @@ from typing import Any
 from .._dtype import DType
 from .._kind import Float, Kind
 from .._param_id import ParamId
-from ..backend._device import Device
 from .._quantization._qtensor import QuantizedTensor
+from ..backend._device import Device
 from ..tensor import Tensor
 
 __all__ = ["Param", "RunningState", "ad_enabled"]

@@ -42,8 +42,8 @@ dequantize, with the straight-through gradient (zero where the value saturates),
 **Modules and records.** A ``Param`` or ``RunningState`` may hold a :class:`QuantizedTensor` (moves, ``valid()``,
 ``fork`` and records follow it); records store its integers and scales as they are with every recorder
 (``docs/record-format.md``, section 1.1). ``ember_jax.jit`` carries quantized tensors in and out of a compiled step,
-as arguments or held by a ``Param`` (a ``RunningState`` holding one is not carried yet). The module-level workflow (``Quantizer``, calibration observers, QAT,
-quantized layers) builds on this core.
+as arguments or held by a ``Param`` (a ``RunningState`` holding one is not carried yet). The module-level
+workflow (``Quantizer``, calibration observers, QAT, quantized layers) builds on this core.
 
 **Layers.** The tensor-level core lives in the private ``ember._quantization`` (below ``ember.module``, which
 imports it for parameters and records); this package re-exports it with the module-level workflow, which builds on

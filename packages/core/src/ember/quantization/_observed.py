@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..module import Module
-from ..tensor import Tensor
 from .._quantization._fake import fake_quantize
 from .._quantization._scheme import QuantScheme
+from ..module import Module
+from ..tensor import Tensor
 from ._fake_layer import fake_weight, observer_qparams
 from ._observers import Observer
 

@@ -28,19 +28,15 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from .._errors import ConfigError
+from .._quantization._range import compute_qparams, compute_range
+from .._quantization._scheme import QuantLevel, QuantScheme, QuantValue
 from ..module import Param, RunningState
 from ..nn import Conv1d, Conv2d, Embedding, Linear
-from ..tensor import Tensor
-from ..tensor import functional as M
 from ._fake_layer import CONVS, observer_qparams, weight_matrix
 from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear
 from ._observed import FakeQuantized, Observed
 from ._observers import Calibration, Observer
-from .._quantization._range import compute_qparams, compute_range
-from .._quantization._scheme import QParams, QuantLevel, QuantScheme, QuantValue
 from ._swap import PathFilter, swap_modules
 
 __all__ = ["Quantizer", "calibrate", "SUPPORTED_LAYERS"]
