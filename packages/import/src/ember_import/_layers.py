@@ -16,10 +16,10 @@ Ember layer                  PyTorch module               conversion
 ``LayerNorm``, ``GroupNorm``, ``nn.LayerNorm``, ``nn.GroupNorm``, ``weight``/``bias`` -> ``gamma``/``beta``
 ``InstanceNorm``, ``RmsNorm`` ``nn.InstanceNorm*d``, ``nn.RMSNorm``
 ``PRelu``                    ``nn.PReLU``                 ``weight`` -> ``alpha``
-``Lstm``                     ``nn.LSTM`` (one layer)      ``weight_ih_l0 [4 d, d_input]`` rows ``i, f, g, o`` ->
-                                                          ``input_gate``/``forget_gate``/``cell_gate``/
-                                                          ``output_gate`` ``.input_transform`` (transposed);
-                                                          ``weight_hh_l0`` -> ``.hidden_transform``; biases alike
+``Lstm``                     ``nn.LSTM`` (one layer)      ``weight_ih_l0 [4 d, d_input]`` / ``weight_hh_l0``
+                                                          -> ``weight_ih`` / ``weight_hh`` (transposed; same
+                                                          gate order ``i, f, g, o``); ``bias_ih_l0`` /
+                                                          ``bias_hh_l0`` -> ``bias_ih`` / ``bias_hh``
 ``BiLstm``                   ``nn.LSTM(bidirectional)``   ``*_l0`` -> ``forward_lstm``, ``*_l0_reverse`` ->
                                                           ``reverse_lstm``
 ``Gru``                      ``nn.GRU`` (one layer)       rows ``r, z, n`` -> ``reset_gate``/``update_gate``/
@@ -208,7 +208,30 @@ class RecurrentRule(LayerRule):
             emit(_join(prefix, tname + suffix), cat_rows(parts))
 
 
-_LSTM = RecurrentRule("torch.nn.LSTM", ("input_gate", "forget_gate", "cell_gate", "output_gate"))
+class FusedRecurrentRule(LayerRule):
+    """``nn.LSTM`` (one layer, one direction) <-> Ember's fused ``Lstm``: the same gate order (``i, f, g, o``)
+    on both sides, so ``weight_ih_l0 [4 d_hidden, d_input]`` / ``weight_hh_l0 [4 d_hidden, d_hidden]`` are
+    Ember's ``weight_ih`` / ``weight_hh`` transposed, and ``bias_ih_l0`` / ``bias_hh_l0`` are ``bias_ih`` /
+    ``bias_hh`` as they are."""
+
+    def __init__(self, torch_module: str) -> None:
+        self.torch_module = torch_module
+
+    def to_ember(self, module: Any, prefix: str, src: Flat, out: Flat, suffix: str = "_l0") -> None:
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            k = _join(prefix, name + suffix)
+            if k in src:
+                t = src.pop(k)
+                out[_join(prefix, name)] = transpose(t) if name.startswith("weight") else t
+
+    def to_torch(self, module: Any, prefix: str, emit: Emit, suffix: str = "_l0") -> None:
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            p = getattr(module, name)
+            if p is not None:
+                emit(_join(prefix, name + suffix), transpose(_data(p)) if name.startswith("weight") else _data(p))
+
+
+_LSTM = FusedRecurrentRule("torch.nn.LSTM")
 _GRU = RecurrentRule("torch.nn.GRU", ("reset_gate", "update_gate", "new_gate"))
 
 

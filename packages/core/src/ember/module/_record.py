@@ -159,6 +159,9 @@ class _Loader:
             if not isinstance(node, dict):
                 self._mismatch_subtree(v, node, path, "a module")
                 return v
+            upgrade = getattr(type(v), "__ember_record_upgrade__", None)
+            if upgrade is not None:  # an older / foreign layout of this module's record (e.g. Lstm's per-gate form)
+                node = upgrade(node)
             names = [n for n in fields_of(v) if getattr(v, n) is None or has_state(getattr(v, n))]
             for key in node:
                 if key not in names:

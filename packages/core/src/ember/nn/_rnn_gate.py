@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+
+from .._data import TensorData
 from ..backend._device import Device
 from ..module import Module
 from ..tensor import Tensor
 from ._initializer import Initializer
 from ._linear import Linear, LinearConfig
 
-__all__ = ["GateController", "fused_gates"]
+__all__ = ["GateController", "fused_gates", "fuse_gate_record", "init_fused"]
 
 
 class GateController(Module):
@@ -47,3 +51,63 @@ def fused_gates(gates: Sequence[GateController]) -> tuple[Tensor, Tensor | None,
     bx = Tensor.cat([b.val() for b in bxs], 0) if all(b is not None for b in bxs) else None  # type: ignore[union-attr]
     bh = Tensor.cat([b.val() for b in bhs], 0) if all(b is not None for b in bhs) else None  # type: ignore[union-attr]
     return wx, bx, wh, bh
+
+
+def init_fused(initializer: Initializer, d_in: int, d: int, n: int, bias: bool, device: Device) -> tuple[Any, ...]:
+    """Fused gate parameters drawn as ``n`` per-gate ``Linear`` s would be (same shapes and fans, so the same
+    distribution as Burn's per-gate layout): ``(W_x [d_in, n d], W_h [d, n d], b_x [n d] | None, b_h [n d] |
+    None)`` as :class:`~ember.module.Param` s."""
+    from ..module import Param
+
+    def block(rows: int) -> Param:
+        return Param(Tensor.cat([initializer.init_with([rows, d], rows, d, device) for _ in range(n)], 1))
+
+    wx, wh = block(d_in), block(d)
+    if not bias:
+        return wx, wh, None, None
+    bx = Param(Tensor.cat([initializer.init_with([d], d_in, d, device) for _ in range(n)], 0))
+    bh = Param(Tensor.cat([initializer.init_with([d], d, d, device) for _ in range(n)], 0))
+    return wx, wh, bx, bh
+
+
+#: fused record key -> (per-gate ``GateController`` transform, ``Linear`` field)
+_FUSED_KEYS = (("weight_ih", "input_transform", "weight"), ("weight_hh", "hidden_transform", "weight"),
+               ("bias_ih", "input_transform", "bias"), ("bias_hh", "hidden_transform", "bias"))
+
+
+def _leaf_bits(leaf: Any) -> TensorData | None:
+    """The tensor of a record leaf (``{"id", "param"}`` node, ``TensorData``, ``Tensor`` or ``ndarray``)."""
+    if isinstance(leaf, dict):
+        leaf = leaf.get("param")
+    if isinstance(leaf, Tensor):
+        return leaf.to_data()  # type: ignore[no-any-return]
+    if isinstance(leaf, np.ndarray):
+        return TensorData(leaf)
+    return leaf if isinstance(leaf, TensorData) else None
+
+
+def fuse_gate_record(node: dict[str, Any], gates: Sequence[str]) -> dict[str, Any]:
+    """A per-gate recurrent record (Burn's layout and Ember's before 0.x: one ``GateController`` per gate, each
+    ``input_transform`` / ``hidden_transform`` ``Linear`` with ``weight [d_in, d]``, ``bias [d]``) rewritten in
+    the fused layout: ``weight_ih [d_in, n d]``, ``weight_hh [d, n d]``, ``bias_ih`` / ``bias_hh [n d]``, the
+    gates' blocks side by side in the order ``gates``. Lossless (concatenation of the stored bits); the
+    parameters get new ids.
+
+    A record that is not in the per-gate layout, or one with a gate or weight missing, is returned unchanged:
+    loading then reports the missing and unused keys as for any record that does not fit.
+    """
+    if not all(isinstance(node.get(g), dict) for g in gates) or any(k in node for k, _, _ in _FUSED_KEYS):
+        return node
+    out = {k: v for k, v in node.items() if k not in gates}
+    for key, transform, param in _FUSED_KEYS:
+        parts = []
+        for g in gates:
+            lin = node[g].get(transform)
+            parts.append(_leaf_bits(lin.get(param)) if isinstance(lin, dict) else None)
+        if all(p is None for p in parts) and param == "bias":
+            continue  # a layer without biases
+        if any(p is None for p in parts) or len({(p.dtype, p.shape[:-1]) for p in parts}) != 1:  # type: ignore[union-attr]
+            return node
+        bits = np.concatenate([p.as_bits() for p in parts], axis=-1)  # type: ignore[union-attr]
+        out[key] = {"param": TensorData.from_bits(bits, parts[0].dtype)}  # type: ignore[union-attr]
+    return out
