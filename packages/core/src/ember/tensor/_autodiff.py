@@ -13,6 +13,18 @@ from .._errors import BackendError, KindError
 from .._kind import Float
 from . import _core
 
+#: ``ember.autodiff._hooks._HOOK.get``, bound on the first ``backward()`` (an import statement per call costs
+#: ~1.5 µs; importing at module level would be circular)
+_HOOK_GET: Callable[[], Any] | None = None
+
+
+def _hook_get() -> Callable[[], Any]:
+    global _HOOK_GET
+    from ..autodiff._hooks import _HOOK
+
+    _HOOK_GET = _HOOK.get
+    return _HOOK_GET
+
 if TYPE_CHECKING:
     from ..autodiff import Gradients
 
@@ -110,9 +122,7 @@ class AutodiffTensorOps:
         """
         ops = _autodiff_ops(self, "backward")
         if on_grad_ready is None:
-            from ..autodiff._hooks import _HOOK
-
-            on_grad_ready = _HOOK.get()
+            on_grad_ready = (_HOOK_GET or _hook_get())()
             if on_grad_ready is None:
                 return ops.backward(self.primitive)  # type: ignore[attr-defined, no-any-return]
         return ops.backward(self.primitive, _tensor_hook(on_grad_ready, self.device.inner))  # type: ignore[attr-defined, no-any-return]
