@@ -37,6 +37,7 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 
 def _reference(per_gate: dict, x: np.ndarray) -> np.ndarray:
     """A float64 LSTM from a per-gate record: every hidden state, ``[batch, seq, d]``."""
+
     def pre(gate: str, xt: np.ndarray, h: np.ndarray) -> np.ndarray:
         g = per_gate[gate]
         it, ht = g["input_transform"], g["hidden_transform"]
@@ -58,12 +59,17 @@ def _reference(per_gate: dict, x: np.ndarray) -> np.ndarray:
 
 def _per_gate_record(rng: np.random.Generator, d_in: int, d: int) -> dict:
     """A record in the per-gate layout (the structure ``into_record`` wrote before the fused layout, Burn's)."""
-    def lin(n: int) -> dict:
-        return {"weight": {"id": "w", "param": ember.TensorData(rng.standard_normal((n, d)))},
-                "bias": {"id": "b", "param": ember.TensorData(rng.standard_normal(d))}}
 
-    return {g: {"input_transform": lin(d_in), "hidden_transform": lin(d)}
-            for g in ("input_gate", "forget_gate", "output_gate", "cell_gate")}
+    def lin(n: int) -> dict:
+        return {
+            "weight": {"id": "w", "param": ember.TensorData(rng.standard_normal((n, d)))},
+            "bias": {"id": "b", "param": ember.TensorData(rng.standard_normal(d))},
+        }
+
+    return {
+        g: {"input_transform": lin(d_in), "hidden_transform": lin(d)}
+        for g in ("input_gate", "forget_gate", "output_gate", "cell_gate")
+    }
 
 
 def test_per_gate_record_loads_into_fused_blocks() -> None:
@@ -73,9 +79,10 @@ def test_per_gate_record_loads_into_fused_blocks() -> None:
     w = m.weight_ih.val().to_data().to_numpy()
     assert w.shape == (3, 16)
     for k, gate in enumerate(ORDER):  # block k of the fused weights is gate k in PyTorch's order
-        np.testing.assert_array_equal(w[:, 4 * k:4 * k + 4], _np(rec[gate]["input_transform"]["weight"]))
-        np.testing.assert_array_equal(m.bias_hh.val().to_data().to_numpy()[4 * k:4 * k + 4],
-                                      _np(rec[gate]["hidden_transform"]["bias"]))
+        np.testing.assert_array_equal(w[:, 4 * k : 4 * k + 4], _np(rec[gate]["input_transform"]["weight"]))
+        np.testing.assert_array_equal(
+            m.bias_hh.val().to_data().to_numpy()[4 * k : 4 * k + 4], _np(rec[gate]["hidden_transform"]["bias"])
+        )
     x = rng.standard_normal((2, 5, 3))
     out, _ = m(ember.Tensor.from_data(x, _dev()))
     np.testing.assert_allclose(out.to_data().to_numpy(), _reference(rec, x), rtol=1e-12, atol=1e-12)
@@ -100,8 +107,9 @@ def test_fused_record_round_trips() -> None:
     assert set(rec) == {"weight_ih", "weight_hh", "bias_ih", "bias_hh"}
     m2 = nn.LstmConfig(3, 2).init(_dev()).load_record(rec)
     for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-        np.testing.assert_array_equal(getattr(m2, name).val().to_data().to_numpy(),
-                                      getattr(m, name).val().to_data().to_numpy())
+        np.testing.assert_array_equal(
+            getattr(m2, name).val().to_data().to_numpy(), getattr(m, name).val().to_data().to_numpy()
+        )
 
 
 def test_bilstm_per_gate_record_loads() -> None:
@@ -112,8 +120,9 @@ def test_bilstm_per_gate_record_loads() -> None:
     out, _ = m(ember.Tensor.from_data(x, _dev()))
     got = out.to_data().to_numpy()
     np.testing.assert_allclose(got[..., :2], _reference(rec["forward_lstm"], x), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(got[..., 2:], _reference(rec["reverse_lstm"], x[:, ::-1])[:, ::-1],
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        got[..., 2:], _reference(rec["reverse_lstm"], x[:, ::-1])[:, ::-1], rtol=1e-12, atol=1e-12
+    )
 
 
 def test_incomplete_per_gate_record_is_reported() -> None:
@@ -131,5 +140,6 @@ def test_per_gate_attributes_are_deprecated_copies() -> None:
         warnings.simplefilter("always")
         gate = m.cell_gate
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
-    np.testing.assert_array_equal(gate.hidden_transform.weight.val().to_data().to_numpy(),
-                                  m.weight_hh.val().to_data().to_numpy()[:, 4:6])
+    np.testing.assert_array_equal(
+        gate.hidden_transform.weight.val().to_data().to_numpy(), m.weight_hh.val().to_data().to_numpy()[:, 4:6]
+    )

@@ -223,7 +223,9 @@ def load_into(module: Any, record: Any, strict: bool, device: Device | None, con
     """Apply ``record`` to ``module``; returns the new module and the report.
 
     A record whose type defines ``__ember_load_prepare__(record, module) -> (module, record)`` (the records
-    of ``ember_import``, in PyTorch's layout) is first converted to the module's layout by that hook.
+    of ``ember_import``, in PyTorch's layout) is first converted to the module's layout by that hook. A module
+    class that defines ``__ember_record_upgrade__(node) -> node`` (a static method) gets its own record node passed
+    through it before loading: the way an older layout of its record keeps loading (``Lstm``: the per-gate layout).
 
     Raises:
         RecordError: ``strict`` and anything is missing, unused or mismatched (lists every problem).

@@ -17,7 +17,7 @@ from ._initializer import AnyInitializer, XavierNormal
 from ._linear import Linear
 from ._rnn_gate import GateController, fuse_gate_record, init_fused
 
-__all__ = ["LstmConfig", "Lstm", "LstmState", "BiLstmConfig", "BiLstm", "GATES"]
+__all__ = ["LstmConfig", "Lstm", "LstmState", "BiLstmConfig", "BiLstm"]
 
 _LAYOUT = "[batch, seq_length, d_input]"
 
@@ -160,9 +160,8 @@ def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bo
                                  f"got {list(st.shape)}.")
     # one lstm primitive call (one Autodiff node) for the whole sequence; the reverse direction runs on the
     # time-flipped sequence
-    bx, bh = lstm.bias_ih, lstm.bias_hh
-    bias = None if bx is None and bh is None else (
-        bh.val() if bx is None else bx.val() if bh is None else bx.val() + bh.val())
+    biases = [b.val() for b in (lstm.bias_ih, lstm.bias_hh) if b is not None]
+    bias = biases[0] + biases[1] if len(biases) == 2 else biases[0] if biases else None
     if reverse:
         x = x.flip([1])
     y, h, c = M.lstm(x, h, c, wx, wh, bias)

@@ -71,8 +71,12 @@ def init_fused(initializer: Initializer, d_in: int, d: int, n: int, bias: bool, 
 
 
 #: fused record key -> (per-gate ``GateController`` transform, ``Linear`` field)
-_FUSED_KEYS = (("weight_ih", "input_transform", "weight"), ("weight_hh", "hidden_transform", "weight"),
-               ("bias_ih", "input_transform", "bias"), ("bias_hh", "hidden_transform", "bias"))
+_FUSED_KEYS = (
+    ("weight_ih", "input_transform", "weight"),
+    ("weight_hh", "hidden_transform", "weight"),
+    ("bias_ih", "input_transform", "bias"),
+    ("bias_hh", "hidden_transform", "bias"),
+)
 
 
 def _leaf_bits(leaf: Any) -> TensorData | None:

@@ -25,6 +25,7 @@ def _hook_get() -> Callable[[], Any]:
     _HOOK_GET = _HOOK.get
     return _HOOK_GET
 
+
 if TYPE_CHECKING:
     from ..autodiff import Gradients
 
