@@ -27,13 +27,6 @@ def backend_name(request: pytest.FixtureRequest) -> str:
     return request.param  # type: ignore[no-any-return]
 
 
-def _stack(gates: list[nn.GateController], which: str) -> tuple[np.ndarray, np.ndarray]:
-    lins = [getattr(g, which) for g in gates]
-    w = np.concatenate([param_np(lin.weight).T for lin in lins], 0)
-    b = np.concatenate([param_np(lin.bias) for lin in lins], 0)
-    return w, b
-
-
 def _copy_lstm(m: nn.Lstm, t: torch.nn.LSTM, suffix: str = "") -> None:
     # the fused layout is PyTorch's transposed, same gate order i, f, g, o
     with torch.no_grad():
@@ -89,33 +82,35 @@ def test_gru_matches_reference(backend_name: str, reset_after: bool) -> None:
     x = tensor(xn, dev).require_grad()
     out = m(x, tensor(h0, dev))
     xt = torch_t(xn, True)
-    if reset_after:  # PyTorch's nn.GRU
+    assert m.weight_ih.shape == (4, 15) and m.weight_hh.shape == (5, 15) and m.bias_hh.shape == (15,)
+    if reset_after:  # PyTorch's nn.GRU: the fused weights are its own transposed (same gate order r, z, n)
         t = torch.nn.GRU(4, 5, batch_first=True).double()
-        gates = [m.reset_gate, m.update_gate, m.new_gate]  # PyTorch's order r, z, n
         with torch.no_grad():
-            for which, tag in (("input_transform", "ih"), ("hidden_transform", "hh")):
-                w, b = _stack(gates, which)
-                getattr(t, f"weight_{tag}_l0").copy_(torch_t(w))
-                getattr(t, f"bias_{tag}_l0").copy_(torch_t(b))
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                v = param_np(getattr(m, name))
+                getattr(t, f"{name}_l0").copy_(torch_t(v.T if name.startswith("weight") else v))
         expected, _ = t(xt, torch_t(h0)[None])
-    else:  # Cho et al.'s form, written out in torch
-        p = {f"{g}_{w}": (torch_t(param_np(getattr(getattr(m, f"{g}_gate"), f"{w}_transform").weight)),
-                          torch_t(param_np(getattr(getattr(m, f"{g}_gate"), f"{w}_transform").bias)))
-             for g in ("update", "reset", "new") for w in ("input", "hidden")}
+        check_grads(out, expected, [("x", x), ("weight_ih", m.weight_ih.val()), ("weight_hh", m.weight_hh.val()),
+                                    ("bias_hh", m.bias_hh.val())],
+                    [xt, t.weight_ih_l0, t.weight_hh_l0, t.bias_hh_l0], [None, lambda g: g.T, lambda g: g.T, None])
+        return
+    # Cho et al.'s form, written out in torch from the fused blocks (r, z, n)
+    wi, wh = torch_t(param_np(m.weight_ih)), torch_t(param_np(m.weight_hh))
+    bi, bh = torch_t(param_np(m.bias_ih)), torch_t(param_np(m.bias_hh))
 
-        def lin(name: str, v: torch.Tensor) -> torch.Tensor:
-            return v @ p[name][0] + p[name][1]
+    def lin(k: int, w: torch.Tensor, b: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return v @ w[:, 5 * k:5 * k + 5] + b[5 * k:5 * k + 5]
 
-        h = torch_t(h0)
-        outs = []
-        for s in range(6):
-            xs = xt[:, s]
-            z = torch.sigmoid(lin("update_input", xs) + lin("update_hidden", h))
-            r = torch.sigmoid(lin("reset_input", xs) + lin("reset_hidden", h))
-            n = torch.tanh(lin("new_input", xs) + lin("new_hidden", r * h))
-            h = (1 - z) * n + z * h
-            outs.append(h)
-        expected = torch.stack(outs, 1)
+    h = torch_t(h0)
+    outs = []
+    for s in range(6):
+        xs = xt[:, s]
+        r = torch.sigmoid(lin(0, wi, bi, xs) + lin(0, wh, bh, h))
+        z = torch.sigmoid(lin(1, wi, bi, xs) + lin(1, wh, bh, h))
+        n = torch.tanh(lin(2, wi, bi, xs) + lin(2, wh, bh, r * h))
+        h = (1 - z) * n + z * h
+        outs.append(h)
+    expected = torch.stack(outs, 1)
     check_grads(out, expected, [("x", x)], [xt])
 
 

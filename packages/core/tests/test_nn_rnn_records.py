@@ -143,3 +143,37 @@ def test_per_gate_attributes_are_deprecated_copies() -> None:
     np.testing.assert_array_equal(
         gate.hidden_transform.weight.val().to_data().to_numpy(), m.weight_hh.val().to_data().to_numpy()[:, 4:6]
     )
+
+
+def _gru_reference(per_gate: dict, x: np.ndarray) -> np.ndarray:
+    """A float64 GRU (Cho et al. 2014, PyTorch's reset-after form) from a per-gate record."""
+
+    def part(gate: str, which: str, v: np.ndarray) -> np.ndarray:
+        lin = per_gate[gate][which]
+        return v @ _np(lin["weight"]) + _np(lin["bias"])
+
+    d = _np(per_gate["new_gate"]["hidden_transform"]["weight"]).shape[0]
+    h = np.zeros((x.shape[0], d))
+    out = []
+    for t in range(x.shape[1]):
+        xt = x[:, t]
+        z = _sigmoid(part("update_gate", "input_transform", xt) + part("update_gate", "hidden_transform", h))
+        r = _sigmoid(part("reset_gate", "input_transform", xt) + part("reset_gate", "hidden_transform", h))
+        n = np.tanh(part("new_gate", "input_transform", xt) + r * part("new_gate", "hidden_transform", h))
+        h = (1 - z) * n + z * h
+        out.append(h)
+    return np.stack(out, 1)
+
+
+def test_gru_record_file_saved_in_the_per_gate_layout_loads() -> None:
+    """``data/gru_per_gate_layout.mpk`` was written by ``Gru.save_file`` before the fused layout (3 -> 2)."""
+    path = HERE / "data" / "gru_per_gate_layout.mpk"
+    raw = DefaultFileRecorder().load(path)
+    assert set(raw) == {"update_gate", "reset_gate", "new_gate"}
+    m = nn.GruConfig(3, 2).init(_dev()).load_file(path)
+    w = m.weight_hh.val().to_data().to_numpy()
+    for k, gate in enumerate(("reset_gate", "update_gate", "new_gate")):  # PyTorch's order r, z, n
+        np.testing.assert_array_equal(w[:, 2 * k : 2 * k + 2], _np(raw[gate]["hidden_transform"]["weight"]))
+    x = np.random.default_rng(4).standard_normal((2, 5, 3))
+    out = m(ember.Tensor.from_data(x, _dev()))
+    np.testing.assert_allclose(out.to_data().to_numpy(), _gru_reference(raw, x), rtol=1e-12, atol=1e-12)

@@ -22,8 +22,7 @@ Ember layer                  PyTorch module               conversion
                                                           ``bias_hh_l0`` -> ``bias_ih`` / ``bias_hh``
 ``BiLstm``                   ``nn.LSTM(bidirectional)``   ``*_l0`` -> ``forward_lstm``, ``*_l0_reverse`` ->
                                                           ``reverse_lstm``
-``Gru``                      ``nn.GRU`` (one layer)       rows ``r, z, n`` -> ``reset_gate``/``update_gate``/
-                                                          ``new_gate``
+``Gru``                      ``nn.GRU`` (one layer)       as ``Lstm`` (gate order ``r, z, n`` on both sides)
 ``MultiHeadAttention``       ``nn.MultiheadAttention``    ``in_proj_weight [3 d, d]`` rows ``q, k, v`` ->
                                                           ``query``/``key``/``value`` (transposed; or
                                                           ``q/k/v_proj_weight``), ``out_proj`` -> ``output``
@@ -169,50 +168,11 @@ class PReluRule(LayerRule):
         emit(_join(prefix, "weight"), _data(module.alpha))
 
 
-#: PyTorch's packed recurrent tensors: (name without the layer suffix, Ember transform, Linear field)
-_PACKED = (("weight_ih", "input_transform", "weight"), ("weight_hh", "hidden_transform", "weight"),
-           ("bias_ih", "input_transform", "bias"), ("bias_hh", "hidden_transform", "bias"))
-
-
-class RecurrentRule(LayerRule):
-    """``nn.LSTM`` / ``nn.GRU`` (one layer, one direction): packed gate rows <-> Ember's ``GateController`` s.
-
-    PyTorch stacks the gates' weights as ``weight_ih_l0 [n d_hidden, d_input]``, ``weight_hh_l0
-    [n d_hidden, d_hidden]``, ``bias_ih_l0`` / ``bias_hh_l0 [n d_hidden]`` in the order ``gates`` (LSTM ``i, f,
-    g, o``; GRU ``r, z, n``). Each block becomes one gate's ``input_transform`` / ``hidden_transform``
-    ``Linear`` (weights transposed to ``[d_in, d_hidden]``).
-    """
-
-    def __init__(self, torch_module: str, gates: tuple[str, ...]) -> None:
-        self.torch_module = torch_module
-        self.gates = gates
-
-    def to_ember(self, module: Any, prefix: str, src: Flat, out: Flat, suffix: str = "_l0") -> None:
-        n = len(self.gates)
-        for tname, ours, param in _PACKED:
-            k = _join(prefix, tname + suffix)
-            if k not in src:
-                continue
-            parts = split_rows(src.pop(k), n, f"{self.torch_module} {k!r}")
-            for gate, part in zip(self.gates, parts):
-                key = _join(prefix, f"{gate}.{ours}.{param}")
-                out[key] = transpose(part) if param == "weight" else part
-
-    def to_torch(self, module: Any, prefix: str, emit: Emit, suffix: str = "_l0") -> None:
-        for tname, ours, param in _PACKED:
-            lins = [getattr(getattr(module, g), ours) for g in self.gates]
-            ps = [getattr(lin, param) for lin in lins]
-            if any(p is None for p in ps):
-                continue
-            parts = [transpose(_data(p)) if param == "weight" else _data(p) for p in ps]
-            emit(_join(prefix, tname + suffix), cat_rows(parts))
-
-
 class FusedRecurrentRule(LayerRule):
-    """``nn.LSTM`` (one layer, one direction) <-> Ember's fused ``Lstm``: the same gate order (``i, f, g, o``)
-    on both sides, so ``weight_ih_l0 [4 d_hidden, d_input]`` / ``weight_hh_l0 [4 d_hidden, d_hidden]`` are
-    Ember's ``weight_ih`` / ``weight_hh`` transposed, and ``bias_ih_l0`` / ``bias_hh_l0`` are ``bias_ih`` /
-    ``bias_hh`` as they are."""
+    """``nn.LSTM`` / ``nn.GRU`` (one layer, one direction) <-> Ember's fused ``Lstm`` / ``Gru``: the same gate
+    order on both sides (LSTM ``i, f, g, o``, GRU ``r, z, n``), so ``weight_ih_l0 [n d_hidden, d_input]`` /
+    ``weight_hh_l0 [n d_hidden, d_hidden]`` are Ember's ``weight_ih`` / ``weight_hh`` transposed, and
+    ``bias_ih_l0`` / ``bias_hh_l0`` are ``bias_ih`` / ``bias_hh`` as they are."""
 
     def __init__(self, torch_module: str) -> None:
         self.torch_module = torch_module
@@ -232,7 +192,7 @@ class FusedRecurrentRule(LayerRule):
 
 
 _LSTM = FusedRecurrentRule("torch.nn.LSTM")
-_GRU = RecurrentRule("torch.nn.GRU", ("reset_gate", "update_gate", "new_gate"))
+_GRU = FusedRecurrentRule("torch.nn.GRU")
 
 
 class BiLstmRule(LayerRule):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,8 +13,7 @@ from ..tensor import Tensor
 from ..tensor import module as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._initializer import AnyInitializer, XavierNormal
-from ._linear import Linear
-from ._rnn_gate import GateController, fuse_gate_record, init_fused
+from ._rnn_gate import GateController, fuse_gate_record, gate_copy, init_fused
 
 __all__ = ["LstmConfig", "Lstm", "LstmState", "BiLstmConfig", "BiLstm"]
 
@@ -93,38 +91,25 @@ class Lstm(Module):
         """A per-gate (Burn / older Ember) record in the fused layout (see :func:`fuse_gate_record`)."""
         return fuse_gate_record(node, GATES)
 
-    def _gate(self, k: int, name: str) -> GateController:
-        warnings.warn(f"Lstm.{name} is deprecated: the gates are stored fused (weight_ih / weight_hh / bias_ih / "
-                      f"bias_hh, gate blocks i, f, g, o); this is a read-only copy of block {k}.",
-                      DeprecationWarning, stacklevel=3)
-        d = self.d_hidden
-
-        def lin(w: Param, b: Param | None) -> Linear:
-            return Linear(weight=Param(w.val().narrow(1, k * d, d)),
-                          bias=None if b is None else Param(b.val().narrow(0, k * d, d)))
-
-        return GateController(input_transform=lin(self.weight_ih, self.bias_ih),
-                              hidden_transform=lin(self.weight_hh, self.bias_hh))
-
     @property
     def input_gate(self) -> GateController:
         """Deprecated: a copy of the input gate's block (``i``) as a ``GateController``."""
-        return self._gate(0, "input_gate")
+        return gate_copy(self, 0, "Lstm", "input_gate")
 
     @property
     def forget_gate(self) -> GateController:
         """Deprecated: a copy of the forget gate's block (``f``) as a ``GateController``."""
-        return self._gate(1, "forget_gate")
+        return gate_copy(self, 1, "Lstm", "forget_gate")
 
     @property
     def cell_gate(self) -> GateController:
         """Deprecated: a copy of the cell gate's block (``g``) as a ``GateController``."""
-        return self._gate(2, "cell_gate")
+        return gate_copy(self, 2, "Lstm", "cell_gate")
 
     @property
     def output_gate(self) -> GateController:
         """Deprecated: a copy of the output gate's block (``o``) as a ``GateController``."""
-        return self._gate(3, "output_gate")
+        return gate_copy(self, 3, "Lstm", "output_gate")
 
     def forward(self, batched_input: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         """Run the sequence.

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from ..tensor import Tensor
 from ._initializer import Initializer
 from ._linear import Linear, LinearConfig
 
-__all__ = ["GateController", "fused_gates", "fuse_gate_record", "init_fused"]
+__all__ = ["GateController", "fuse_gate_record", "gate_copy", "init_fused"]
 
 
 class GateController(Module):
@@ -38,19 +39,6 @@ class GateController(Module):
     def gate_product(self, x: Tensor, h: Tensor) -> Tensor:
         """``x @ W_x + b_x + h @ W_h + b_h`` for ``x`` ``[batch, d_input]``, ``h`` ``[batch, d_output]``."""
         return self.input_transform.forward(x) + self.hidden_transform.forward(h)
-
-
-def fused_gates(gates: Sequence[GateController]) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
-    """The gates' weights side by side: ``(W_x [d_input, n*d], b_x [n*d] | None, W_h [d, n*d],
-    b_h [n*d] | None)``; one matrix product then serves every gate (differentiable: gradients reach
-    each gate's parameters)."""
-    wx = Tensor.cat([g.input_transform.weight.val() for g in gates], 1)
-    wh = Tensor.cat([g.hidden_transform.weight.val() for g in gates], 1)
-    bxs = [g.input_transform.bias for g in gates]
-    bhs = [g.hidden_transform.bias for g in gates]
-    bx = Tensor.cat([b.val() for b in bxs], 0) if all(b is not None for b in bxs) else None  # type: ignore[union-attr]
-    bh = Tensor.cat([b.val() for b in bhs], 0) if all(b is not None for b in bhs) else None  # type: ignore[union-attr]
-    return wx, bx, wh, bh
 
 
 def init_fused(initializer: Initializer, d_in: int, d: int, n: int, bias: bool, device: Device) -> tuple[Any, ...]:
@@ -115,3 +103,27 @@ def fuse_gate_record(node: dict[str, Any], gates: Sequence[str]) -> dict[str, An
         bits = np.concatenate([p.as_bits() for p in parts], axis=-1)  # type: ignore[union-attr]
         out[key] = {"param": TensorData.from_bits(bits, parts[0].dtype)}  # type: ignore[union-attr]
     return out
+
+
+def gate_copy(layer: Any, k: int, cls: str, name: str) -> GateController:
+    """Block ``k`` of a fused recurrent layer's parameters as a ``GateController`` (new ``Param`` s: a read-only
+    copy), with the ``DeprecationWarning`` of the per-gate attributes (``Lstm.input_gate``, ``Gru.reset_gate``
+    ...) the fused layout replaced."""
+    warnings.warn(
+        f"{cls}.{name} is deprecated: the gates are stored fused (weight_ih / weight_hh / bias_ih / "
+        f"bias_hh); this is a read-only copy of gate block {k}.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    from ..module import Param
+
+    d = layer.d_hidden
+
+    def lin(w: Any, b: Any) -> Linear:
+        return Linear(
+            weight=Param(w.val().narrow(1, k * d, d)), bias=None if b is None else Param(b.val().narrow(0, k * d, d))
+        )
+
+    return GateController(
+        input_transform=lin(layer.weight_ih, layer.bias_ih), hidden_transform=lin(layer.weight_hh, layer.bias_hh)
+    )
