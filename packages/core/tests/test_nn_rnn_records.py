@@ -177,3 +177,21 @@ def test_gru_record_file_saved_in_the_per_gate_layout_loads() -> None:
     x = np.random.default_rng(4).standard_normal((2, 5, 3))
     out = m(ember.Tensor.from_data(x, _dev()))
     np.testing.assert_allclose(out.to_data().to_numpy(), _gru_reference(raw, x), rtol=1e-12, atol=1e-12)
+
+
+def test_lstm_without_bias_matches_torch() -> None:
+    torch = pytest.importorskip("torch")
+    m = nn.LstmConfig(3, 4, bias=False).init(_dev())
+    assert (
+        m.bias_ih is None
+        and m.bias_hh is None
+        and {k for k, v in m.into_record().items() if v is not None} == {"weight_ih", "weight_hh"}
+    )
+    t = torch.nn.LSTM(3, 4, bias=False, batch_first=True).double()
+    with torch.no_grad():
+        t.weight_ih_l0.copy_(torch.from_numpy(m.weight_ih.val().to_data().to_numpy().T.copy()))
+        t.weight_hh_l0.copy_(torch.from_numpy(m.weight_hh.val().to_data().to_numpy().T.copy()))
+    x = np.random.default_rng(5).standard_normal((2, 6, 3))
+    out, _ = m(ember.Tensor.from_data(x, _dev()))
+    want, _ = t(torch.from_numpy(x))
+    np.testing.assert_allclose(out.to_data().to_numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
