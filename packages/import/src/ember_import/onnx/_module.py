@@ -230,6 +230,7 @@ def load_model(
         for sub in g_node.subgraphs():
             used.update(sub.outer)
     program.constants = {k: v for k, v in program.constants.items() if k in used}
+    program.drop_tensors()
     params = {k: v for k, v in params.items() if k in used}
     return OnnxModule(
         weights=params,
