@@ -88,7 +88,7 @@ def test_jit_after_eager_calls_and_per_batch_size() -> None:
     dev = ember.backend("jax").device()
     m = load_model(MODEL, dev)
     xs = {n: _x(n) for n in (2, 5)}
-    for n, x in xs.items():
+    for x in xs.values():
         _close(m(Tensor.from_data(x, dev)), x)
     step = ember_jax.jit(lambda mod, inp: mod(inp))
     for n in (2, 5, 2, 5):

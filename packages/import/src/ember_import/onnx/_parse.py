@@ -107,10 +107,12 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
         onnx.checker.check_model(skeleton)
     except Exception as exc:
         raise OnnxImportError(f"{source}: the ONNX checker rejects the model: {exc}") from None
-    try:
-        inferred = onnx.shape_inference.infer_shapes(skeleton, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:  # inference is an aid: a model it cannot process still imports
-        inferred = skeleton
+    inferred = skeleton
+    if inference_cost(skeleton.graph) <= INFERENCE_BUDGET:
+        try:
+            inferred = onnx.shape_inference.infer_shapes(skeleton, check_type=False, strict_mode=False, data_prop=True)
+        except Exception:  # inference is an aid: a model it cannot process still imports
+            pass
     opsets = {(o.domain or "ai.onnx"): int(o.version) for o in proto.opset_import}
     opsets.setdefault("ai.onnx", 1)
     if "" in opsets:
@@ -125,6 +127,27 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
     builder = _Builder(onnx, source)
     graph = builder.graph(inferred.graph, extra_initializers=weights)
     return ParsedModel(graph, opsets, proto.producer_name, int(proto.ir_version), source, file_size)
+
+
+#: ops whose attributes hold sub-graphs (``ai.onnx``)
+SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+#: the most work :func:`inference_cost` allows ``onnx.shape_inference`` (about a second on one core)
+INFERENCE_BUDGET = 10_000_000
+
+
+def inference_cost(g: Any) -> int:
+    """The work ``onnx.shape_inference`` does on graph ``g``: its nodes, plus, per node holding sub-graphs, every
+    value of the graph (onnx copies the outer scope's types into each sub-graph's inference, so a graph of ``n``
+    nodes with ``k`` ``If`` nodes costs ``O(k * n)``: a 20k-node graph with 1,400 ``If`` nodes took 5 s, and the
+    cost grows with the square of the size).
+
+    Above :data:`INFERENCE_BUDGET` the model imports without shape inference (bounded import time, DESIGN §11):
+    its declared value types are kept, and the shapes that inference would have given are computed when the
+    model runs instead of being folded at import.
+    """
+    n = len(g.node)
+    with_graphs = sum(1 for node in g.node if node.op_type in SUBGRAPH_OPS)
+    return n + with_graphs * (n + len(g.input) + len(g.initializer))
 
 
 #: initializers with more elements than this are left out of the model the checker and shape inference see

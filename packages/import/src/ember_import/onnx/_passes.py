@@ -253,7 +253,7 @@ def _fold_partial(node: Any, partial: dict[str, tuple[list[int | None], int]], v
         return None
     if not isinstance(out, Tensor) or out.dtype is not DType.INT64 or out.rank > 1 or out.num_elements() > MAX_PARTIAL:
         return None
-    elems = [int(v) for v in out.reshape([-1]).tolist()]
-    if all(v > _MARK for v in elems):
+    got = [int(v) for v in out.reshape([-1]).tolist()]
+    if all(v > _MARK for v in got):
         return out
-    return [None if v <= _MARK else v for v in elems], out.rank
+    return [None if v <= _MARK else v for v in got], out.rank
