@@ -99,3 +99,21 @@ def test_shape_inference_is_skipped_above_its_budget(monkeypatch: pytest.MonkeyP
     assert with_inference.program.graph.value_info["b0_h"].shape == ("batch", 8)
     assert "b0_h" not in without.program.graph.value_info
     assert without.program.graph.value_info["y"].shape == ("batch", 8)
+
+
+def test_value_infos_converted_when_read_behave_as_a_dict() -> None:
+    """The parser converts an inferred value type only when it is read (most are never read); the mapping still
+    answers like the dict of them all, and copies as one."""
+    import copy
+
+    from ember_import.onnx._parse import read_model
+
+    model = blocks(2)
+    infos = read_model(model).graph.value_info
+    inferred = onnx.shape_inference.infer_shapes(model).graph
+    names = [v.name for v in inferred.value_info] + [v.name for v in (*model.graph.input, *model.graph.output)]
+    assert list(infos) == list(dict.fromkeys(names)) and len(infos) == len(set(names))
+    assert infos["b0_h"].shape == ("batch", 8) and infos.get("no such value") is None
+    assert "b1_f" in infos and "no such value" not in infos
+    copied = copy.deepcopy(infos)
+    assert type(copied) is dict and copied == dict(infos.items())

@@ -446,3 +446,7 @@ class ValueInfos(MutableMapping[str, ValueInfo]):
 
     def __len__(self) -> int:
         return len(self._protos) + sum(1 for k in self._done if k not in self._protos)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied and pickled as a plain ``dict`` (every entry converted): the protos stay with the parser."""
+        return (dict, (dict(self.items()),))
