@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -132,8 +133,13 @@ class CompiledStep:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._capture(fl, args, kwargs)
+            with warnings.catch_warnings():  # torch.compile's first call compiles; torch's own deprecations inside
+                warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\..*")
+                warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=DeprecationWarning)
+                outs = entry.run(*fl.leaves)  # type: ignore[misc]
             self._cache[key] = entry
-        outs = entry.run(*fl.leaves)  # type: ignore[misc]
+        else:
+            outs = entry.run(*fl.leaves)  # type: ignore[misc]
         objs = fl.objs
         made: list[Any] = [None] * entry.slots
         result = build(entry.result, outs, objs, made)

@@ -118,7 +118,9 @@ class Learner:
 
     The whole training step (forward, backward, optimizer update) and the validation step are compiled by the
     training device's backend (``Backend.compile``): on jax with ``ember_jax.jit``, traced once per batch shape
-    (a second epoch does not recompile); numpy and torch run them eagerly. ``LearnerBuilder.compile(False)``
+    (a second epoch does not recompile); on torch with ``ember_torch.compile``, captured once per batch shape as one
+    aten graph (replayed as it is on the CPU, compiled by inductor on CUDA); numpy runs them eagerly.
+    ``LearnerBuilder.compile(False)``
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
 
     Under ``DistributedDataParallel`` each rank runs this loop with its shard of the data and the step split at the
