@@ -16,8 +16,8 @@ Contenders: ``raw torch`` (``nn.Module``, ``torch.optim.Adam(foreach=True)``), `
 jitted function, buffers donated; its weights are raw torch's, so its first loss equals raw torch's), ``ember
 jax`` (the step compiled by ``ember_jax.jit``, what the Learner runs), ``raw torch.compile`` (inductor on the
 forward and loss and on the optimizer step) and ``ember torch compiled`` (the whole step captured by
-``ember_torch.compile``, mode ``--torch-mode``, what the Learner runs on torch). Adam everywhere with lr 1e-4, betas 0.9/0.999,
-eps 1e-5. Threads: torch 1 intra-op thread (``torch.set_num_threads(1)``) for raw torch and Ember torch, 1 BLAS
+``ember_torch.compile``, mode ``--torch-mode``, what the Learner runs on torch). Adam everywhere with lr 1e-4,
+betas 0.9/0.999, eps 1e-5. Threads: torch 1 intra-op thread (``torch.set_num_threads(1)``) for raw torch and Ember torch, 1 BLAS
 thread (threadpoolctl) for Ember numpy, jax its defaults (bench/README.md's conventions).
 
 The eager contenders are timed per phase: forward (model and loss), backward (``loss.backward()``; Ember's also
@@ -205,8 +205,9 @@ def raw_torch_compile(model: str, device: str) -> Step:
     """Raw PyTorch with ``torch.compile`` (inductor, default mode) of the forward and loss and of the optimizer
     step (PyTorch's recipe: the backward runs through the compiled forward's AOT backward graph)."""
     import torch
-    from _models_torch import build
     from torch import nn
+
+    from _models_torch import build
 
     x, y = batch_data(model)
     m = build(model).to(device)
@@ -357,7 +358,8 @@ def table(model: str, results: dict[str, Result]) -> list[str]:
     cbase = rows.get("raw torch.compile")
     s = SPECS[model]
     out = [f"### {model} (batch {s.batch})", "",
-           "| contender | ms / step | vs raw torch | vs raw jax.jit / torch.compile | target | forward | backward | update "
+           "| contender | ms / step | vs raw torch | vs raw jax.jit / torch.compile | target | forward | backward "
+           "| update "
            "| update vs raw torch | first 2 steps | peak RSS | steps |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():

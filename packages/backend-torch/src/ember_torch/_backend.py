@@ -255,7 +255,8 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
     def to_numpy(self, p: Any) -> np.ndarray:
         """The values as numpy; zero-copy for a CPU tensor (bfloat16 is widened to float32)."""
         if _capture_state.ACTIVE[0]:
-            raise BackendError(f"torch backend: a host read (to_numpy) of a captured tensor. {_capture_state.HOST_READ_GUIDE}")
+            raise BackendError(
+                f"torch backend: a host read (to_numpy) of a captured tensor. {_capture_state.HOST_READ_GUIDE}")
         if p.dtype is torch.bfloat16:
             p = p.float()
         return p.detach().cpu().numpy()  # type: ignore[no-any-return]

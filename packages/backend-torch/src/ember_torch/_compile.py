@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from ember import BackendError, Tensor
+from ember import BackendError
 
 from . import _capture_state
 from ._capture_tree import Flat, ForeignTensor, OutWalk, Rebuild, build, flatten, rebuild
