@@ -17,8 +17,8 @@ jitted function, buffers donated; its weights are raw torch's, so its first loss
 jax`` (the step compiled by ``ember_jax.jit``, what the Learner runs), ``raw torch.compile`` (inductor on the
 forward and loss and on the optimizer step) and ``ember torch compiled`` (the whole step captured by
 ``ember_torch.compile``, mode ``--torch-mode``, what the Learner runs on torch). Adam everywhere with lr 1e-4,
-betas 0.9/0.999, eps 1e-5. Threads: torch 1 intra-op thread (``torch.set_num_threads(1)``) for raw torch and Ember torch, 1 BLAS
-thread (threadpoolctl) for Ember numpy, jax its defaults (bench/README.md's conventions).
+betas 0.9/0.999, eps 1e-5. Threads: torch 1 intra-op thread (``torch.set_num_threads(1)``) for raw torch and Ember
+torch, 1 BLAS thread (threadpoolctl) for Ember numpy, jax its defaults (bench/README.md's conventions).
 
 The eager contenders are timed per phase: forward (model and loss), backward (``loss.backward()``; Ember's also
 ``GradientsParams.from_grads``), update (the optimizer step; raw torch's also ``zero_grad``); the step is their

@@ -132,10 +132,12 @@ class CompiledStep:
             ) from None
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._capture(fl, args, kwargs)
-            with warnings.catch_warnings():  # torch.compile's first call compiles; torch's own deprecations inside
-                warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\..*")
+            # torch.compile imports inductor and its first call compiles: torch's own deprecation warnings from
+            # there (``torch.jit.script_method`` in torch.utils.mkldnn) say nothing to an Ember user
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch(\.|$)")
                 warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=DeprecationWarning)
+                entry = self._capture(fl, args, kwargs)
                 outs = entry.run(*fl.leaves)  # type: ignore[misc]
             self._cache[key] = entry
         else:
