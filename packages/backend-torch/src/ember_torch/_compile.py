@@ -21,10 +21,11 @@ See ``docs/torch.md`` ("Compiled steps") for the user's view.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -107,7 +108,8 @@ class CompiledStep:
         key = (flatten(fl, args), flatten(fl, kwargs))
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._cache[key] = self._capture(fl, args, kwargs)
+            with _quiet_torch():
+                entry = self._cache[key] = self._capture(fl, args, kwargs)
         return entry.gm
 
     def __repr__(self) -> str:
@@ -132,11 +134,7 @@ class CompiledStep:
             ) from None
         entry = self._cache.get(key)
         if entry is None:
-            # torch.compile imports inductor and its first call compiles: torch's own deprecation warnings from
-            # there (``torch.jit.script_method`` in torch.utils.mkldnn) say nothing to an Ember user
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch(\.|$)")
-                warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=DeprecationWarning)
+            with _quiet_torch():
                 entry = self._capture(fl, args, kwargs)
                 outs = entry.run(*fl.leaves)  # type: ignore[misc]
             self._cache[key] = entry
@@ -209,6 +207,16 @@ class CompiledStep:
         whole = not any("generator" in n.kwargs for n in entry.gm.graph.nodes)
         return torch.compile(entry.gm, mode=mode, backend=self.backend, options=self.options,  # type: ignore[no-any-return]
                              fullgraph=whole, dynamic=False)
+
+
+@contextlib.contextmanager
+def _quiet_torch() -> Iterator[None]:
+    """torch.compile imports inductor and its first call compiles: torch's own deprecation warnings from there
+    (``torch.jit.script_method`` in ``torch.utils.mkldnn``) say nothing to an Ember user, and are silenced here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch(\.|$)")
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=DeprecationWarning)
+        yield
 
 
 def _is_host_read(exc: BaseException) -> bool:
