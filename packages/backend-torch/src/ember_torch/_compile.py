@@ -61,10 +61,10 @@ class _Entry:
 def default_mode(leaves: list[Any]) -> str:
     """The mode used when none is given: ``"default"`` (inductor) when a graph input is on CUDA, else ``"capture"``.
 
-    On a CPU the inductor compile of a training step takes tens of seconds (20-60 s for a small CNN on a loaded
-    2-core machine) and the C++ kernels gain little over torch's eager kernels at the sizes where the host is the
-    bottleneck; the captured graph alone removes Ember's Python per step. On CUDA the compile pays back after a few
-    hundred steps (fused kernels, fewer launches)."""
+    On a CPU the inductor compile of a training step takes tens of seconds (20-70 s for small models on a loaded
+    2-core machine), again for each new shape, which short runs never earn back; the captured graph alone removes
+    Ember's Python per step for the cost of one eager step (``mode="default"`` is the choice for long CPU runs of
+    small models). On CUDA the compile pays back after a few hundred steps (fused kernels, fewer launches)."""
     return "default" if any(getattr(p, "is_cuda", False) for p in leaves) else "capture"
 
 
