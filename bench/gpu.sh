@@ -50,6 +50,10 @@ if [[ " $STEPS " == *" bench "* ]]; then
   timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --only "raw torch,ember torch,jax" --rounds "${ROUNDS:-3}" \
     --round-s "${ROUND_S:-1}" --no-rss --json "$L/models_cuda.json" > "$L/bench.txt" 2>&1
   echo "bench rc=$?" >> "$L/bench.txt"; grep -v "round .* done" "$L/bench.txt" | tail -40
+  # issue 32: the host-bound sizes (batch 1-4), Ember torch compiled (inductor on CUDA) vs raw eager / torch.compile
+  timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --host-bound --only "raw torch,ember torch" \
+    --rounds "${ROUNDS:-3}" --round-s "${ROUND_S:-1}" --no-rss --json "$L/host_bound_cuda.json" > "$L/host_bound.txt" 2>&1
+  echo "host-bound rc=$?" >> "$L/host_bound.txt"; grep -v "round .* done" "$L/host_bound.txt" | tail -30
 fi
 if [[ " $STEPS " == *" dispatch "* ]]; then
   timeout 120 python3 bench/jit_dispatch.py guide transformer resnet18 > "$L/dispatch.txt" 2>&1

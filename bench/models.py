@@ -13,10 +13,12 @@ Models (sizes in ``_models_ember.SPECS``; the same networks in ``_models_ember.p
 
 Contenders: ``raw torch`` (``nn.Module``, ``torch.optim.Adam(foreach=True)``), ``ember torch``
 (``Autodiff(torch)``), ``ember numpy`` (``Autodiff(numpy)``, 1 BLAS thread), ``raw jax.jit`` (the whole step one
-jitted function, buffers donated; its weights are raw torch's, so its first loss equals raw torch's) and ``ember
-jax`` (the step compiled by ``ember_jax.jit``, what the Learner runs). Adam everywhere with lr 1e-4, betas 0.9/0.999,
-eps 1e-5. Threads: torch 1 intra-op thread (``torch.set_num_threads(1)``) for raw torch and Ember torch, 1 BLAS
-thread (threadpoolctl) for Ember numpy, jax its defaults (bench/README.md's conventions).
+jitted function, buffers donated; its weights are raw torch's, so its first loss equals raw torch's), ``ember
+jax`` (the step compiled by ``ember_jax.jit``, what the Learner runs), ``raw torch.compile`` (inductor on the
+forward and loss and on the optimizer step) and ``ember torch compiled`` (the whole step captured by
+``ember_torch.compile``, mode ``--torch-mode``, what the Learner runs on torch). Adam everywhere with lr 1e-4,
+betas 0.9/0.999, eps 1e-5. Threads: torch 1 intra-op thread (``torch.set_num_threads(1)``) for raw torch and Ember
+torch, 1 BLAS thread (threadpoolctl) for Ember numpy, jax its defaults (bench/README.md's conventions).
 
 The eager contenders are timed per phase: forward (model and loss), backward (``loss.backward()``; Ember's also
 ``GradientsParams.from_grads``), update (the optimizer step; raw torch's also ``zero_grad``); the step is their
@@ -48,16 +50,31 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _models_ember import SPECS, batch_data  # noqa: E402
+from _models_ember import SPECS, Spec, batch_data  # noqa: E402
 from _rss import child_peak_mib, print_peak  # noqa: E402
 
 #: a contender's step: ``(phases, step)``; ``phases`` are the eager ``(forward, backward, update)`` closures or
 #: ``None`` for a compiled step, ``step()`` runs one whole step and returns the loss as a float
 Step = tuple[tuple[Callable[[], Any], ...] | None, Callable[[], float]]
 
-CONTENDERS = ("raw torch", "ember torch", "ember numpy", "raw jax.jit", "ember jax")
+CONTENDERS = ("raw torch", "ember torch", "ember numpy", "raw jax.jit", "ember jax", "raw torch.compile",
+              "ember torch compiled")
 TARGETS = {"ember torch": 0.95, "ember numpy": {"resnet18": 0.6, "transformer": 0.6, "lstm": 0.9, "guide": 0.9}}
 JAX_TARGET = 0.95
+#: issue 32: Ember torch compiled against raw torch.compile of the same model
+TORCH_COMPILE_TARGET = 0.95
+#: ``--host-bound`` (issue 32): sizes where the host, not the arithmetic, bounds a step on this CPU (a proxy for a
+#: GPU, where every step of the models above is host-bound); targets: Ember torch compiled >= 1.5x raw torch eager
+#: and >= 0.9x raw torch.compile
+HOST_BOUND = {
+    "guide": Spec(4, {"classes": 10, "hidden": 512}),
+    "resnet18": Spec(2, {"classes": 10, "size": 32}),
+    "transformer": Spec(4, {"vocab": 1000, "seq": 16, "d_model": 64, "heads": 4, "d_ff": 128, "layers": 2,
+                            "classes": 10}),
+}
+HOST_BOUND_TARGETS = (1.5, 0.9)
+#: ``ember_torch.compile``'s mode for "ember torch compiled" (``--torch-mode``; None: the device's default)
+TORCH_MODE: list[str | None] = [None]
 
 
 def _sync_torch(device: str) -> Callable[[], None]:
@@ -154,6 +171,65 @@ def ember_jax(model: str, device: str) -> Step:
     return None, step
 
 
+def ember_torch_compiled(model: str, device: str) -> Step:
+    """The step captured by ``ember_torch.compile`` (what the Learner runs on torch), mode ``--torch-mode``."""
+    import numpy as np
+
+    import ember
+    import ember_torch
+    from _models_ember import build, inputs, train_step
+    from ember import Tensor
+    from ember.autodiff import Autodiff
+    from ember.optim import AdamConfig
+
+    backend = ember.backend("torch")
+    dev = Autodiff(backend).device(device)
+    backend.seed(42)
+    state = {"model": build(model, dev)}
+    optim = AdamConfig().init()
+    optim.init_states(state["model"])  # one capture, as the Learner does
+    batch = inputs(model, dev)
+    lr = Tensor.from_data(np.array([1e-4], np.float32), dev.inner)
+    fn = ember_torch.compile(train_step, mode=TORCH_MODE[0])
+    sync = _sync_torch(device)
+
+    def step() -> float:
+        state["model"], loss = fn(state["model"], optim, batch, lr)
+        sync()
+        return float(loss.into_scalar())
+
+    return None, step
+
+
+def raw_torch_compile(model: str, device: str) -> Step:
+    """Raw PyTorch with ``torch.compile`` (inductor, default mode) of the forward and loss and of the optimizer
+    step (PyTorch's recipe: the backward runs through the compiled forward's AOT backward graph)."""
+    import torch
+    from torch import nn
+
+    from _models_torch import build
+
+    x, y = batch_data(model)
+    m = build(model).to(device)
+    m.train()
+    optim = torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-5, foreach=True)
+    xt, yt = torch.from_numpy(x).to(device), torch.from_numpy(y.reshape(-1)).to(device)
+    loss_fn = nn.CrossEntropyLoss()
+    forward = torch.compile(lambda a, b: loss_fn(m(a), b))
+    opt_step = torch.compile(optim.step)
+    sync = _sync_torch(device)
+
+    def step() -> float:
+        loss = forward(xt, yt)
+        loss.backward()
+        opt_step()
+        optim.zero_grad(set_to_none=True)
+        sync()
+        return float(loss.detach())
+
+    return None, step
+
+
 def raw_jax(model: str, device: str) -> Step:
     from _models_jax import step as jax_step
     from _models_torch import build
@@ -170,6 +246,8 @@ FACTORIES: dict[str, Callable[[str, str], Step]] = {
     "ember numpy": lambda m, d: ember("numpy", m, d),
     "raw jax.jit": raw_jax,
     "ember jax": ember_jax,
+    "raw torch.compile": raw_torch_compile,
+    "ember torch compiled": ember_torch_compiled,
 }
 
 
@@ -260,6 +338,10 @@ def run_model(model: str, names: list[str], args: argparse.Namespace) -> dict[st
     if not args.no_rss:
         for name, res in results.items():
             extra = ["--device", args.device, "--threads", str(args.threads)]
+            if args.torch_mode:
+                extra += ["--torch-mode", args.torch_mode]
+            if args.host_bound:
+                extra.append("--host-bound")
             res.rss = child_peak_mib(__file__, ["--child", f"{model}:{name}", "--rss-steps", str(args.rss_steps),
                                                 *extra])
     return results
@@ -273,18 +355,26 @@ def table(model: str, results: dict[str, Result]) -> list[str]:
     rows = {n: r.row() for n, r in results.items()}
     base = rows.get("raw torch")
     jbase = rows.get("raw jax.jit")
+    cbase = rows.get("raw torch.compile")
     s = SPECS[model]
     out = [f"### {model} (batch {s.batch})", "",
-           "| contender | ms / step | vs raw torch | vs raw jax.jit | target | forward | backward | update "
+           "| contender | ms / step | vs raw torch | vs raw jax.jit / torch.compile | target | forward | backward "
+           "| update "
            "| update vs raw torch | first 2 steps | peak RSS | steps |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
         vs_t = f"{base['ms'] / row['ms']:.2f}x" if base else "-"
         vs_j = f"{jbase['ms'] / row['ms']:.2f}x" if jbase and "jax" in name else ""
+        if cbase and name == "ember torch compiled":
+            vs_j = f"{cbase['ms'] / row['ms']:.2f}x"
         tgt = TARGETS.get(name)
         target = f">= {tgt[model] if isinstance(tgt, dict) else tgt}x" if tgt else ""
         if name == "ember jax":
             target = f">= {JAX_TARGET}x raw jax.jit"
+        if name == "ember torch compiled":
+            target = f">= {TORCH_COMPILE_TARGET}x raw torch.compile"
+            if SPECS[model] is HOST_BOUND.get(model):
+                target = f">= {HOST_BOUND_TARGETS[0]}x raw torch, >= {HOST_BOUND_TARGETS[1]}x raw torch.compile"
         f, b, u = row["phases_ms"]
         upd_ratio = "-"
         if base and u is not None and base["phases_ms"][2] and name != "raw torch":
@@ -313,11 +403,20 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     p.add_argument("--device", default="cpu", help="torch device for the torch contenders (cpu, cuda)")
+    p.add_argument("--host-bound", action="store_true",
+                   help="the host-bound sizes (guide batch 4, ResNet-18 batch 2 at 32x32, Transformer seq 16)")
+    p.add_argument("--torch-mode", default=None, help="ember_torch.compile mode of 'ember torch compiled' (capture, "
+                                                      "default, reduce-overhead ...; default: the device's)")
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
     p.add_argument("--rss-steps", type=int, default=5)
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
+    TORCH_MODE[0] = args.torch_mode
+    if args.host_bound:
+        SPECS.update(HOST_BOUND)
+        if args.models == p.get_default("models"):
+            args.models = ",".join(HOST_BOUND)
     if args.child:
         child(args.child, args)
         return

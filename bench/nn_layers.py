@@ -69,14 +69,10 @@ def lstm_steps(batch: int = 16, seq: int = 32, d_in: int = 128, d_hidden: int = 
     x = np.random.default_rng(0).standard_normal((batch, seq, d_in)).astype(np.float32)
     xe, re = Tensor.from_data(x, dev), Tensor.from_data(_r((batch, seq, d_hidden)), dev)
     t = torch.nn.LSTM(d_in, d_hidden, batch_first=True)
-    gates = [m.input_gate, m.forget_gate, m.cell_gate, m.output_gate]  # PyTorch's order i, f, g, o
-    with torch.no_grad():
-        for which, tag in (("input_transform", "ih"), ("hidden_transform", "hh")):
-            lins = [getattr(g, which) for g in gates]
-            getattr(t, f"weight_{tag}_l0").copy_(torch.tensor(np.concatenate([lin.weight.val().to_numpy().T
-                                                                             for lin in lins])))
-            getattr(t, f"bias_{tag}_l0").copy_(torch.tensor(np.concatenate([lin.bias.val().to_numpy()
-                                                                           for lin in lins])))
+    with torch.no_grad():  # Ember's fused weights are PyTorch's transposed, same gate order i, f, g, o
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            v = getattr(m, name).val().to_numpy()
+            getattr(t, f"{name}_l0").copy_(torch.tensor(v.T if name.startswith("weight") else v))
     xt, rt = torch.tensor(x, requires_grad=True), torch.tensor(_r((batch, seq, d_hidden)))
 
     def ember_step() -> Any:

@@ -20,6 +20,11 @@ Not a test: prints medians and ratios, never asserts on time. One process, conte
 - **onnxruntime**: its CPU provider with one intra-op thread, forward only (ratio reported, no target).
 - **import**: ``load_model`` of a 100 MB model (6 MatMul+Add layers of 2048x2048 float32 initializers) against
   ``onnx.load`` of the same file (target: within 2x).
+- **long graphs** (issue 30): ``load_model`` of 10k, 30k and 100k-node graphs against onnxruntime's
+  ``InferenceSession`` creation (1 thread, default optimizations) and ``onnx.load`` (the protobuf parse, a
+  floor), one load each: the fault corpus' ``Add``/``Relu`` chain, and ``blocks`` (``packages/import/tests/
+  _onnx_graphs.py``: dynamic reshapes, folded constants, ``If`` sub-graphs, dead nodes). Target: 100k nodes
+  in <= 10 s (30k took 32 s and 100k 436 s before issue 28). ``-k graphs`` runs only this part.
 
 Targets: imported within 1.15x of hand-written on numpy and torch (ratio = hand-written time / imported time
 >= 0.87), within 1.05x compiled on jax (issue 17); generated within 1.05x of hand-written on every backend
@@ -183,8 +188,57 @@ def _import_time(tmp: Path, rounds: int) -> tuple[float, float, float]:
     return size, statistics.median(t_onnx), statistics.median(t_ember)
 
 
+GRAPH_NODES = (10_000, 30_000, 100_000)
+
+
+def _graph_import_times() -> None:
+    """One row per graph: nodes, ``onnx.load``, onnxruntime's session creation and ``load_model``, each in wall
+    and CPU seconds (on a shared machine the CPU seconds of this process are the steadier figure; both contenders
+    run on one thread), and ``load_model`` / session on both."""
+    import onnx
+    import onnxruntime as ort
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.fault.corpus_onnx import chain
+
+    from _onnx_graphs import NODES_PER_BLOCK, blocks
+
+    dev = ember.backend("numpy").device()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+
+    def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        return time.perf_counter() - w0, time.process_time() - c0
+
+    print(
+        "\nimport of long graphs (one load each; load_model on numpy), seconds as wall / CPU\n"
+        f"  {'graph':<7} {'nodes':>7} {'onnx.load':>13} {'ort session':>15} {'load_model':>15} {'us/node':>8} "
+        f"{'load_model / ort':>17}"
+    )
+    for n in GRAPH_NODES:
+        for name, model in (("chain", chain(n)), ("blocks", blocks(n // NODES_PER_BLOCK))):
+            data = model.SerializeToString()
+            nodes = len(model.graph.node)
+            del model
+            t_onnx = timed(lambda d=data: onnx.load_model_from_string(d))  # type: ignore[misc]
+            t_ort = timed(lambda d=data: ort.InferenceSession(d, so, providers=["CPUExecutionProvider"]))  # type: ignore[misc]
+            t_ember = timed(lambda d=data: load_model(d, dev))  # type: ignore[misc]
+            print(
+                f"  {name:<7} {nodes:>7} {t_onnx[0]:>6.2f}/{t_onnx[1]:<6.2f} {t_ort[0]:>7.2f}/{t_ort[1]:<7.2f} "
+                f"{t_ember[0]:>7.2f}/{t_ember[1]:<7.2f} {t_ember[1] / nodes * 1e6:>8.1f} "
+                f"{t_ember[0] / t_ort[0]:>7.2f}x/{t_ember[1] / t_ort[1]:.2f}x",
+                flush=True,
+            )
+
+
 def main() -> None:
     args = forward_backward_args(__doc__ or "", batch_ms=1500.0)
+    if args.k == "graphs":
+        _graph_import_times()
+        return
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -220,6 +274,8 @@ def main() -> None:
         size, t_onnx, t_ember = _import_time(tmp, max(3, args.rounds // 2))
         print(f"\nimport of a {size:.0f} MB model: onnx.load {t_onnx * 1000:.0f} ms, ember load_model "
               f"{t_ember * 1000:.0f} ms ({t_ember / t_onnx:.2f}x onnx.load; target <= 2x)")
+    if not args.k:
+        _graph_import_times()
 
 
 if __name__ == "__main__":

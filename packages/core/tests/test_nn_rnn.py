@@ -27,28 +27,18 @@ def backend_name(request: pytest.FixtureRequest) -> str:
     return request.param  # type: ignore[no-any-return]
 
 
-def _stack(gates: list[nn.GateController], which: str) -> tuple[np.ndarray, np.ndarray]:
-    lins = [getattr(g, which) for g in gates]
-    w = np.concatenate([param_np(lin.weight).T for lin in lins], 0)
-    b = np.concatenate([param_np(lin.bias) for lin in lins], 0)
-    return w, b
-
-
-def _lstm_gates(m: nn.Lstm) -> list[nn.GateController]:
-    return [m.input_gate, m.forget_gate, m.cell_gate, m.output_gate]  # PyTorch's order i, f, g, o
-
-
 def _copy_lstm(m: nn.Lstm, t: torch.nn.LSTM, suffix: str = "") -> None:
+    # the fused layout is PyTorch's transposed, same gate order i, f, g, o
     with torch.no_grad():
-        for which, tag in (("input_transform", "ih"), ("hidden_transform", "hh")):
-            w, b = _stack(_lstm_gates(m), which)
-            getattr(t, f"weight_{tag}_l0{suffix}").copy_(torch_t(w))
-            getattr(t, f"bias_{tag}_l0{suffix}").copy_(torch_t(b))
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            v = param_np(getattr(m, name))
+            getattr(t, f"{name}_l0{suffix}").copy_(torch_t(v.T if name.startswith("weight") else v))
 
 
 def test_lstm_matches_torch(backend_name: str) -> None:
     dev = ad_device(backend_name)
     m = nn.LstmConfig(4, 6).init(dev)
+    assert m.weight_ih.shape == (4, 24) and m.weight_hh.shape == (6, 24) and m.bias_ih.shape == (24,)
     t = torch.nn.LSTM(4, 6, batch_first=True).double()
     _copy_lstm(m, t)
     xn = rng.standard_normal((3, 7, 4))
@@ -59,11 +49,10 @@ def test_lstm_matches_torch(backend_name: str) -> None:
     out_t, (hn, cn) = t(xt, (torch_t(h0)[None], torch_t(c0)[None]))
     assert_close(state.hidden, hn[0])
     assert_close(state.cell, cn[0])
-    check_grads(out, out_t, [("x", x), ("W_ii", m.input_gate.input_transform.weight.val()),
-                             ("W_hf", m.forget_gate.hidden_transform.weight.val()),
-                             ("b_io", m.output_gate.input_transform.bias.val())],
-                [xt, t.weight_ih_l0, t.weight_hh_l0, t.bias_ih_l0],
-                [None, lambda g: g[0:6].T, lambda g: g[6:12].T, lambda g: g[18:24]])
+    check_grads(out, out_t, [("x", x), ("weight_ih", m.weight_ih.val()), ("weight_hh", m.weight_hh.val()),
+                             ("bias_ih", m.bias_ih.val()), ("bias_hh", m.bias_hh.val())],
+                [xt, t.weight_ih_l0, t.weight_hh_l0, t.bias_ih_l0, t.bias_hh_l0],
+                [None, lambda g: g.T, lambda g: g.T, None, None])
 
 
 def test_bilstm_matches_torch(backend_name: str) -> None:
@@ -80,8 +69,8 @@ def test_bilstm_matches_torch(backend_name: str) -> None:
     assert out.shape == (2, 6, 10) and state.hidden.shape == (2, 2, 5)
     assert_close(state.hidden, hn)
     assert_close(state.cell, cn)
-    check_grads(out, out_t, [("x", x), ("reverse W_hi", m.reverse_lstm.input_gate.hidden_transform.weight.val())],
-                [xt, t.weight_hh_l0_reverse], [None, lambda g: g[0:5].T])
+    check_grads(out, out_t, [("x", x), ("reverse weight_hh", m.reverse_lstm.weight_hh.val())],
+                [xt, t.weight_hh_l0_reverse], [None, lambda g: g.T])
 
 
 @pytest.mark.parametrize("reset_after", [True, False])
@@ -93,33 +82,35 @@ def test_gru_matches_reference(backend_name: str, reset_after: bool) -> None:
     x = tensor(xn, dev).require_grad()
     out = m(x, tensor(h0, dev))
     xt = torch_t(xn, True)
-    if reset_after:  # PyTorch's nn.GRU
+    assert m.weight_ih.shape == (4, 15) and m.weight_hh.shape == (5, 15) and m.bias_hh.shape == (15,)
+    if reset_after:  # PyTorch's nn.GRU: the fused weights are its own transposed (same gate order r, z, n)
         t = torch.nn.GRU(4, 5, batch_first=True).double()
-        gates = [m.reset_gate, m.update_gate, m.new_gate]  # PyTorch's order r, z, n
         with torch.no_grad():
-            for which, tag in (("input_transform", "ih"), ("hidden_transform", "hh")):
-                w, b = _stack(gates, which)
-                getattr(t, f"weight_{tag}_l0").copy_(torch_t(w))
-                getattr(t, f"bias_{tag}_l0").copy_(torch_t(b))
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                v = param_np(getattr(m, name))
+                getattr(t, f"{name}_l0").copy_(torch_t(v.T if name.startswith("weight") else v))
         expected, _ = t(xt, torch_t(h0)[None])
-    else:  # Cho et al.'s form, written out in torch
-        p = {f"{g}_{w}": (torch_t(param_np(getattr(getattr(m, f"{g}_gate"), f"{w}_transform").weight)),
-                          torch_t(param_np(getattr(getattr(m, f"{g}_gate"), f"{w}_transform").bias)))
-             for g in ("update", "reset", "new") for w in ("input", "hidden")}
+        check_grads(out, expected, [("x", x), ("weight_ih", m.weight_ih.val()), ("weight_hh", m.weight_hh.val()),
+                                    ("bias_hh", m.bias_hh.val())],
+                    [xt, t.weight_ih_l0, t.weight_hh_l0, t.bias_hh_l0], [None, lambda g: g.T, lambda g: g.T, None])
+        return
+    # Cho et al.'s form, written out in torch from the fused blocks (r, z, n)
+    wi, wh = torch_t(param_np(m.weight_ih)), torch_t(param_np(m.weight_hh))
+    bi, bh = torch_t(param_np(m.bias_ih)), torch_t(param_np(m.bias_hh))
 
-        def lin(name: str, v: torch.Tensor) -> torch.Tensor:
-            return v @ p[name][0] + p[name][1]
+    def lin(k: int, w: torch.Tensor, b: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return v @ w[:, 5 * k:5 * k + 5] + b[5 * k:5 * k + 5]
 
-        h = torch_t(h0)
-        outs = []
-        for s in range(6):
-            xs = xt[:, s]
-            z = torch.sigmoid(lin("update_input", xs) + lin("update_hidden", h))
-            r = torch.sigmoid(lin("reset_input", xs) + lin("reset_hidden", h))
-            n = torch.tanh(lin("new_input", xs) + lin("new_hidden", r * h))
-            h = (1 - z) * n + z * h
-            outs.append(h)
-        expected = torch.stack(outs, 1)
+    h = torch_t(h0)
+    outs = []
+    for s in range(6):
+        xs = xt[:, s]
+        r = torch.sigmoid(lin(0, wi, bi, xs) + lin(0, wh, bh, h))
+        z = torch.sigmoid(lin(1, wi, bi, xs) + lin(1, wh, bh, h))
+        n = torch.tanh(lin(2, wi, bi, xs) + lin(2, wh, bh, r * h))
+        h = (1 - z) * n + z * h
+        outs.append(h)
+    expected = torch.stack(outs, 1)
     check_grads(out, expected, [("x", x)], [xt])
 
 

@@ -131,9 +131,10 @@ def test_embedding(tmp_path: Path, dev: Any) -> None:
 def test_lstm(tmp_path: Path, fmt: str, dev: Any) -> None:
     tm = torch.nn.LSTM(3, 5, batch_first=True)
     layer = _roundtrip(tm, nn.LstmConfig(3, 5).init(dev), tmp_path, fmt, dev)
-    # gate blocks of weight_ih_l0 [4 d, d_input] are i, f, g, o: the forget block lands in forget_gate
-    np.testing.assert_allclose(layer.forget_gate.input_transform.weight.val().to_data().to_numpy(),
-                               tm.weight_ih_l0.detach().numpy()[5:10].T, rtol=1e-6)
+    # the fused layout is weight_ih_l0 [4 d, d_input] transposed, gate blocks i, f, g, o in the same order
+    np.testing.assert_allclose(layer.weight_ih.val().to_data().to_numpy(), tm.weight_ih_l0.detach().numpy().T,
+                               rtol=1e-6)
+    np.testing.assert_allclose(layer.bias_hh.val().to_data().to_numpy(), tm.bias_hh_l0.detach().numpy(), rtol=1e-6)
     x = RNG.standard_normal((2, 7, 3))
     out, state = layer(tensor(x, dev))
     assert_close(out, torch_out(tm, x))

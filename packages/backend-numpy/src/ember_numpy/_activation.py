@@ -21,6 +21,9 @@ from ._quiet import enter, leave, quiet
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_where: Any = getattr(np.where, "_implementation", np.where)
+_less_equal: Any = np.less_equal
 _max_reduce: Any = np.maximum.reduce
 _add_reduce: Any = np.add.reduce  # positional keepdims: the stubs want keywords (slower)
 
@@ -62,6 +65,23 @@ class NumpyActivationOps:
             w = np.asarray(a, dtype=np.float64)
             r = 0.5 * w * erfc(-w * _INV_SQRT_2)
         return r.astype(a.dtype, copy=False)
+
+    def relu_backward(self, grad: Any, y: Any) -> Any:
+        # the contract's mask_fill(grad, y <= 0, 0.0) as one kernel: same ops, no backend calls in between
+        if grad.dtype is not y.dtype or (y.dtype is not _F32 and y.dtype is not _F64):
+            return ActivationGradOps.relu_backward(self, grad, y)  # type: ignore[arg-type]
+        return _where(_less_equal(y, 0.0), 0.0, grad)
+
+    def log_softmax_backward(self, grad: Any, y: Any, dim: int) -> Any:
+        # the contract's grad - exp(y) * sum_dim(grad, dim) as one kernel (same ufuncs in the same order)
+        dt = y.dtype
+        if grad.dtype is not dt or (dt is not _F32 and dt is not _F64):
+            return ActivationGradOps.log_softmax_backward(self, grad, y, dim)  # type: ignore[arg-type]
+        tok = enter()
+        try:
+            return grad - np.exp(y) * _add_reduce(grad, dim, dt, None, True)
+        finally:
+            leave(tok)
 
     def gelu_backward(self, grad: Any, x: Any, approximate: bool = False) -> Any:
         if approximate or (x.dtype is not _F32 and x.dtype is not _F16) or grad.shape != x.shape:

@@ -49,6 +49,10 @@ def _cast(r: Any, dt: np.dtype) -> Any:
     return r if r.dtype == dt else r.astype(dt)
 
 
+#: index arrays up to this size get their bounds from ``tolist()`` (2.6 µs vs 4.5 µs for 32 values; the two
+#: reductions win from about 60)
+_SMALL_BOUNDS = 32
+
 class NumpyNumericOps:
     # ---- element-wise: numpy ufuncs take arrays or Python scalars (NEP 50 keeps a's dtype)
     add = staticmethod(_quiet2(np.add))
@@ -150,6 +154,9 @@ class NumpyNumericOps:
 
     @staticmethod
     def index_bounds(a: Any) -> tuple[int, int]:
+        if a.size <= _SMALL_BOUNDS:  # a class-label batch: Python's min/max of the list beat two ufunc reductions
+            v = a.ravel().tolist()
+            return int(min(v)), int(max(v))
         # two passes over the index array (numpy has no fused min/max), no temporaries
         return int(_min_reduce(a, None)), int(_max_reduce(a, None))
 

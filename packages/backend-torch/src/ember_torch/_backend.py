@@ -16,6 +16,7 @@ import torch
 from ember import BackendError, Distribution, DType, DTypeError
 from ember.backend import Backend, Device
 
+from . import _capture_state
 from ._activation import TorchActivationOps
 from ._activation_grad import TorchActivationGradOps
 from ._attention import TorchAttentionOps
@@ -89,6 +90,8 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
     supports_native_autodiff = False
     #: collectives on torch.distributed: gloo on CPU, nccl on CUDA (``ember_torch._collectives``)
     supports_collectives = True
+    #: ``compile`` captures a whole step as one aten graph (``ember_torch.compile``: replayed, or inductor)
+    compiles_steps = True
     #: conformance tests this backend is known to fail, ``{pattern: reason}`` (none today).
     conformance_known_failures: ClassVar[dict[str, str]] = {}
 
@@ -115,6 +118,18 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         from ._collectives import TorchDistributedCollectives
 
         return TorchDistributedCollectives()
+
+    # ------------------------------------------------------------------ compilation
+    def compile(self, fn: Any, **options: Any) -> Any:
+        """``fn`` captured as one aten graph and replayed: :func:`ember_torch.compile` (``options``: its ``mode``,
+        ``backend``, ``options``; without a ``mode``, inductor on CUDA and the captured graph alone elsewhere)."""
+        from ._compile import compile as capture
+
+        return capture(fn, **options)
+
+    def is_concrete(self, p: Any) -> bool:
+        """``False`` while :func:`ember_torch.compile` captures a step (the tensors are fake: no values)."""
+        return _capture_state.ACTIVE[0] == 0
 
     # ------------------------------------------------------------------ devices and seeding
     def checks_index_values(self, handle: Any) -> bool:
@@ -179,8 +194,9 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         return {"kind": "torch", "seed": self._seed, "generators": gens}
 
     def set_rng_state(self, state: Any) -> None:
-        """Restore :meth:`rng_state`: the saved generators get their states, the others are dropped (made again
-        from the saved seed when next used, as they would have been).
+        """Restore :meth:`rng_state`: the saved generators get their states, the others are reseeded from the saved
+        seed (as if made again when next used). The generator objects stay the same: a step captured by
+        :func:`ember_torch.compile` holds them in its graph.
 
         Raises:
             BackendError: not a torch backend's state.
@@ -196,12 +212,20 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         for key, hexstate in gens.items():
             kind, _, index = str(key).partition(":")
             try:
-                g = torch.Generator(device=torch.device(kind, int(index)) if kind != "cpu" else "cpu")
+                g = self._gens.get((kind, int(index))) or torch.Generator(
+                    device=torch.device(kind, int(index)) if kind != "cpu" else "cpu")
                 g.set_state(torch.frombuffer(bytearray(bytes.fromhex(hexstate)), dtype=torch.uint8))
             except (RuntimeError, ValueError, TypeError) as exc:
                 raise BackendError(f"torch backend: set_rng_state: cannot restore the {key} generator: {exc}.") from exc
             made[(kind, int(index))] = g
         self._seed = seed
+        for k, g in self._gens.items():  # dropped: as if made again from the saved seed (same object: a captured
+            if k not in made:             # step's graph holds the generator itself, see ember_torch.compile)
+                if seed is None:
+                    g.seed()
+                else:
+                    g.manual_seed(seed)
+                made[k] = g
         self._gens = made
 
     # ------------------------------------------------------------------ data and info
@@ -234,6 +258,9 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
 
     def to_numpy(self, p: Any) -> np.ndarray:
         """The values as numpy; zero-copy for a CPU tensor (bfloat16 is widened to float32)."""
+        if _capture_state.ACTIVE[0]:
+            raise BackendError(
+                f"torch backend: a host read (to_numpy) of a captured tensor. {_capture_state.HOST_READ_GUIDE}")
         if p.dtype is torch.bfloat16:
             p = p.float()
         return p.detach().cpu().numpy()  # type: ignore[no-any-return]

@@ -70,6 +70,6 @@ class TorchFloatOps:
 
     @staticmethod
     def atan2(a: Any, b: Any) -> Any:
-        if type(b) is not torch.Tensor:  # torch.atan2 takes tensors only
+        if not isinstance(b, torch.Tensor):  # torch.atan2 takes tensors only (a captured one is a subclass)
             b = torch.tensor(b, dtype=a.dtype, device=a.device)
         return torch.atan2(a, b)

@@ -9,7 +9,7 @@ import torch
 
 def _as_tensor(b: Any, like: Any) -> Any:
     # torch's logical ops take tensors only; a 0-d tensor broadcasts like the scalar
-    return b if type(b) is torch.Tensor else torch.tensor(b, dtype=like.dtype, device=like.device)
+    return b if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=like.dtype, device=like.device)
 
 
 class TorchIntBoolOps:

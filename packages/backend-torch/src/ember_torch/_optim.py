@@ -6,7 +6,9 @@ contract of :mod:`ember.backend._ops_optim`); the new parameters come from the o
 variants, so the old parameters and the gradients are never written. ``_foreach_add(x, y, alpha=a)``,
 ``_foreach_lerp_`` and ``_foreach_addcmul``/``_foreach_addcdiv`` may round once where the composite rounds
 twice, so the results agree with the composite to float rounding, not bit for bit. A scalar given as a tensor
-(a compiled step's ``[1]`` tensors) goes to the composite.
+(a compiled step's ``[1]`` tensors: the learning rate, Adam's bias terms) is a 0-dim tensor operand of the
+``Tensor`` overloads for Adam and SGD (no host read: a step captured by ``ember_torch.compile`` keeps the fused
+kernels); the other rules take the composite then.
 """
 
 from __future__ import annotations
@@ -24,6 +26,27 @@ _fe: Any = torch  # the _foreach_* functions are private members of torch's name
 
 def _numbers(*xs: Any) -> bool:
     return all(x is None or isinstance(x, (int, float)) for x in xs)
+
+
+def _scalars(*xs: Any) -> bool:
+    """Every one a Python number, ``None`` or a one-element tensor (a compiled step's ``[1]`` scalars)."""
+    return all(x is None or isinstance(x, (int, float)) or (isinstance(x, torch.Tensor) and x.numel() == 1)
+               for x in xs)
+
+
+def _as_scalar(x: Any, like: Any) -> Any:
+    """A number as it is; a one-element tensor as a 0-dim tensor on ``like``'s device and dtype (the ``Tensor``
+    overloads of ``_foreach_*`` take 0-dim tensors: no host read, so a captured step keeps it in its graph)."""
+    if isinstance(x, torch.Tensor):
+        return x.reshape(()).to(device=like.device, dtype=like.dtype)
+    return x
+
+
+def _step_by(params: Prims, decay: Any, num: Prims, denom: Prims, value: Any) -> Prims:
+    """``base + value * num / denom`` for a 0-dim tensor ``value`` (:func:`_step_into` takes numbers)."""
+    d = _fe._foreach_mul(num, value)
+    _fe._foreach_div_(d, denom)
+    return list(_fe._foreach_add(_base(params, decay), d))
 
 
 def _with_penalty(params: Prims, grads: Prims, penalty: float) -> Prims:
@@ -73,9 +96,12 @@ class TorchOptimOps(OptimOps):
     def fused_adam(self, params: Prims, grads: Prims, moment_1: Prims, moment_2: Prims, max_moment_2: Prims | None,
                    lr: Any, beta_1: float, beta_2: float, factor: Any, eps_term: Any, penalty: float,
                    decay: Any) -> tuple[Prims, Prims, Prims, Prims | None]:
-        if not _numbers(lr, factor, eps_term, decay) or not params:
+        if not params or not _scalars(lr, factor, eps_term, decay):
             return super().fused_adam(params, grads, moment_1, moment_2, max_moment_2, lr, beta_1, beta_2, factor,
                                       eps_term, penalty, decay)
+        tensors = not _numbers(lr, factor, eps_term, decay)
+        if tensors:
+            lr, factor, eps_term, decay = (_as_scalar(x, params[0]) for x in (lr, factor, eps_term, decay))
         g = _with_penalty(params, grads, penalty)
         # beta_1 m + (1 - beta_1) g as m + (1 - beta_1) (g - m): one pass over the moments instead of two (torch.optim's
         # Adam does the same); ResNet-18's 11.7M parameters: 2 ms a step on this CPU
@@ -88,11 +114,12 @@ class TorchOptimOps(OptimOps):
             src = max_moment_2
         denom = _fe._foreach_sqrt(src)
         _fe._foreach_add_(denom, eps_term)
-        return _step_into(params, decay, moment_1, denom, -(lr * factor)), moment_1, moment_2, max_moment_2
+        step = _step_by if tensors else _step_into
+        return step(params, decay, moment_1, denom, -(lr * factor)), moment_1, moment_2, max_moment_2
 
     def fused_sgd(self, params: Prims, grads: Prims, velocity: Prims | None, lr: Any, penalty: float,
                   momentum: float, dampening: float, nesterov: bool, first: bool) -> tuple[Prims, Prims | None]:
-        if not _numbers(lr) or not params:
+        if not params or not _scalars(lr):
             return super().fused_sgd(params, grads, velocity, lr, penalty, momentum, dampening, nesterov, first)
         g = _with_penalty(params, grads, penalty)
         d = g
@@ -103,6 +130,8 @@ class TorchOptimOps(OptimOps):
                 _fe._foreach_mul_(velocity, momentum)
                 _fe._foreach_add_(velocity, g, alpha=1.0 - dampening)
             d = _fe._foreach_add(g, velocity, alpha=momentum) if nesterov else velocity
+        if isinstance(lr, torch.Tensor):
+            return list(_fe._foreach_add(params, _fe._foreach_mul(d, -_as_scalar(lr, params[0])))), velocity
         return list(_fe._foreach_add(params, d, alpha=-lr)), velocity
 
     def fused_rmsprop(self, params: Prims, grads: Prims, square_avg: Prims, grad_avg: Prims | None,

@@ -80,7 +80,7 @@ class TorchShapeOps:
 
     @staticmethod
     def mask_where(a: Any, mask: Any, value: Any) -> Any:
-        if type(value) is not torch.Tensor:  # a Python scalar would promote an Int tensor to float
+        if not isinstance(value, torch.Tensor):  # a Python scalar would promote an Int tensor to float
             return torch.masked_fill(a, mask, value)
         out = torch.where(mask, value, a)
         return out if out.dtype is a.dtype else out.to(a.dtype)

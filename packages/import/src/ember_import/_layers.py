@@ -16,14 +16,13 @@ Ember layer                  PyTorch module               conversion
 ``LayerNorm``, ``GroupNorm``, ``nn.LayerNorm``, ``nn.GroupNorm``, ``weight``/``bias`` -> ``gamma``/``beta``
 ``InstanceNorm``, ``RmsNorm`` ``nn.InstanceNorm*d``, ``nn.RMSNorm``
 ``PRelu``                    ``nn.PReLU``                 ``weight`` -> ``alpha``
-``Lstm``                     ``nn.LSTM`` (one layer)      ``weight_ih_l0 [4 d, d_input]`` rows ``i, f, g, o`` ->
-                                                          ``input_gate``/``forget_gate``/``cell_gate``/
-                                                          ``output_gate`` ``.input_transform`` (transposed);
-                                                          ``weight_hh_l0`` -> ``.hidden_transform``; biases alike
+``Lstm``                     ``nn.LSTM`` (one layer)      ``weight_ih_l0 [4 d, d_input]`` / ``weight_hh_l0``
+                                                          -> ``weight_ih`` / ``weight_hh`` (transposed; same
+                                                          gate order ``i, f, g, o``); ``bias_ih_l0`` /
+                                                          ``bias_hh_l0`` -> ``bias_ih`` / ``bias_hh``
 ``BiLstm``                   ``nn.LSTM(bidirectional)``   ``*_l0`` -> ``forward_lstm``, ``*_l0_reverse`` ->
                                                           ``reverse_lstm``
-``Gru``                      ``nn.GRU`` (one layer)       rows ``r, z, n`` -> ``reset_gate``/``update_gate``/
-                                                          ``new_gate``
+``Gru``                      ``nn.GRU`` (one layer)       as ``Lstm`` (gate order ``r, z, n`` on both sides)
 ``MultiHeadAttention``       ``nn.MultiheadAttention``    ``in_proj_weight [3 d, d]`` rows ``q, k, v`` ->
                                                           ``query``/``key``/``value`` (transposed; or
                                                           ``q/k/v_proj_weight``), ``out_proj`` -> ``output``
@@ -169,47 +168,31 @@ class PReluRule(LayerRule):
         emit(_join(prefix, "weight"), _data(module.alpha))
 
 
-#: PyTorch's packed recurrent tensors: (name without the layer suffix, Ember transform, Linear field)
-_PACKED = (("weight_ih", "input_transform", "weight"), ("weight_hh", "hidden_transform", "weight"),
-           ("bias_ih", "input_transform", "bias"), ("bias_hh", "hidden_transform", "bias"))
+class FusedRecurrentRule(LayerRule):
+    """``nn.LSTM`` / ``nn.GRU`` (one layer, one direction) <-> Ember's fused ``Lstm`` / ``Gru``: the same gate
+    order on both sides (LSTM ``i, f, g, o``, GRU ``r, z, n``), so ``weight_ih_l0 [n d_hidden, d_input]`` /
+    ``weight_hh_l0 [n d_hidden, d_hidden]`` are Ember's ``weight_ih`` / ``weight_hh`` transposed, and
+    ``bias_ih_l0`` / ``bias_hh_l0`` are ``bias_ih`` / ``bias_hh`` as they are."""
 
-
-class RecurrentRule(LayerRule):
-    """``nn.LSTM`` / ``nn.GRU`` (one layer, one direction): packed gate rows <-> Ember's ``GateController`` s.
-
-    PyTorch stacks the gates' weights as ``weight_ih_l0 [n d_hidden, d_input]``, ``weight_hh_l0
-    [n d_hidden, d_hidden]``, ``bias_ih_l0`` / ``bias_hh_l0 [n d_hidden]`` in the order ``gates`` (LSTM ``i, f,
-    g, o``; GRU ``r, z, n``). Each block becomes one gate's ``input_transform`` / ``hidden_transform``
-    ``Linear`` (weights transposed to ``[d_in, d_hidden]``).
-    """
-
-    def __init__(self, torch_module: str, gates: tuple[str, ...]) -> None:
+    def __init__(self, torch_module: str) -> None:
         self.torch_module = torch_module
-        self.gates = gates
 
     def to_ember(self, module: Any, prefix: str, src: Flat, out: Flat, suffix: str = "_l0") -> None:
-        n = len(self.gates)
-        for tname, ours, param in _PACKED:
-            k = _join(prefix, tname + suffix)
-            if k not in src:
-                continue
-            parts = split_rows(src.pop(k), n, f"{self.torch_module} {k!r}")
-            for gate, part in zip(self.gates, parts):
-                key = _join(prefix, f"{gate}.{ours}.{param}")
-                out[key] = transpose(part) if param == "weight" else part
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            k = _join(prefix, name + suffix)
+            if k in src:
+                t = src.pop(k)
+                out[_join(prefix, name)] = transpose(t) if name.startswith("weight") else t
 
     def to_torch(self, module: Any, prefix: str, emit: Emit, suffix: str = "_l0") -> None:
-        for tname, ours, param in _PACKED:
-            lins = [getattr(getattr(module, g), ours) for g in self.gates]
-            ps = [getattr(lin, param) for lin in lins]
-            if any(p is None for p in ps):
-                continue
-            parts = [transpose(_data(p)) if param == "weight" else _data(p) for p in ps]
-            emit(_join(prefix, tname + suffix), cat_rows(parts))
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            p = getattr(module, name)
+            if p is not None:
+                emit(_join(prefix, name + suffix), transpose(_data(p)) if name.startswith("weight") else _data(p))
 
 
-_LSTM = RecurrentRule("torch.nn.LSTM", ("input_gate", "forget_gate", "cell_gate", "output_gate"))
-_GRU = RecurrentRule("torch.nn.GRU", ("reset_gate", "update_gate", "new_gate"))
+_LSTM = FusedRecurrentRule("torch.nn.LSTM")
+_GRU = FusedRecurrentRule("torch.nn.GRU")
 
 
 class BiLstmRule(LayerRule):

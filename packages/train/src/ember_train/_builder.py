@@ -50,7 +50,7 @@ class LearnerBuilder:
     log in ``experiment.log``, plots in ``plots/`` (with matplotlib), the terminal dashboard on a terminal and
     plain lines otherwise, no extra metric loggers (:meth:`with_metric_logger`), no early stopping, no summary
     printout (it is always saved as ``summary.txt``/``summary.json``), and steps compiled by the training backend
-    (jax; see :meth:`compile`).
+    (jax, torch; see :meth:`compile`).
 
     Args:
         artifact_dir: where logs, checkpoints and the summary go (created when missing).
@@ -232,7 +232,9 @@ class LearnerBuilder:
 
         The Learner wraps each whole step (``train_step``, Ember's backward and ``optim.step``; ``valid_step``)
         with ``device.backend.compile``: jax compiles it with ``ember_jax.jit`` (traced once per batch shape,
-        no recompilation in later epochs), numpy and torch run it eagerly either way. ``compile(False)`` runs the
+        no recompilation in later epochs); torch captures it with ``ember_torch.compile`` (one aten graph per batch
+        shape: replayed as it is on the CPU, where an inductor compile takes tens of seconds, and compiled by
+        inductor on CUDA; see ``docs/torch.md``); numpy runs it eagerly. ``compile(False)`` runs the
         steps eagerly on every backend, so that Python code inside a step (``print``, ``breakpoint()``,
         ``into_scalar``) sees values; a compiled step only sees traced tensors, and a host read there fails on
         the first batch with a ``LearnerError`` that says so.

@@ -10,8 +10,8 @@ pass, Ember's backward pass and the optimizer update as one program:
   two for gradient accumulation (the accumulator sums the gradients eagerly between them);
 - ``valid(model, batch) -> item``: ``model.valid_step(batch)``, called on ``model.valid()``.
 
-numpy and torch return the functions unchanged (``Backend.compile``'s default), so their steps run eagerly
-exactly as written.
+torch captures them with ``ember_torch.compile`` (one aten graph per argument structure); numpy returns the
+functions unchanged (``Backend.compile``'s default), so its steps run eagerly exactly as written.
 
 A compiled step is watched (:class:`_Watched`): its first call, which traces and compiles (tens of seconds
 for a large network on jax), is announced to the renderer (``MetricsRenderer.compiling``) before it starts and

@@ -94,7 +94,9 @@ class Learner:
 
     The whole training step (forward, backward, optimizer update) and the validation step are compiled by the
     training device's backend (``Backend.compile``): on jax with ``ember_jax.jit``, traced once per batch shape
-    (a second epoch does not recompile); numpy and torch run them eagerly. ``LearnerBuilder.compile(False)``
+    (a second epoch does not recompile); on torch with ``ember_torch.compile``, captured once per batch shape as one
+    aten graph (replayed as it is on the CPU, compiled by inductor on CUDA); numpy runs them eagerly.
+    ``LearnerBuilder.compile(False)``
     runs them eagerly everywhere (to debug a step with prints or breakpoints).
 
     The loop is the same for every learning strategy: at fixed points it calls the strategy's

@@ -332,7 +332,9 @@ class Autodiff(Backend):
             if on_ready is not None:
                 on_ready(node.id, seed)
             return Gradients({node.id: seed})
-        return Gradients(_sweep(I, node, seed, on_ready))
+        g = _new(Gradients)  # Gradients(...) without the __init__ frame (once per step)
+        g._grads = _sweep(I, node, seed, on_ready)
+        return g
 
 
 def _cast_back(B: Any, g: Any, dtype: Any, ps: Any) -> Any:

@@ -243,12 +243,13 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         validation step) taking and returning Ember objects (tensors, modules, optimizers,
         batches, outputs).
 
-        Backends that compile (jax: :func:`ember_jax.jit`) trace ``fn`` once per argument
-        structure and run the compiled program afterwards; mutable state (optimizer state,
-        ``RunningState`` values, the backend's random key) is carried through the call and
-        written back. ``options`` are the backend's own (jax: ``donate_state``, ``donate_argnums``;
-        see ``ember_jax.jit``). The default, used by eager backends (numpy, torch), returns ``fn``
-        unchanged and ignores ``options``, so callers can always write
+        Backends that compile (jax: :func:`ember_jax.jit`; torch: :func:`ember_torch.compile`, one
+        captured aten graph) trace ``fn`` once per argument structure and run the compiled program
+        afterwards; mutable state (optimizer state, ``RunningState`` values, the backend's random key)
+        is carried through the call and written back. ``options`` are the backend's own (jax:
+        ``donate_state``, ``donate_argnums``; torch: ``mode``, ``backend``, ``options``). The default,
+        used by eager backends (numpy), returns ``fn`` unchanged and ignores ``options``, so callers
+        can always write
         ``step = device.backend.compile(step)``.
 
         Returns:
@@ -259,7 +260,7 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
     def is_concrete(self, p: Any) -> bool:
         """Whether primitive ``p`` holds concrete values that the host can read now.
 
-        ``False`` only inside a compiled step (a jax tracer): data-dependent checks (``to_data``,
+        ``False`` only inside a compiled step (a jax tracer, a torch capture): data-dependent checks (``to_data``,
         value validation, Python branches on values) must then be skipped or written with tensor
         ops. Default: ``True`` (eager backends always hold values).
         """

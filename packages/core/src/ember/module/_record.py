@@ -186,6 +186,9 @@ class _Loader:
             if not isinstance(node, dict):
                 self._mismatch_subtree(v, node, path, "a module")
                 return v
+            upgrade = getattr(type(v), "__ember_record_upgrade__", None)
+            if upgrade is not None:  # an older / foreign layout of this module's record (e.g. Lstm's per-gate form)
+                node = upgrade(node)
             names = [n for n in fields_of(v) if getattr(v, n) is None or has_state(getattr(v, n))]
             for key in node:
                 if key not in names:
@@ -247,7 +250,9 @@ def load_into(module: Any, record: Any, strict: bool, device: Device | None, con
     """Apply ``record`` to ``module``; returns the new module and the report.
 
     A record whose type defines ``__ember_load_prepare__(record, module) -> (module, record)`` (the records
-    of ``ember_import``, in PyTorch's layout) is first converted to the module's layout by that hook.
+    of ``ember_import``, in PyTorch's layout) is first converted to the module's layout by that hook. A module
+    class that defines ``__ember_record_upgrade__(node) -> node`` (a static method) gets its own record node passed
+    through it before loading: the way an older layout of its record keeps loading (``Lstm``: the per-gate layout).
 
     Raises:
         RecordError: ``strict`` and anything is missing, unused or mismatched (lists every problem).

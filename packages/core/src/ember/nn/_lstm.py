@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .._errors import ShapeError
 from ..backend._device import Device
 from ..config import config
-from ..module import Module
+from ..module import Module, Param
 from ..tensor import Tensor
 from ..tensor import functional as M
 from ._checks import check_dim, check_float, check_rank, config_error
 from ._initializer import AnyInitializer, XavierNormal
-from ._rnn_gate import GateController, fused_gates
+from ._rnn_gate import GateController, fuse_gate_record, gate_copy, init_fused
 
 __all__ = ["LstmConfig", "Lstm", "LstmState", "BiLstmConfig", "BiLstm"]
 
@@ -49,41 +50,66 @@ class LstmConfig:
         if self.d_input < 1 or self.d_hidden < 1:
             raise config_error("LstmConfig", f"d_input ({self.d_input}) and d_hidden ({self.d_hidden}) must be >= 1.")
 
-        def gate() -> GateController:
-            return GateController.new(self.d_input, self.d_hidden, self.bias, self.initializer, device)
+        wx, wh, bx, bh = init_fused(self.initializer, self.d_input, self.d_hidden, 4, self.bias, device)
+        return Lstm(weight_ih=wx, weight_hh=wh, bias_ih=bx, bias_hh=bh, d_hidden=self.d_hidden)
 
-        return Lstm(input_gate=gate(), forget_gate=gate(), output_gate=gate(), cell_gate=gate(),
-                    d_hidden=self.d_hidden)
+
+#: the gates' order in the fused weights (PyTorch's): input, forget, cell (g), output
+GATES = ("input_gate", "forget_gate", "cell_gate", "output_gate")
 
 
 class Lstm(Module):
     """A unidirectional LSTM over batch-first sequences (Burn's ``Lstm``).
 
-    Gate layout (Burn's): four :class:`GateController` s ``input_gate``, ``forget_gate``,
-    ``output_gate``, ``cell_gate``, each with ``input_transform`` (``Linear [d_input, d_hidden]``)
-    and ``hidden_transform`` (``Linear [d_hidden, d_hidden]``). Per step::
+    Gate layout (fused, PyTorch's gate order ``i, f, g, o``): ``weight_ih [d_input, 4 d_hidden]``,
+    ``weight_hh [d_hidden, 4 d_hidden]``, ``bias_ih`` / ``bias_hh [4 d_hidden]`` (``None`` without bias); column
+    block ``k`` (``[:, k d : (k+1) d]``) belongs to gate ``k``. Per step::
 
-        i = sigmoid(x W_ii + b_ii + h W_hi + b_hi)      (input_gate)
-        f = sigmoid(x W_if + b_if + h W_hf + b_hf)      (forget_gate)
-        g = tanh   (x W_ig + b_ig + h W_hg + b_hg)      (cell_gate)
-        o = sigmoid(x W_io + b_io + h W_ho + b_ho)      (output_gate)
+        [i f g o] = x @ weight_ih + bias_ih + h @ weight_hh + bias_hh     (one product for all four gates)
+        i, f, o = sigmoid(.) ;  g = tanh(.)
         c' = f * c + i * g ;  h' = o * tanh(c')
 
-    PyTorch's ``nn.LSTM`` stacks the same weights as ``weight_ih_l0 [4 d_hidden, d_input]`` in the
-    order ``i, f, g, o``; importing means ``input_gate.input_transform.weight = W_ih[0:d].T``,
-    ``forget_gate ... = W_ih[d:2d].T``, ``cell_gate ... = W_ih[2d:3d].T``, ``output_gate ... =
-    W_ih[3d:4d].T`` (same for ``W_hh`` and the biases).
+    The whole sequence is one :func:`ember.tensor.functional.lstm` call: one backend kernel (``torch._VF.lstm``,
+    numpy's, jax's ``lax.scan``) and one autodiff node.
 
-    The gates are fused (their weights concatenated in PyTorch's order, so gradients reach every gate's
-    parameters) and the whole sequence is one :func:`ember.tensor.functional.lstm` call: one backend kernel (the
-    backend's own where it has one: ``torch._VF.lstm``, numpy's, jax's ``lax.scan``) and one autodiff node.
+    Other layouts: PyTorch's ``nn.LSTM`` stores the transposes (``weight_ih_l0 [4 d_hidden, d_input]``, same gate
+    order); ``ember_import`` transposes them. Burn's ``Lstm`` (and Ember's records before the fused layout) keep
+    one ``GateController`` per gate (``input_gate``, ``forget_gate``, ``output_gate``, ``cell_gate``, each
+    ``input_transform`` / ``hidden_transform`` ``Linear``): :meth:`load_record` / :meth:`load_file` accept such
+    records and concatenate the blocks (gate ``X``'s ``input_transform.weight`` is ``weight_ih``'s block of
+    ``X``). The per-gate attributes (``lstm.input_gate`` ...) remain as deprecated read-only copies.
     """
 
-    input_gate: GateController
-    forget_gate: GateController
-    output_gate: GateController
-    cell_gate: GateController
+    weight_ih: Param
+    weight_hh: Param
+    bias_ih: Param | None = None
+    bias_hh: Param | None = None
     d_hidden: int
+
+    @staticmethod
+    def __ember_record_upgrade__(node: dict[str, Any]) -> dict[str, Any]:
+        """A per-gate (Burn / older Ember) record in the fused layout (see :func:`fuse_gate_record`)."""
+        return fuse_gate_record(node, GATES)
+
+    @property
+    def input_gate(self) -> GateController:
+        """Deprecated: a copy of the input gate's block (``i``) as a ``GateController``."""
+        return gate_copy(self, 0, "Lstm", "input_gate")
+
+    @property
+    def forget_gate(self) -> GateController:
+        """Deprecated: a copy of the forget gate's block (``f``) as a ``GateController``."""
+        return gate_copy(self, 1, "Lstm", "forget_gate")
+
+    @property
+    def cell_gate(self) -> GateController:
+        """Deprecated: a copy of the cell gate's block (``g``) as a ``GateController``."""
+        return gate_copy(self, 2, "Lstm", "cell_gate")
+
+    @property
+    def output_gate(self) -> GateController:
+        """Deprecated: a copy of the output gate's block (``o``) as a ``GateController``."""
+        return gate_copy(self, 3, "Lstm", "output_gate")
 
     def forward(self, batched_input: Tensor, state: LstmState | None = None) -> tuple[Tensor, LstmState]:
         """Run the sequence.
@@ -104,7 +130,8 @@ class Lstm(Module):
 def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bool) -> tuple[Tensor, LstmState]:
     check_float(layer, x)
     check_rank(layer, x, 3, _LAYOUT)
-    d_in, d = lstm.input_gate.input_transform.weight.val().shape[0], lstm.d_hidden
+    wx, wh = lstm.weight_ih.val(), lstm.weight_hh.val()
+    d_in, d = wx.shape[0], lstm.d_hidden
     check_dim(layer, x, 2, d_in, _LAYOUT, "d_input")
     batch = x.shape[0]
     if state is None:
@@ -116,10 +143,10 @@ def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bo
             if st.shape != (batch, d):
                 raise ShapeError(f"{layer}: {name} must have shape [batch, d_hidden] = {[batch, d]}, "
                                  f"got {list(st.shape)}.")
-    # one lstm primitive call (one Autodiff node) for the whole sequence; its weights take the gates in PyTorch's
-    # order i, f, g, o; the reverse direction runs on the time-flipped sequence
-    wx, bx, wh, bh = fused_gates((lstm.input_gate, lstm.forget_gate, lstm.cell_gate, lstm.output_gate))
-    bias = bx if bh is None else (bh if bx is None else bx + bh)
+    # one lstm primitive call (one Autodiff node) for the whole sequence; the reverse direction runs on the
+    # time-flipped sequence
+    biases = [b.val() for b in (lstm.bias_ih, lstm.bias_hh) if b is not None]
+    bias = biases[0] + biases[1] if len(biases) == 2 else biases[0] if biases else None
     if reverse:
         x = x.flip([1])
     y, h, c = M.lstm(x, h, c, wx, wh, bias)

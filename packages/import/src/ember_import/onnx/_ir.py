@@ -9,6 +9,7 @@ The IR is built from the protobuf by :mod:`._parse` and is plain Python: attribu
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import MutableMapping
 from typing import Any
 
 from ember import DType, TensorData
@@ -107,7 +108,8 @@ class Graph:
         inputs: the inputs a caller passes, in order (initializers listed as inputs are excluded).
         outputs: the outputs, in order.
         initializers: name -> data of every initializer (main graph: float ones become ``Param``s).
-        value_info: name -> inferred type and shape of intermediate values.
+        value_info: name -> inferred type and shape of intermediate values (a dict, or the parser's
+            :class:`~._parse.ValueInfos`, which converts each entry when it is first read).
         outer: names this (sub-)graph reads from enclosing graphs.
     """
 
@@ -116,7 +118,7 @@ class Graph:
     inputs: list[ValueInfo]
     outputs: list[ValueInfo]
     initializers: dict[str, TensorData]
-    value_info: dict[str, ValueInfo] = dataclasses.field(default_factory=dict)
+    value_info: MutableMapping[str, ValueInfo] = dataclasses.field(default_factory=dict)
     outer: list[str] = dataclasses.field(default_factory=list)
 
     def walk(self) -> list[Node]:

@@ -161,17 +161,17 @@ def _out(v: Any, ctx: Context) -> Any:
 def _static_only(graph: Graph, program: Program) -> set[str]:
     """Names used only as static inputs (shapes, scales, axes): they stay constants, not parameters."""
     static_uses: dict[str, bool] = {}
+    outer: list[str] = []
     for node in graph.walk():
         conv = program.converters.get(id(node))
+        static = conv.static if conv is not None else ()
         for i, name in enumerate(node.inputs):
-            if not name:
-                continue
-            is_static = conv is not None and i in conv.static
-            static_uses[name] = static_uses.get(name, True) and is_static
-    for g_node in graph.walk():
-        for sub in g_node.subgraphs():
-            for name in sub.outer:
-                static_uses[name] = False
+            if name:
+                static_uses[name] = static_uses.get(name, True) and i in static
+        for sub in node.subgraphs():
+            outer.extend(sub.outer)
+    for name in outer:
+        static_uses[name] = False
     for o in graph.outputs:
         static_uses[o.name] = False
     return {n for n, only in static_uses.items() if only}
@@ -230,11 +230,13 @@ def load_model(
         ctx = Context(program, host, host)
         fold_constants(graph, program.constants, ctx)
     remove_dead_nodes(graph)
-    used = {i for n in graph.walk() for i in n.inputs} | {o.name for o in graph.outputs}
-    for g_node in graph.walk():
-        for sub in g_node.subgraphs():
+    used = {o.name for o in graph.outputs}
+    for node in graph.walk():
+        used.update(node.inputs)
+        for sub in node.subgraphs():
             used.update(sub.outer)
     program.constants = {k: v for k, v in program.constants.items() if k in used}
+    program.drop_tensors()
     params = {k: v for k, v in params.items() if k in used}
     return OnnxModule(
         weights=params,

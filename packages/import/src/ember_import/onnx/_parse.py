@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +107,12 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
         onnx.checker.check_model(skeleton)
     except Exception as exc:
         raise OnnxImportError(f"{source}: the ONNX checker rejects the model: {exc}") from None
-    try:
-        inferred = onnx.shape_inference.infer_shapes(skeleton, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:  # inference is an aid: a model it cannot process still imports
-        inferred = skeleton
+    inferred = skeleton
+    if inference_cost(skeleton.graph) <= INFERENCE_BUDGET:
+        try:
+            inferred = onnx.shape_inference.infer_shapes(skeleton, check_type=False, strict_mode=False, data_prop=True)
+        except Exception:  # inference is an aid: a model it cannot process still imports
+            pass
     opsets = {(o.domain or "ai.onnx"): int(o.version) for o in proto.opset_import}
     opsets.setdefault("ai.onnx", 1)
     if "" in opsets:
@@ -125,6 +127,27 @@ def read_model(model: str | os.PathLike[str] | bytes | Any, *, opset: int | None
     builder = _Builder(onnx, source)
     graph = builder.graph(inferred.graph, extra_initializers=weights)
     return ParsedModel(graph, opsets, proto.producer_name, int(proto.ir_version), source, file_size)
+
+
+#: ops whose attributes hold sub-graphs (``ai.onnx``)
+SUBGRAPH_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+#: the most work :func:`inference_cost` allows ``onnx.shape_inference`` (about a second on one core)
+INFERENCE_BUDGET = 10_000_000
+
+
+def inference_cost(g: Any) -> int:
+    """The work ``onnx.shape_inference`` does on graph ``g``: its nodes, plus, per node holding sub-graphs, every
+    value of the graph (onnx copies the outer scope's types into each sub-graph's inference, so a graph of ``n``
+    nodes with ``k`` ``If`` nodes costs ``O(k * n)``: a 20k-node graph with 1,400 ``If`` nodes took 5 s, and the
+    cost grows with the square of the size).
+
+    Above :data:`INFERENCE_BUDGET` the model imports without shape inference (bounded import time, DESIGN §11):
+    its declared value types are kept, and the shapes that inference would have given are computed when the
+    model runs instead of being folded at import.
+    """
+    n = len(g.node)
+    with_graphs = sum(1 for node in g.node if node.op_type in SUBGRAPH_OPS)
+    return n + with_graphs * (n + len(g.input) + len(g.initializer))
 
 
 #: initializers with more elements than this are left out of the model the checker and shape inference see
@@ -327,19 +350,24 @@ class _Builder:
         raise OnnxImportError(f"{self.source}: node {node_name!r}: attribute {a.name!r} has unknown type {t}.")
 
     def graph(self, g: Any, extra_initializers: Sequence[Any] = ()) -> Graph:
+        """The IR of graph ``g``, in time linear in its nodes, attributes and values (a 100k-node graph's IR
+        is built in about a second; see ``bench/onnx_import.py``)."""
         inits = {t.name: self.tensor(t, "initializer") for t in [*g.initializer, *extra_initializers]}
         for st in g.sparse_initializer:
             raise OnnxImportError(f"{self.source}: sparse initializer {st.values.name!r} is not supported.")
         inputs = [self.value_info(v) for v in g.input if v.name not in inits]
         outputs = [self.value_info(v) for v in g.output]
-        value_info = {v.name: self.value_info(v) for v in g.value_info}
-        for v in list(g.input) + list(g.output):
-            value_info.setdefault(v.name, self.value_info(v))
-        known = set(inits) | {v.name for v in g.input}
+        value_info = ValueInfos(self, g.value_info)
+        for v in [*g.input, *g.output]:
+            if v.name not in value_info:
+                value_info[v.name] = self.value_info(v)
+        known = set(inits)
+        known.update(v.name for v in g.input)
         nodes: list[Node] = []
         names: set[str] = set()
         outer: list[str] = []
         outer_seen: set[str] = set()  # (``outer`` keeps the order; membership tests on a list were O(n))
+        graph_types = (self.onnx.AttributeProto.GRAPH, self.onnx.AttributeProto.GRAPHS)
         for proto in g.node:
             self.counter += 1
             name = proto.name or f"{proto.op_type}_{self.counter}"
@@ -348,27 +376,77 @@ class _Builder:
                 name = f"{name}_{self.counter}"
             names.add(name)
             attrs: dict[str, Any] = {}
+            has_graph = False
             for a in proto.attribute:
                 if a.ref_attr_name:
                     raise OnnxImportError(
                         f"{self.source}: node {name!r}: attribute references are only valid in functions."
                     )
+                if a.type in graph_types:
+                    has_graph = True
                 attrs[a.name] = self.attribute(a, name)
-            for key, val in list(attrs.items()):  # (no per-node copy of the scope: that made parsing O(n^2))
-                if isinstance(val, self.onnx.GraphProto):
-                    attrs[key] = self.graph(val)
-                elif isinstance(val, list) and val and isinstance(val[0], self.onnx.GraphProto):
-                    attrs[key] = [self.graph(x) for x in val]
-            node = Node(proto.op_type, proto.domain or "", name, list(proto.input), list(proto.output), attrs)
-            for i in node.inputs:
+            if has_graph:  # built once the node's attributes are read (no per-node copy of the scope: O(n^2))
+                for key, val in list(attrs.items()):
+                    if isinstance(val, self.onnx.GraphProto):
+                        attrs[key] = self.graph(val)
+                    elif isinstance(val, list) and val and isinstance(val[0], self.onnx.GraphProto):
+                        attrs[key] = [self.graph(x) for x in val]
+            node_inputs = list(proto.input)
+            node_outputs = list(proto.output)
+            node = Node(proto.op_type, proto.domain, name, node_inputs, node_outputs, attrs)
+            for i in node_inputs:
                 if i and i not in known and i not in outer_seen:
                     outer.append(i)
                     outer_seen.add(i)
-            for sub in node.subgraphs():
-                for i in sub.outer:
-                    if i not in known and i not in outer_seen:
-                        outer.append(i)
-                        outer_seen.add(i)
-            known.update(o for o in node.outputs if o)
+            if has_graph:
+                for sub in node.subgraphs():
+                    for i in sub.outer:
+                        if i not in known and i not in outer_seen:
+                            outer.append(i)
+                            outer_seen.add(i)
+            known.update(node_outputs)  # ("" may enter: inputs named "" are skipped above)
             nodes.append(node)
         return Graph(g.name, nodes, inputs, outputs, inits, value_info, outer)
+
+
+class ValueInfos(MutableMapping[str, ValueInfo]):
+    """``name -> ValueInfo`` of a graph's values, each converted from its ``ValueInfoProto`` when first read.
+
+    Shape inference types every intermediate value; converting them all up front took most of a large graph's
+    IR time, and the importer reads only a few (``Shape`` folding, ModelGen's docstrings). Reads, writes and
+    iteration behave as a ``dict`` (iteration order: the protos' order, then names added later).
+    """
+
+    def __init__(self, builder: _Builder, protos: Any) -> None:
+        self._builder = builder
+        self._protos: dict[str, Any] = {v.name: v for v in protos}
+        self._done: dict[str, ValueInfo] = {}
+
+    def __getitem__(self, name: str) -> ValueInfo:
+        found = self._done.get(name)
+        if found is None:
+            found = self._builder.value_info(self._protos[name])  # (KeyError when absent)
+            self._done[name] = found
+        return found
+
+    def __setitem__(self, name: str, info: ValueInfo) -> None:
+        self._done[name] = info
+
+    def __delitem__(self, name: str) -> None:
+        had = self._done.pop(name, None) is not None
+        if self._protos.pop(name, None) is None and not had:
+            raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._done or name in self._protos
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._protos
+        yield from (k for k in self._done if k not in self._protos)
+
+    def __len__(self) -> int:
+        return len(self._protos) + sum(1 for k in self._done if k not in self._protos)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied and pickled as a plain ``dict`` (every entry converted): the protos stay with the parser."""
+        return (dict, (dict(self.items()),))

@@ -3,11 +3,18 @@
 An :class:`~._module.OnnxModule` holds its trainable parameters as fields and one ``Program`` as a plain
 value. The program is shared by every copy of the module (``map``, ``valid()``, device moves, optimizer
 steps) and is hashed by identity, so compiled steps key on it without walking the graph.
+
+A ``Program`` holds no Ember tensors: its constants are host ``TensorData``. The tensors made from them (a
+constant on the host, its copy on each compute device) are kept in a side table keyed by the program
+(:class:`_Tensors`, weakly referenced), so the program stays a plain static value for ``ember_jax.jit``
+however the module ran before (eagerly, at other shapes, compiled): the tensors are immutable copies of
+immutable data, which a compiled step may embed as constants.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 
 import ember
 from ember import DType, Tensor, TensorData
@@ -63,10 +70,6 @@ class Program:
         self.source = source
         self.max_tensor_bytes = max_tensor_bytes
         self.converters: dict[int, Converter] = {}
-        self._host_tensors: dict[str, Tensor] = {}
-        self._host_ids: set[int] = set()  # ids of ``_host_tensors``' values (kept alive by it): O(1) membership
-        self._moved: dict[tuple[int, int], Tensor] = {}
-        self._lock = threading.Lock()
         self.resolve(graph)
 
     def resolve(self, graph: Graph) -> None:
@@ -102,30 +105,66 @@ class Program:
         return self.converters[id(node)]
 
     def host_constant(self, name: str) -> Tensor:
-        """The constant ``name`` as a host tensor (built once)."""
-        t = self._host_tensors.get(name)
+        """The constant ``name`` as a host tensor (built once per program and kept in its side table)."""
+        cache = _tensors(self)
+        t = cache.host.get(name)
         if t is None:
             data = self.constants[name]
             t = Tensor.from_data(data, host_device(), dtype=data.dtype)
-            self._host_tensors[name] = t
-            self._host_ids.add(id(t))
+            with cache.lock:
+                t = cache.host.setdefault(name, t)
+                cache.host_ids[id(t)] = t
         return t
 
     def to_device(self, t: Tensor, device: Device) -> Tensor:
-        """``t`` on ``device``; a host constant's copy is cached per device (so it moves once)."""
+        """``t`` on ``device``; a host constant's copy is cached per device (so it moves once). A copy made
+        while a compiled step traces is not kept if it came out traced (it would leak a tracer)."""
         if t.device is device:
             return t
+        cache = _tensors(self)
         key = (id(t), id(device))
-        hit = self._moved.get(key)
+        hit = cache.moved.get(key)
         if hit is not None:
-            return hit
+            return hit[1]
         out = _move(t, device)
-        if id(t) in self._host_ids and not _traced(out):
-            with self._lock:
-                self._moved[key] = out
+        if id(t) in cache.host_ids and not _traced(out):
+            with cache.lock:
+                cache.moved[key] = (device, out)  # (the device is kept alive with its key's id)
         return out
 
+    def drop_tensors(self) -> None:
+        """Forget the tensors made from the constants (``load_model`` calls it once folding is done, so the
+        host copies of constants that folding consumed are let go)."""
+        with _table_lock:
+            _TABLE.pop(self, None)
+
     __hash__ = object.__hash__
+
+
+class _Tensors:
+    """The tensors made from a program's constants: ``host`` (name -> host tensor), ``host_ids`` (their ids,
+    for O(1) membership) and ``moved`` ((id of a host constant, id of a device) -> (device, copy))."""
+
+    __slots__ = ("host", "host_ids", "moved", "lock")
+
+    def __init__(self) -> None:
+        self.host: dict[str, Tensor] = {}
+        self.host_ids: dict[int, Tensor] = {}
+        self.moved: dict[tuple[int, int], tuple[Device, Tensor]] = {}
+        self.lock = threading.Lock()
+
+
+#: program -> its tensors; outside the program so that the program holds no tensors (see the module docstring)
+_TABLE: weakref.WeakKeyDictionary[Program, _Tensors] = weakref.WeakKeyDictionary()
+_table_lock = threading.Lock()
+
+
+def _tensors(program: Program) -> _Tensors:
+    found = _TABLE.get(program)
+    if found is None:
+        with _table_lock:
+            found = _TABLE.setdefault(program, _Tensors())
+    return found
 
 
 def _move(t: Tensor, device: Device) -> Tensor:

@@ -1,0 +1,285 @@
+"""``ember_torch.compile``: capture a whole Ember step (forward, Ember's backward, optimizer update, running-state
+updates) as one graph of aten operations, and replay it (optionally compiled by ``torch.compile``).
+
+One call:
+
+1. the arguments are flattened (:mod:`._capture_tree`) into torch tensors (the graph's inputs) and a hashable
+   structure (classes, devices, kinds, shapes, dtypes, parameter ids, optimizer-state layout, plain values): the
+   cache key;
+2. on a cache miss the step is captured: ``torch.fx.experimental.proxy_tensor.make_fx`` (fake tensors) runs a
+   function that rebuilds the arguments around proxy tensors, runs the step once (Ember's Python: tensor wrappers,
+   the autodiff tape, module walks), and returns as graph outputs the tensors of the results and the state to write
+   back (optimizer states, new running-state values). The ``GraphModule`` is kept as it is (``mode="capture"``) or
+   handed to ``torch.compile`` (inductor; on CUDA optionally with CUDA graphs);
+3. every call runs the graph on the leaves, builds the results around its outputs and writes the state back.
+
+Random numbers: the backend's ``torch.Generator`` of each device is an object of the graph (``aten.rand.generator``),
+so a replay draws from it as the eager step would: the same numbers for the same seed, new ones at every step.
+
+See ``docs/torch.md`` ("Compiled steps") for the user's view.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from ember import BackendError
+
+from . import _capture_state
+from ._capture_tree import Flat, ForeignTensor, OutWalk, Rebuild, build, flatten, rebuild
+
+__all__ = ["compile", "CompiledStep", "MODES"]
+
+#: the modes: ``"capture"`` replays the captured graph as it is; the others are ``torch.compile``'s modes
+MODES = ("capture", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+class _Entry:
+    """One argument structure: the captured graph, what runs it, and the builders of results and state."""
+
+    __slots__ = ("gm", "run", "result", "cells", "optims", "slots", "mode", "capture_seconds")
+
+    def __init__(self) -> None:
+        self.gm: Any = None
+        self.run: Callable[..., Any] | None = None
+        self.result: Any = None
+        self.cells: list[tuple[int, Any]] = []
+        self.optims: list[tuple[int, list[tuple[Any, Any]]]] = []
+        self.slots = 0
+        self.mode = "capture"
+        self.capture_seconds = 0.0
+
+
+def default_mode(leaves: list[Any]) -> str:
+    """The mode used when none is given: ``"default"`` (inductor) when a graph input is on CUDA, else ``"capture"``.
+
+    On a CPU the inductor compile of a training step takes tens of seconds (20-70 s for small models on a loaded
+    2-core machine), again for each new shape, which short runs never earn back; the captured graph alone removes
+    Ember's Python per step for the cost of one eager step (``mode="default"`` is the choice for long CPU runs of
+    small models). On CUDA the compile pays back after a few hundred steps (fused kernels, fewer launches)."""
+    return "default" if any(getattr(p, "is_cuda", False) for p in leaves) else "capture"
+
+
+class CompiledStep:
+    """A step captured by :func:`compile` (callable like the function).
+
+    Attributes:
+        fn: the original function.
+        mode: the mode asked for (``None``: per device, see :func:`default_mode`).
+        trace_count: how many times the step was captured (once per argument structure).
+    """
+
+    def __init__(self, fn: Callable[..., Any], mode: str | None = None, backend: Any = "inductor",
+                 options: dict[str, Any] | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"ember_torch.compile: expected a function, got {type(fn).__name__}.")
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"ember_torch.compile: mode must be one of {', '.join(MODES)} or None, got {mode!r}.")
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"ember_torch.compile: options must be a dict of inductor options, got {options!r}.")
+        self.fn = fn
+        self.mode = mode
+        self.backend = backend
+        self.options = options
+        self.trace_count = 0
+        self._cache: dict[Any, _Entry] = {}
+        functools.update_wrapper(self, fn, updated=())
+
+    @property
+    def cache_size(self) -> int:
+        """The number of argument structures captured so far."""
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        """Forget every captured structure (the next call captures again)."""
+        self._cache.clear()
+
+    def graph(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``torch.fx.GraphModule`` captured for these arguments' structure (captured now if new; nothing runs)."""
+        fl = Flat()
+        key = (flatten(fl, args), flatten(fl, kwargs))
+        entry = self._cache.get(key)
+        if entry is None:
+            with _quiet_torch():
+                entry = self._cache[key] = self._capture(fl, args, kwargs)
+        return entry.gm
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", repr(self.fn))
+        return f"ember_torch.compile({name}, mode={self.mode!r}, structures={len(self._cache)})"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the step: captured at the first call of each argument structure, replayed afterwards; the state of
+        the arguments (optimizer states, running states) is written back. Returns what ``fn`` returns."""
+        fl = Flat()
+        try:
+            key = (flatten(fl, args), flatten(fl, kwargs))
+        except ForeignTensor as exc:
+            raise BackendError(
+                f"ember_torch.compile: a tensor of the {exc.obj.device} device is among the arguments; a compiled "
+                "step takes tensors of the torch backend (or Autodiff(torch)) only: move it with .to_device(...)."
+            ) from None
+        entry = self._cache.get(key)
+        if entry is None:
+            with _quiet_torch():
+                entry = self._capture(fl, args, kwargs)
+                outs = entry.run(*fl.leaves)  # type: ignore[misc]
+            self._cache[key] = entry
+        else:
+            outs = entry.run(*fl.leaves)  # type: ignore[misc]
+        objs = fl.objs
+        made: list[Any] = [None] * entry.slots
+        result = build(entry.result, outs, objs, made)
+        for n, node in entry.cells:
+            object.__setattr__(objs[n], "_tensor", build(node, outs, objs, made))
+        for n, states in entry.optims:
+            objs[n]._states = {pid: build(node, outs, objs, made) for pid, node in states}
+        return result
+
+    # ------------------------------------------------------------------ capture
+    def _capture(self, fl: Flat, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Entry:
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        entry = _Entry()
+        fn = self.fn
+
+        def traced(*proxies: Any) -> tuple[Any, ...]:
+            rb = Rebuild(proxies, fl)
+            a = rebuild(rb, args)
+            kw = rebuild(rb, kwargs)
+            result = fn(*a, **kw)
+            ow = OutWalk(rb)
+            entry.result = ow.walk(result, "result")
+            entry.cells = [(n, ow.walk(cell._tensor, f"running state {cell.id}"))
+                           for n, cell, initial in rb.cells if cell._tensor is not initial]
+            entry.optims = [(n, [(pid, ow.walk(st, "optimizer state")) for pid, st in o._states.items()])
+                            for n, o in rb.optims]
+            entry.slots = ow.slots
+            return tuple(ow.outputs)
+
+        t0 = time.perf_counter()
+        _capture_state.ACTIVE[0] += 1
+        try:
+            entry.gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fl.leaves)
+        except BackendError:
+            raise
+        except Exception as exc:
+            if _is_host_read(exc):
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                raise BackendError(
+                    f"ember_torch.compile: the step needed the value of a captured tensor ({type(exc).__name__}: "
+                    f"{first}). {_capture_state.HOST_READ_GUIDE}"
+                ) from exc
+            raise
+        finally:
+            _capture_state.ACTIVE[0] -= 1
+        self.trace_count += 1
+        entry.mode = self.mode if self.mode is not None else default_mode(fl.leaves)
+        entry.run = self._runner(entry, fl.leaves)
+        entry.capture_seconds = time.perf_counter() - t0
+        return entry
+
+    def _runner(self, entry: _Entry, leaves: list[Any]) -> Callable[..., Any]:
+        mode = entry.mode
+        if mode == "capture":
+            return entry.gm  # type: ignore[no-any-return]
+        if mode in _CUDA_GRAPH_MODES and not any(getattr(p, "is_cuda", False) for p in leaves):
+            raise BackendError(
+                f"ember_torch.compile: mode={mode!r} records CUDA graphs, which need the step's tensors on a CUDA "
+                f"device; found them on {leaves[0].device if leaves else 'no device'}. Use mode='default' (inductor "
+                "without CUDA graphs) or mode='capture' on this device."
+            )
+        # dynamo cannot put a torch.Generator into its graphs: a step that draws random numbers is compiled in
+        # pieces around each draw, which runs eagerly on the backend's generator (the eager step's numbers)
+        whole = not any("generator" in n.kwargs for n in entry.gm.graph.nodes)
+        return torch.compile(entry.gm, mode=mode, backend=self.backend, options=self.options,  # type: ignore[no-any-return]
+                             fullgraph=whole, dynamic=False)
+
+
+@contextlib.contextmanager
+def _quiet_torch() -> Iterator[None]:
+    """torch.compile imports inductor and its first call compiles: torch's own deprecation warnings from there
+    (``torch.jit.script_method`` in ``torch.utils.mkldnn``) say nothing to an Ember user, and are silenced here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch(\.|$)")
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=DeprecationWarning)
+        yield
+
+
+def _is_host_read(exc: BaseException) -> bool:
+    """Whether ``exc`` is torch's answer to a read of a fake tensor's values during capture."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    if names & {"GuardOnDataDependentSymNode", "DataDependentOutputException", "DynamicOutputShapeException",
+                "UnsupportedFakeTensorException"}:
+        return True
+    msg = str(exc)
+    return ".numpy() is not supported for tensor subclasses" in msg or "data-dependent" in msg
+
+
+def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, backend: Any = "inductor",
+            options: dict[str, Any] | None = None) -> Any:
+    """Capture a whole step function of Ember objects as one aten graph, and replay it (issue 32).
+
+    ::
+
+        @ember_torch.compile
+        def train_step(model, optim, batch, lr):
+            out = model.train_step(batch)               # forward + Ember's backward on Autodiff(torch)
+            model = optim.step(lr, model, out.grads)    # Ember's optimizer
+            return model, out.item
+
+        model, item = train_step(model, optim, batch, lr)   # lr: a Float tensor [1] (dynamic)
+
+    Arguments and results may nest ``Tensor``, ``Param``, ``RunningState``, ``Module``, ``Optimizer``,
+    ``GradientsParams``, dataclass instances, lists, tuples, namedtuples, dicts, ``None``, plain values and raw
+    ``torch.Tensor`` s. Tensors are dynamic (graph inputs); plain values (int, float, bool, str, configs) are
+    static: part of the cache key, so a new value captures again (pass values that change every step, such as the
+    learning rate, as tensors). The step is captured once per argument structure (shapes, dtypes, devices, static
+    values, parameter ids, optimizer-state layout): Ember's Python (wrappers, the autodiff tape, module walks, the
+    optimizer's loop over parameters) runs at capture only, as do the step's Python side effects (prints).
+
+    State is written back after each call: each optimizer's per-parameter state (a Python int/float in it, e.g.
+    Adam's step count, becomes an Int/Float ``[1]`` tensor first and stays one), and new ``RunningState`` values
+    (BatchNorm's running statistics). Random ops draw from the backend's generators inside the graph, so a compiled
+    step draws the numbers the eager step would draw after the same seed (Dropout: a new mask at every call).
+
+    Args:
+        fn: the step function.
+        mode: ``"capture"``: replay the captured aten graph (``torch.fx.GraphModule``) as it is: no compile time,
+            one aten call per op and no Ember Python; ``"default"``, ``"reduce-overhead"`` (CUDA graphs, CUDA
+            only), ``"max-autotune"`` (CUDA only), ``"max-autotune-no-cudagraphs"``: the graph is handed to
+            ``torch.compile(graph, mode=mode, backend=backend, options=options, dynamic=False)`` (one graph, except
+            that each random draw runs between compiled pieces, on the backend's generator)
+            (inductor: C++/OpenMP kernels on the CPU, Triton on CUDA; tens of seconds per capture on a small
+            CPU). ``None`` (default): ``"default"`` when the step's tensors are on CUDA, ``"capture"`` elsewhere.
+        backend: the ``torch.compile`` backend for the modes other than ``"capture"`` (default ``"inductor"``;
+            ``"aot_eager"`` runs the compile pipeline without generating code).
+        options: inductor options (``torch.compile``'s ``options``).
+
+    Returns:
+        A :class:`CompiledStep` (callable; ``trace_count``, ``cache_size``, ``clear_cache()``, ``graph(*args)``).
+
+    Raises:
+        BackendError: at call time, a tensor of another backend among the arguments; at capture, a host read of a
+            captured value (``into_scalar``, ``to_data``, ``bool(tensor)``, a Python branch on a value), with what
+            to do instead; a CUDA-graph mode for tensors not on CUDA.
+        ValueError: an unknown ``mode``.
+        TypeError: ``fn`` is not callable; a ``Gradients`` among the arguments or results.
+    """
+    if fn is None:
+        return functools.partial(compile, mode=mode, backend=backend, options=options)
+    return CompiledStep(fn, mode=mode, backend=backend, options=options)
+
