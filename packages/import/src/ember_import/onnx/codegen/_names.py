@@ -130,3 +130,7 @@ class Namer:
             k += 1
         self._taken.add(name)
         return name
+
+    def release(self, name: str) -> None:
+        """Give ``name`` back (a variable renamed before the source is written)."""
+        self._taken.discard(name)
