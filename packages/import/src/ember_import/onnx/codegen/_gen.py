@@ -241,7 +241,12 @@ class Gen:
         if isinstance(out, Tensor):
             var = self.new_var(base)
             self.lines.append(Line((var,), parts))
-            return self.bind(out, var, self._dims(out, var, dynamic))
+            dims = self._dims(out, var, dynamic)
+            target = call[0][1] if name in ("reshape", "expand") and len(call[0]) > 1 else None
+            if dims is not None and isinstance(target, (list, tuple)) and len(target) == len(dims) \
+                    and all(isinstance(d, int) and int(d) == int(h) for d, h in zip(target, dims)):
+                dims = tuple(target)  # the shape the call was given: its fixed sizes are ints, its others Syms
+            return self.bind(out, var, dims)
         if isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) for o in out):
             if not out:
                 return out

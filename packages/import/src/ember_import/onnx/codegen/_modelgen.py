@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import DType, Tensor, TensorData
+from ember import DType, DTypeError, Tensor, TensorData
 
 from .._context import Context
 from .._ir import Graph, ValueInfo
@@ -118,6 +118,23 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
             raise ModelGenError(f"{info.describe()}: generated code returns tensors; this output is a sequence or "
                                 "an optional.")
     ctx = TraceContext(module.program, g)
+    try:
+        inputs, outputs, body = _trace(g, ctx, graph)
+    except DTypeError as exc:
+        raise ModelGenError(f"generation computes on the host (Ember's numpy backend), which lacks an element type "
+                            f"of this model: {exc}") from exc
+    n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
+                   if f_data.dtype.is_float)
+    name = source_name or (os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "model")
+    source = render(g, body, class_name=class_name, source_file=name, record_file=record_file,
+                    record_type=record_type, half=half, inputs=inputs, outputs=outputs, n_params=n_params)
+    return GeneratedModel(source, g, module)
+
+
+def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, ValueInfo]],
+                                                              list[tuple[str, ValueInfo]], list[str]]:
+    """Run the graph traced: the recognizers, else each node's converter; returns the inputs (variable, info),
+    the outputs (source, info) and the lines of ``forward``."""
     with tracing(g):
         inputs = _hint_inputs(g, graph)
         consumed: set[int] = set()
@@ -143,12 +160,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
                 raise ModelGenError(f"output {info.name!r:.80} is not a tensor.")
             outputs.append((parts_text(g.arg(v)), info))
         body = g.body([e for e, _ in outputs])
-    n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
-                   if f_data.dtype.is_float)
-    name = source_name or (os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "model")
-    source = render(g, body, class_name=class_name, source_file=name, record_file=record_file,
-                    record_type=record_type, half=half, inputs=inputs, outputs=outputs, n_params=n_params)
-    return GeneratedModel(source, g, module)
+    return inputs, outputs, body
 
 
 def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, TensorData]]:

@@ -70,10 +70,6 @@ class TraceContext(Context):
     def to_main(self, t: Tensor) -> Tensor:
         return t
 
-    def run_subgraph(self, graph: Graph, inputs: Any) -> list[Any]:
-        raise ModelGenError(f"{self._where()}: control flow (If/Loop/Scan) is not yet traced into generated code; "
-                            "use ember_import.onnx.load_model.")
-
 
 def _hints(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
@@ -92,7 +88,7 @@ def _has_host_syms(gen: Gen, v: Any) -> bool:
 def _elems(gen: Gen, t: Tensor) -> list[Any]:
     hs = gen.host_syms.get(id(t))
     with untraced():
-        return list(hs[1]) if hs is not None else list(flat(t.tolist()))
+        return flat(hs[1]) if hs is not None else flat(t.tolist())
 
 
 def _host_result(ctx: TraceContext, like: Tensor, shape: list[int], elems: list[Any]) -> Tensor:
@@ -163,7 +159,9 @@ def _tagged(ctx: TraceContext, conv: Any, node: Node, args: list[Any]) -> Any:
         with untraced():
             shape = list(ot.shape)
             vals = flat(ot.tolist()) if shape else [ot.tolist()]
-            ok = not ot.dtype.is_float
+            ok = not ot.dtype.is_float and ot.dtype is not DType.BOOL
+        if not ok and table:
+            return None  # a tag turned into a float or bool: not a pure data movement
         elems: list[Any] = []
         for v in vals:
             if isinstance(v, int) and v in table:
@@ -189,7 +187,12 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
     program = ctx.program
     conv = program.converter(node)
     args = [gen.value(name) for name in node.inputs]
+    for sub in node.subgraphs():  # the outer names a branch or body reads
+        for name in sub.outer:
+            if name not in gen.env and (name in gen.weights or name in gen.constants):
+                gen.value(name)
     ctx.node = node
+    ctx.env = gen.env
     gen.node = node
     out: Any = None
     traced_in = any(_traced(gen, a) for a in args)

@@ -140,10 +140,12 @@ def _unsqueeze(node: Node, x: Tensor, axes: Sequence[int] | None) -> Tensor:
         raise OnnxImportError(f"{node.where()}: Unsqueeze needs axes; the node gives none.")
     out_rank = x.rank + len(axes)
     dims = norm_axes(node, axes, out_rank)
-    shape = list(x.shape)
-    for d in dims:
-        shape.insert(d, 1)
-    return reshape_exact(x, shape)
+    if 0 in x.shape:  # Ember's reshape reads a 0 as "keep this dim": an empty input is reshaped exactly
+        shape = list(x.shape)
+        for d in sorted(dims):
+            shape.insert(d, 1)
+        return reshape_exact(x, shape)
+    return x.unsqueeze_dim(dims[0]) if len(dims) == 1 else x.unsqueeze_dims(sorted(dims))
 
 
 @converter("Unsqueeze", since=1)
