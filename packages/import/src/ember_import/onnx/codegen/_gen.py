@@ -118,6 +118,7 @@ class Gen:
         self.pending: dict[str, Var] = {}
         self._raw: dict[str, Tensor] = {}
         self.dim_syms: dict[str, Sym] = {}
+        self.reads: list[Var] = []
         self.uses: dict[str, int] = {}
         for n in graph.nodes:
             for i in n.inputs:
@@ -316,6 +317,7 @@ class Gen:
                                 "integer sizes only. Use ember_import.onnx.load_model.")
         var = self.new_var("sizes" if kind == "tolist" else "size")
         self.lines.append(Line((var,), (*self.arg(t, atom=True), f".{kind}()")))
+        self.reads.append(var)
 
         def sym(v: Any, path: str) -> Any:
             if isinstance(v, list):
@@ -428,7 +430,8 @@ class Gen:
             dt, shape, n = t.dtype, list(t.shape), t.num_elements()
         self.imports.add(("ember", "Tensor"))
         if syms is not None:
-            parts: Parts = ("Tensor.from_data(", *self.arg(syms[1]), ", ", self.device(), f", dtype={literal(str(dt))})")
+            dtype = f", dtype={literal(str(dt))})"
+            parts: Parts = ("Tensor.from_data(", *self.arg(syms[1]), ", ", self.device(), dtype)
         elif n <= INLINE_LIMIT:
             with self.untraced():
                 value = t.tolist()

@@ -15,7 +15,7 @@ from ember import DType, DTypeError, EmberError, Tensor
 
 from .._context import Context
 from .._errors import OnnxImportError
-from .._ir import Graph, Node
+from .._ir import Node
 from .._program import Program, host_device
 from ._errors import ModelGenError
 from ._gen import Gen, flat
@@ -207,7 +207,7 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
             except (EmberError, ValueError, TypeError, IndexError, OnnxImportError):
                 out = None
     if out is None:
-        mark = len(gen.lines)
+        mark, reads = len(gen.lines), len(gen.reads)
         try:
             out = conv.fn(ctx, node, *args)
         except (ModelGenError, OnnxImportError):
@@ -217,11 +217,57 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
                                 f"type of this node: {exc}") from exc
         except (EmberError, ValueError, TypeError, IndexError, NotImplementedError) as exc:
             raise ModelGenError(f"{node.where()} could not be traced: {type(exc).__name__}: {exc}") from exc
+        _check_traced(gen, node, args, out, mark, reads)
         _name_outputs(gen, node, out, mark)
     outs = out if isinstance(out, tuple) else (out,)
     for name, value in zip(node.outputs, outs):
         if name:
             gen.env[name] = value
+
+
+#: ops whose outputs may be host constants although an input is traced (its static shape)
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
+
+
+def _check_traced(gen: Gen, node: Node, args: list[Any], out: Any, mark: int, reads: int) -> None:
+    """Refuse a conversion the trace did not see whole: an output computed from a traced input without a
+    recorded call (the converter used something the trace does not wrap), or a value read from the data that
+    no recorded call uses afterwards (it decided the structure: axes, a branch), which generated code cannot
+    keep as code.
+
+    Raises:
+        ModelGenError: naming the node.
+    """
+    used: set[int] = set()
+    for ln in gen.lines[mark:]:
+        for p in ln.parts:
+            if isinstance(p, Sym):
+                used.update(id(x) for x in p.parts)
+            used.add(id(p))
+        used.update(id(x) for x in _sym_vars(ln.parts))
+    for var in gen.reads[reads:]:
+        if id(var) not in used:
+            raise ModelGenError(f"{node.where()}: an input read from the data ({var.name}) decides the structure of "
+                                "the computation (an axis list, a count or a branch); generated code cannot keep it "
+                                "symbolic. Use ember_import.onnx.load_model.")
+    if not any(_traced(gen, a) for a in args) or node.op_type in _SHAPE_ONLY:
+        return
+    inputs = {id(a) for a in args}
+    for value in out if isinstance(out, tuple) else (out,):
+        if isinstance(value, Tensor) and not gen.is_traced(value) and id(value) not in gen.host_syms \
+                and id(value) not in inputs:
+            raise ModelGenError(f"{node.where()}: its converter computed an output outside the Tensor API the "
+                                "trace records; generated code cannot write it. Use ember_import.onnx.load_model.")
+
+
+def _sym_vars(parts: Any) -> list[Any]:
+    out: list[Any] = []
+    for p in parts:
+        if isinstance(p, Sym):
+            out.extend(_sym_vars(p.parts))
+        else:
+            out.append(p)
+    return out
 
 
 def _traced(gen: Gen, v: Any) -> bool:

@@ -132,8 +132,8 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     return wrapped if _same_code(line, "\n".join(wrapped)) else [indent + line]
 
 
-def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, record_file: str, record_type: str, half: bool,
-           inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
+def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, record_file: str, record_type: str,
+           half: bool, inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
     """The text of ``model.py``.
 
     Raises:

@@ -87,6 +87,12 @@ class Sym(int):
             return -self
         return self._bin(other, "-", int(other) - int(self), swap=True) if isinstance(other, int) else NotImplemented
 
+    def _product(self, value: int, coef: int) -> Sym:
+        """``coef`` times this Sym's factors (``(4 * batch)``; the factors alone when ``coef`` is 1)."""
+        assert self.factors is not None
+        parts = ("(", str(coef), " * ", *self.factors, ")") if coef != 1 else self.factors
+        return Sym(value, parts, coef, self.factors)
+
     def __mul__(self, other: Any) -> Any:
         if not isinstance(other, int) or isinstance(other, bool):
             return NotImplemented
@@ -94,10 +100,8 @@ class Sym(int):
             if other == 1:
                 return self
             if self.factors is not None:
-                coef = self.coef * other
-                return Sym(int(self) * other, ("(", str(coef), " * ", *self.factors, ")") if coef != 1 else self.factors,
-                           coef, self.factors)
-        return self._bin(other, "*", int(self) * int(other))
+                return self._product(int(self) * other, self.coef * other)
+        return self._bin(other, "*", int(self) * other)
 
     __rmul__ = __mul__
 
@@ -105,10 +109,8 @@ class Sym(int):
         if type(other) is int:
             if other == 1:
                 return self
-            if self.factors is not None and other and self.coef % other == 0:
-                coef = self.coef // other
-                return Sym(int(self) // other, ("(", str(coef), " * ", *self.factors, ")") if coef != 1 else self.factors,
-                           coef, self.factors)
+            if self.factors is not None and other and not self.coef % other:
+                return self._product(int(self) // other, self.coef // other)
         return self._bin(other, "//", int(self) // int(other)) if isinstance(other, int) else NotImplemented
 
     def __rfloordiv__(self, other: Any) -> Any:

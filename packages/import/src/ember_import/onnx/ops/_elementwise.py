@@ -113,9 +113,9 @@ register_unary("Sqrt", late(Tensor, "sqrt"), "1, 6, 13")
 register_unary("Erf", late(Tensor, "erf"), "9, 13", since=9)
 register_unary("IsNaN", late(Tensor, "is_nan"), "9, 13, 20", since=9)
 for _name in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan"):
-    register_unary(_name, getattr(Tensor, _name.lower()), "7, 22", since=7)
+    register_unary(_name, late(Tensor, _name.lower()), "7, 22", since=7)
 for _name in ("Sinh", "Cosh", "Asinh", "Acosh", "Atanh"):
-    register_unary(_name, getattr(Tensor, _name.lower()), "9, 22", since=9)
+    register_unary(_name, late(Tensor, _name.lower()), "9, 22", since=9)
 register_unary("Tanh", late(Tensor, "tanh"), "1, 6, 13")
 
 
