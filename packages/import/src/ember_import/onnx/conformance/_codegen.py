@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import sys
 import tempfile
 import time
 import warnings
@@ -49,7 +50,12 @@ def _load_generated(py: Path, name: str) -> Any:
     spec = importlib.util.spec_from_file_location(f"_codegen_case_{name}", py)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.modules[spec.name] = mod  # dataclasses (the generated @config, Module fields) look their module up
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(spec.name, None)
+        raise
     return mod
 
 
