@@ -322,7 +322,7 @@ class Gen:
         def sym(v: Any, path: str) -> Any:
             if isinstance(v, list):
                 return [sym(x, f"{path}[{i}]") for i, x in enumerate(v)]
-            return Sym(int(v), (var, path))
+            return Sym(int(v), (var, path), data=True)
 
         return sym(data, "")
 

@@ -19,7 +19,7 @@ from .._ir import Node
 from .._program import Program, host_device
 from ._errors import ModelGenError
 from ._gen import Gen, flat
-from ._sym import Sym, has_sym
+from ._sym import GUARDS, Sym, has_sym
 from ._trace import untraced
 
 __all__ = ["TraceContext", "convert_node", "shadow_outputs"]
@@ -208,6 +208,7 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
                 out = None
     if out is None:
         mark, reads = len(gen.lines), len(gen.reads)
+        GUARDS.clear()
         try:
             out = conv.fn(ctx, node, *args)
         except (ModelGenError, OnnxImportError):
@@ -238,6 +239,11 @@ def _check_traced(gen: Gen, node: Node, args: list[Any], out: Any, mark: int, re
     Raises:
         ModelGenError: naming the node.
     """
+    if GUARDS:
+        GUARDS.clear()
+        raise ModelGenError(f"{node.where()}: its converter branches on a value read from the data (a size, an axis "
+                            "or a count compared with a constant); generated code cannot keep that as code. Use "
+                            "ember_import.onnx.load_model.")
     used: set[int] = set()
     for ln in gen.lines[mark:]:
         for p in ln.parts:

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Parts", "Sym", "Var", "parts_text"]
+__all__ = ["GUARDS", "Parts", "Sym", "Var", "parts_text"]
+
+#: the values read from the data that a comparison used while a node was converted (the converter branched on
+#: them: generated code would be specialised on the trace's stand-in data); the generator checks it per node
+GUARDS: list[Any] = []
 
 
 class Var:
@@ -46,8 +50,11 @@ class Sym(int):
     coef: int
     factors: Parts | None
 
-    def __new__(cls, hint: int, parts: Parts, coef: int = 1, factors: Parts | None = None) -> Sym:
+    data: bool = False
+
+    def __new__(cls, hint: int, parts: Parts, coef: int = 1, factors: Parts | None = None, data: bool = False) -> Sym:
         obj = int.__new__(cls, int(hint))
+        obj.data = data
         obj.parts = parts
         obj.coef = coef
         obj.factors = factors if factors is not None else (parts if coef == 1 else None)
@@ -65,7 +72,8 @@ class Sym(int):
         if not isinstance(other, int) or isinstance(other, bool):
             return NotImplemented
         a, b = (other, self) if swap else (self, other)
-        return Sym(value, ("(", *Sym._p(a), f" {op} ", *Sym._p(b), ")"))
+        data = self.data or (isinstance(other, Sym) and other.data)
+        return Sym(value, ("(", *Sym._p(a), f" {op} ", *Sym._p(b), ")"), data=data)
 
     def __add__(self, other: Any) -> Any:
         if type(other) is int and other == 0:
@@ -91,7 +99,7 @@ class Sym(int):
         """``coef`` times this Sym's factors (``(4 * batch)``; the factors alone when ``coef`` is 1)."""
         assert self.factors is not None
         parts = ("(", str(coef), " * ", *self.factors, ")") if coef != 1 else self.factors
-        return Sym(value, parts, coef, self.factors)
+        return Sym(value, parts, coef, self.factors, data=self.data)
 
     def __mul__(self, other: Any) -> Any:
         if not isinstance(other, int) or isinstance(other, bool):
@@ -122,7 +130,7 @@ class Sym(int):
     def __neg__(self) -> Any:
         if len(self.parts) == 3 and self.parts[0] == "(-" and self.parts[2] == ")" and isinstance(self.negated, Sym):
             return self.negated
-        out = Sym(-int(self), ("(-", *self.parts, ")"))
+        out = Sym(-int(self), ("(-", *self.parts, ")"), data=self.data)
         out.negated = self
         return out
 
@@ -132,10 +140,39 @@ class Sym(int):
         return self
 
     def __abs__(self) -> Any:
-        return Sym(abs(int(self)), ("abs(", *self.parts, ")"))
+        return Sym(abs(int(self)), ("abs(", *self.parts, ")"), data=self.data)
 
     def __hash__(self) -> int:
         return int.__hash__(self)
+
+    # ---------------------------------------------------------------- comparisons (guards)
+    def _guard(self, other: Any) -> None:
+        if self.data or (isinstance(other, Sym) and other.data):
+            GUARDS.append(self)
+
+    def __eq__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__eq__(self, other)
+
+    def __ne__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__ne__(self, other)
+
+    def __lt__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__lt__(self, other)
+
+    def __le__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__le__(self, other)
+
+    def __gt__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__gt__(self, other)
+
+    def __ge__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__ge__(self, other)
 
 
 def has_sym(v: Any) -> bool:
