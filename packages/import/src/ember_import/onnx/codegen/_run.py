@@ -127,8 +127,8 @@ def _tagged(ctx: TraceContext, conv: Any, node: Node, args: list[Any]) -> Any:
     tagged: list[Any] = []
     for a in args:
         if isinstance(a, Tensor) and id(a) in gen.host_syms:
-            t, elems = gen.host_syms[id(a)]
-            items = flat(elems)
+            t, held = gen.host_syms[id(a)]
+            items = flat(held)
             with untraced():
                 dt, shape = t.dtype, list(t.shape)
             if dt.is_float or dt is DType.BOOL:
