@@ -19,7 +19,8 @@ __all__ = ["FIELD_RESERVED", "MAX_LENGTH", "Namer", "check_class_name", "doc_tex
 #: names a generated variable must not shadow: builtins the generated code calls (``list``, ``float``, ``int``,
 #: ``bool``, ``abs``) or ruff's A rules would flag, and the modules and names it imports or binds
 _RESERVED = frozenset({"input", "id", "type", "len", "max", "min", "sum", "abs", "pow", "round", "list", "dict",
-                       "tuple", "map", "filter", "range", "format", "hash", "iter", "next", "object", "self",
+                       "tuple", "map", "filter", "range", "slice", "any", "all", "zip", "enumerate", "sorted",
+                       "format", "hash", "iter", "next", "object", "self",
                        "float", "int", "bool", "str", "bytes", "print", "super", "cls", "ember", "annotations",
                        "math", "nn", "activation", "module", "Tensor", "Module", "Param", "config", "device"})
 
@@ -130,3 +131,7 @@ class Namer:
             k += 1
         self._taken.add(name)
         return name
+
+    def release(self, name: str) -> None:
+        """Give ``name`` back (a variable renamed before the source is written)."""
+        self._taken.discard(name)
