@@ -378,8 +378,8 @@ class Gen:
         from ember.tensor import functional as tensor_module
 
         if getattr(tensor_module, cls.__name__, None) is cls:
-            self.imports.add(("ember.tensor", "module"))
-            return (f"module.{cls.__name__}",)
+            self.imports.add(("ember.tensor", "functional"))
+            return (f"functional.{cls.__name__}",)
         if getattr(ember, cls.__name__, None) is cls:
             self.imports.add(("ember", cls.__name__))
             return (cls.__name__,)

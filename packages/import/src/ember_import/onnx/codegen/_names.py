@@ -22,7 +22,8 @@ _RESERVED = frozenset({"input", "id", "type", "len", "max", "min", "sum", "abs",
                        "tuple", "map", "filter", "range", "slice", "any", "all", "zip", "enumerate", "sorted",
                        "format", "hash", "iter", "next", "object", "self",
                        "float", "int", "bool", "str", "bytes", "print", "super", "cls", "ember", "annotations",
-                       "math", "nn", "activation", "module", "Tensor", "Module", "Param", "config", "device"})
+                       "math", "nn", "activation", "functional", "module", "Tensor", "Module", "Param", "config",
+                       "device"})
 
 #: field names a generated module must not use: its own methods and ``Module``'s attributes (a field named
 #: ``forward`` or ``map`` would replace the method)

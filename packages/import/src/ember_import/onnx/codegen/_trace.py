@@ -169,7 +169,7 @@ def _host_read(fn: Callable[..., Any], kind: str) -> Callable[..., Any]:
 
 def _patches() -> list[tuple[Any, str, Any]]:
     """``(owner, attribute, replacement)`` of every wrapped function."""
-    from ember.tensor import activation, module
+    from ember.tensor import activation, functional
 
     out: list[tuple[Any, str, Any]] = []
     seen: set[str] = set()
@@ -199,7 +199,7 @@ def _patches() -> list[tuple[Any, str, Any]]:
         out.append((Tensor, prop, _shape_property(getattr(Tensor, prop))))
     out.append((Tensor, "rank", property(lambda self: len(self.shape))))
     out.append((Tensor, "ndim", property(lambda self: len(self.shape))))
-    for mod, short in ((activation, "activation"), (module, "module")):
+    for mod, short in ((activation, "activation"), (functional, "functional")):
         for name in getattr(mod, "__all__", ()):
             fn = getattr(mod, name)
             if callable(fn) and not isinstance(fn, type) and not isinstance(fn, enum.EnumMeta):
