@@ -323,7 +323,7 @@ def test_inductor_steps_equal_eager(cfg: Any) -> None:
 # ---------------------------------------------------------------------- a set of ops through capture
 def _ops() -> dict[str, Any]:
     from ember.tensor import activation as A
-    from ember.tensor import module as M
+    from ember.tensor import functional as M
 
     idx = Tensor.from_data(np.array([[2, 0, 1], [1, 1, 0]]), DEV, Int)
     return {

@@ -36,7 +36,7 @@ onnx = pytest.importorskip("onnx")
 from _onnx_backends import BACKENDS  # noqa: E402
 from _onnx_models import MODELS, build, export  # noqa: E402
 from ember_import import save_pytorch  # noqa: E402
-from ember_import.onnx import ModelGen, ModelGenError, load_model, source_key_remap  # noqa: E402
+from ember_import.onnx import ModelGen, ModelGenError, OnnxImportError, load_model, source_key_remap  # noqa: E402
 
 TOL = 1e-4
 ROOT = Path(__file__).resolve().parents[3]
@@ -247,6 +247,24 @@ def test_cli_writes_the_module(generated: Any, tmp_path: Path) -> None:
 
 
 def test_unsupported_operators_are_all_listed(tmp_path: Path) -> None:
+    # ModelGen runs the runtime's converters, so it refuses exactly the operators load_model refuses, all at once
+    h = onnx.helper
+    x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
+    y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])
+    nodes = [h.make_node("Warp", ["x"], ["v"], name="warp", domain="com.example"),
+             h.make_node("Bend", ["v"], ["y"], name="bend", domain="com.example")]
+    graph = h.make_graph(nodes, "g", [x], [y])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("com.example", 1)])
+    onnx.save(model, tmp_path / "m.onnx")
+    with pytest.raises(OnnxImportError, match=r"(?s)2 operator\(s\).*Bend.*Warp"):
+        ModelGen().input(tmp_path / "m.onnx").out_dir(tmp_path / "out").run()
+    assert not (tmp_path / "out").exists()  # a refused model leaves no output folder behind
+    with pytest.raises(ModelGenError, match="record_type"):
+        ModelGen().record_type("pickle")
+
+
+def test_topk_and_hardmax_generate_and_equal_the_runtime(tmp_path: Path) -> None:
+    # the per-op generator refused both (issue 30); the traced converters write them
     h = onnx.helper
     x = h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
     y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 2])
@@ -255,11 +273,11 @@ def test_unsupported_operators_are_all_listed(tmp_path: Path) -> None:
     graph = h.make_graph(nodes, "g", [x], [y], [k])
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     onnx.save(model, tmp_path / "m.onnx")
-    with pytest.raises(ModelGenError, match=r"(?s)2 operator\(s\).*Hardmax.*TopK.*load_model"):
-        ModelGen().input(tmp_path / "m.onnx").out_dir(tmp_path / "out").run()
-    assert not (tmp_path / "out").exists()  # a refused model leaves no output folder behind
-    with pytest.raises(ModelGenError, match="record_type"):
-        ModelGen().record_type("pickle")
+    dev = ember.backend("numpy").device()
+    net = _generate_and_load(tmp_path / "m.onnx", tmp_path / "out", "_generated_topk_hardmax", dev)
+    data = np.array([[0.5, 2.0, -1.0], [3.0, 1.0, 4.0]], dtype=np.float32)
+    got = _np(net(Tensor.from_data(data, dev)))
+    np.testing.assert_array_equal(got, [[1.0, 0.0], [1.0, 0.0]])  # top-2 sorted descending: the max comes first
 
 
 class _GruLm(torch.nn.Module):

@@ -1,24 +1,31 @@
-"""The state of one code generation: values, fields and the lines of ``forward``.
+"""The state of one code generation: traced values, fields and the lines of ``forward``.
 
-Every ONNX value becomes a :class:`Val`: a tensor variable, or a *host* value (a Python ``int``, ``float`` or
-list of them) when it is shape arithmetic (``Shape -> Gather -> Concat -> Reshape``), so the generated
-``forward`` keeps shapes in Python, exactly as the runtime interpreter keeps them on the host. Weights that no
-layer claims become ``Param`` fields; small constants become literals.
+Every ONNX value is what the runtime interpreter would hold, computed on the host (the *shadow*): a tensor that
+is *traced* (it has a variable of the generated code, :class:`~._sym.Var`, and a shape whose dynamic dims are
+:class:`~._sym.Sym`\\ s), a host tensor (a constant, or shape arithmetic whose elements may be ``Sym``\\ s), a list
+(a sequence) or ``None``. The converters run on these values (:mod:`._trace` records their Tensor-API calls);
+the layer recognizers of :mod:`._layers` write their lines through :meth:`Gen.emit`. Weights no layer claims
+become ``Param`` fields; small constants become literals.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import re
 from typing import Any
 
-from ember import DType, TensorData
+from ember import DType, Kind, Tensor, TensorData
+from ember.backend import Device
 
 from .._ir import Graph, Node, ValueInfo
 from ._errors import ModelGenError
 from ._expr import Attr, Call, Expr, Name, Shared, literal, source
 from ._names import FIELD_RESERVED, Namer, identifier, scope_path
+from ._sym import Parts, Sym, Var, has_sym, parts_text
+from ._trace import DATA_DEPENDENT
 
-__all__ = ["Field", "Gen", "Val", "host_list", "items_of", "literal", "wrap_source"]
+__all__ = ["Field", "Gen", "Val", "python_value"]
 
 #: constants with at most this many elements are written into the code; larger ones are stored as fields
 INLINE_LIMIT = 64
@@ -26,42 +33,12 @@ INLINE_LIMIT = 64
 
 @dataclasses.dataclass
 class Val:
-    """A value of the generated ``forward``.
+    """What a layer recognizer sees of an input: ``host`` (not a traced tensor), ``known`` (its value is a
+    constant of the generation), ``const`` that value."""
 
-    Attributes:
-        expr: the Python expression that holds it (a variable name or a literal).
-        host: a Python ``int``/``float``/list (shape arithmetic) rather than a ``Tensor``.
-        const: its value when known while generating (constants, folded shape arithmetic).
-        known: ``const`` is set.
-        weight: the ONNX initializer name of a weight that no field holds yet.
-        items: for a host list, the expression of each element (``["batch", "1", "28", "28"]``), so that
-            shape arithmetic folds into one readable list instead of a statement per ``Gather``/``Concat``.
-    """
-
-    expr: str
-    host: bool = False
+    host: bool
+    known: bool
     const: Any = None
-    known: bool = False
-    weight: str | None = None
-    items: list[str] | None = None
-
-
-def host_list(items: list[str]) -> Val:
-    """A host list from element expressions (a literal when every element is one)."""
-    try:
-        values = [int(x) for x in items]
-    except ValueError:
-        return Val(expr="[" + ", ".join(items) + "]", host=True, items=items)
-    return Val(expr=literal(values), host=True, const=values, known=True, items=items)
-
-
-def items_of(v: Val) -> list[str] | None:
-    """The element expressions of a host list, when known."""
-    if v.items is not None:
-        return v.items
-    if v.known and isinstance(v.const, list) and all(isinstance(x, (int, float)) for x in v.const):
-        return [literal(x) for x in v.const]
-    return None
 
 
 @dataclasses.dataclass
@@ -73,8 +50,7 @@ class Field:
         annotation: its type as written in the class (``nn.Conv2d``, ``Param``).
         ctor: the expression building it in ``init(device)`` (:mod:`._expr`: written as source, built as an
             object when the record is saved).
-        state: its weights in PyTorch's layout and names relative to the field (``{"weight": ...}``): what
-            :class:`~ember_import.ImportedRecord` converts to the layer's layout.
+        state: its weights in PyTorch's layout and names relative to the field (``{"weight": ...}``).
         source: the module path the weights had in the source model, when the exporter kept the names.
         layer: the Ember layer class name (``Conv2d``) for counting; ``Param`` for a bare weight.
     """
@@ -92,20 +68,27 @@ class Field:
         return source(self.ctor)
 
 
-def wrap_source(idx: str, n: str) -> str:
-    """Source of the runtime's ``wrap_index`` (``ops/_indexing.py``) on the index tensor ``idx`` (a name or
-    field) and the size ``n``: ``n`` added to the negative indices; others out of range stay so and raise."""
-    return f"{idx}.mask_where({idx}.lower_elem(0), {idx}.add_scalar({n}))"
+@dataclasses.dataclass
+class Line:
+    """``targets = parts`` (no targets: a bare statement)."""
+
+    targets: tuple[Var, ...]
+    parts: Parts
 
 
 def python_value(data: TensorData) -> Any:
     """A constant as Python data: a scalar for rank 0, nested lists otherwise."""
-    arr = data.to_numpy()
-    return arr.tolist()
+    return data.to_numpy().tolist()
+
+
+def _flat(v: Any) -> list[Any]:
+    if isinstance(v, (list, tuple)):
+        return [y for x in v for y in _flat(x)]
+    return [v]
 
 
 class Gen:
-    """One generation: walk the nodes, fill :attr:`lines` and :attr:`fields`."""
+    """One generation: the traced values, the fields and the lines of ``forward``."""
 
     def __init__(self, graph: Graph, weights: dict[str, TensorData], constants: dict[str, TensorData],
                  opset: int, names_kept: bool) -> None:
@@ -114,19 +97,28 @@ class Gen:
         self.constants = constants
         self.opset = opset
         self.names_kept = names_kept
-        self.env: dict[str, Val] = {}
-        self.lines: list[str] = []
+        self.env: dict[str, Any] = {}
+        self.lines: list[Line] = []
         self.fields: list[Field] = []
         self.field_names = Namer(FIELD_RESERVED)
         self.var_names = Namer()
         self.activations: dict[str, str] = {}
-        self.needs_math = False
-        self.device_expr: str | None = None
-        self._device_var: str | None = None
-        self.dim_vars: dict[str, str] = {}
-        self.ranks: dict[str, int] = {}
         self.constants_src: list[str] = []
         self._shared: dict[str, str] = {}
+        self.imports: set[tuple[str, str]] = set()
+        # the trace
+        self.depth = 0
+        self.traced: dict[int, tuple[Tensor, Var]] = {}
+        self.sym_shapes: dict[int, tuple[int, ...]] = {}
+        self.host_syms: dict[int, tuple[Tensor, list[Any]]] = {}
+        self.node: Node | None = None
+        self.device_var: Var | None = None
+        self.device_source: Parts | None = None
+        self._weight_vals: dict[str, Tensor] = {}
+        self.pending: dict[str, Var] = {}
+        self._raw: dict[str, Tensor] = {}
+        self.dim_syms: dict[str, Sym] = {}
+        self.reads: list[Var] = []
         self.uses: dict[str, int] = {}
         for n in graph.nodes:
             for i in n.inputs:
@@ -134,144 +126,327 @@ class Gen:
                     self.uses[i] = self.uses.get(i, 0) + 1
         for o in graph.outputs:
             self.uses[o.name] = self.uses.get(o.name, 0) + 1
-        self.producer: dict[str, Node] = {o: n for n in graph.nodes for o in n.outputs if o}
         self.consumers: dict[str, list[Node]] = {}
         for n in graph.nodes:
             for i in n.inputs:
                 if i:
                     self.consumers.setdefault(i, []).append(n)
+        self._infos = {v.name: v for v in (*graph.inputs, *graph.outputs)}
 
-    # ------------------------------------------------------------------ inputs of a node
+    # ------------------------------------------------------------------ values
     def info(self, name: str) -> ValueInfo | None:
-        for v in (*self.graph.inputs, *self.graph.outputs):
-            if v.name == name:
-                return v
-        return self.graph.value_info.get(name)
+        return self._infos.get(name) or self.graph.value_info.get(name)
 
-    def rank(self, name: str) -> int | None:
+    def value(self, name: str) -> Any:
+        """The value of ``name`` (graph input, weight, constant or computed), ``None`` for ``""``."""
+        if not name:
+            return None
+        if name in self.env:
+            return self.env[name]
         if name in self.weights:
-            return len(self.weights[name].shape)
-        if name in self.constants:
-            return len(self.constants[name].shape)
-        info = self.info(name)
-        if info is not None and info.shape is not None:
-            return len(info.shape)
-        if name in self.ranks:
-            return self.ranks[name]
-        node = self.producer.get(name)
-        return None if node is None else self._rank_from(node)
+            t = self.weight_value(name)
+        elif name in self.constants:
+            data = self.constants[name]
+            t = Tensor.from_data(data, _host(), dtype=data.dtype)
+        else:
+            where = self.node.where() if self.node is not None else "graph"
+            raise ModelGenError(f"{where}: input {name!r:.80} is not computed before it is used.")
+        self.env[name] = t
+        return t
 
-    #: ops whose output has the rank of their (broadcast) inputs
-    _SAME_RANK = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Where", "Erf", "Sqrt", "Exp", "Log", "Abs",
-                            "Neg", "Reciprocal", "Relu", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Cast",
-                            "Transpose", "Slice", "Concat", "Dropout", "LayerNormalization", "Gelu", "MatMul",
-                            "Identity", "Equal", "Less", "Greater", "Not", "Clip", "Expand"})
+    def raw_value(self, name: str) -> Any:
+        """The value of ``name`` without making a field of a weight (a recognised layer owns it)."""
+        if name in self.weights and name not in self.env and name not in self._weight_vals:
+            hit = self._raw.get(name)
+            if hit is None:
+                data = self.weights[name]
+                with self.untraced():
+                    hit = self._raw[name] = Tensor.from_data(data, _host(), dtype=data.dtype)
+            return hit
+        return self.value(name)
 
-    def _rank_from(self, node: Node) -> int | None:
-        op = node.op_type
-        ins = [self.rank(i) for i in node.inputs if i]
-        if op in self._SAME_RANK:
-            known = [r for r in ins if r is not None]
-            return max(known) if known else None
-        if op in ("Unsqueeze", "Squeeze") and ins and ins[0] is not None:
-            axes = node.attrs.get("axes")
-            if axes is None and len(node.inputs) > 1 and node.inputs[1]:
-                v = self.env.get(node.inputs[1])
-                axes = v.const if v is not None and v.known else None
-                if axes is None and node.inputs[1] in self.constants:
-                    axes = self.constants[node.inputs[1]].to_numpy().reshape(-1).tolist()
-            if axes is not None:
-                n = len(axes) if isinstance(axes, list) else 1
-                return ins[0] + n if op == "Unsqueeze" else ins[0] - n
-        if op == "Gather" and len(ins) == 2 and ins[0] is not None and ins[1] is not None:
-            return ins[0] - 1 + ins[1]
-        if op == "Reshape":
-            v = self.env.get(node.inputs[1])
-            if v is not None and v.items is not None:
-                return len(v.items)
-            if v is not None and v.known and isinstance(v.const, list):
-                return len(v.const)
-        return None
+    def weight_value(self, name: str) -> Tensor:
+        """A weight as a traced tensor whose code is its ``Param`` field (made on first use)."""
+        t = self._weight_vals.get(name)
+        if t is None:
+            data = self.weights[name]
+            t = Tensor.from_data(data, _host(), dtype=data.dtype)
+            field = self.weight_field(name)
+            var = Var(f"self.{field}.val()")
+            self.traced[id(t)] = (t, var)
+            self._weight_vals[name] = t
+        return t
 
-    def dtype(self, name: str) -> DType | None:
-        if name in self.weights:
-            return self.weights[name].dtype
-        if name in self.constants:
-            return self.constants[name].dtype
-        info = self.info(name)
-        return None if info is None else info.dtype
+    def is_traced(self, v: Any) -> bool:
+        return isinstance(v, Tensor) and id(v) in self.traced
 
     def val(self, node: Node, i: int) -> Val | None:
-        """Input ``i`` of ``node`` (None when omitted)."""
+        """Input ``i`` of ``node`` as a recognizer sees it (``None`` when omitted)."""
         if i >= len(node.inputs) or not node.inputs[i]:
             return None
         name = node.inputs[i]
-        v = self.env.get(name)
-        if v is not None:
-            return v
         if name in self.weights:
-            v = Val(expr="", weight=name)
-        elif name in self.constants:
-            data = self.constants[name]
-            v = self._constant(name, data)
-        else:
-            raise ModelGenError(f"{node.where()}: input {name!r:.80} is not computed before it is used.")
-        self.env[name] = v
-        return v
-
-    def _constant(self, name: str, data: TensorData) -> Val:
-        n = 1
-        for d in data.shape:
-            n *= d
-        if n <= INLINE_LIMIT:
-            value = python_value(data)
-            return Val(expr=literal(value), host=True, const=value, known=True)
-        return Val(expr="", weight=name)
-
-    def tensor(self, node: Node, i: int) -> str:
-        """Input ``i`` as a Tensor expression (weights become fields, host values tensors)."""
-        v = self.val(node, i)
-        if v is None:
-            raise ModelGenError(f"{node.where()}: input {i} is required.")
-        if v.weight is not None:
-            return self.weight_field(v.weight)
-        if v.host:
-            return self.host_tensor(v, self.dtype(node.inputs[i]))
-        return v.expr
-
-    def host(self, node: Node, i: int) -> Val | None:
-        """Input ``i`` as a host value (shapes, axes, scales).
-
-        Raises:
-            ModelGenError: the input is computed from tensor data (a data-dependent shape).
-        """
-        v = self.val(node, i)
-        if v is None:
-            return None
-        if v.weight is not None:
-            data = self.weights.get(v.weight) or self.constants[v.weight]
-            value = python_value(data)
-            return Val(expr=literal(value), host=True, const=value, known=True)
-        if not v.host:
-            raise ModelGenError(
-                f"{node.where()}: input {node.inputs[i]!r:.80} is read as a shape or attribute but is computed from "
-                "tensor data; generated code keeps shapes in Python. Use the runtime module "
-                "(ember_import.onnx.load_model), which runs such models eagerly."
-            )
-        return v
+            return Val(host=False, known=False)
+        v = self.value(name)
+        if self.is_traced(v) or not isinstance(v, Tensor) or id(v) in self.host_syms:
+            return Val(host=False, known=False)
+        return Val(host=True, known=True, const=v.tolist())
 
     def const(self, node: Node, i: int, default: Any = None) -> Any:
-        """Input ``i`` as a value known now (a constant), or ``default`` when omitted.
-
-        Raises:
-            ModelGenError: the input is only known when the model runs.
-        """
-        v = self.host(node, i)
+        v = self.val(node, i)
         if v is None:
             return default
         if not v.known:
             raise ModelGenError(f"{node.where()}: input {node.inputs[i]!r:.80} must be a constant for generated code.")
         return v.const
+
+    def rank(self, name: str) -> int | None:
+        v = self.value(name) if name in self.env or name in self.weights or name in self.constants else None
+        return len(v.shape) if isinstance(v, Tensor) else None
+
+    def dtype(self, name: str) -> DType | None:
+        v = self.value(name) if name in self.env or name in self.weights or name in self.constants else None
+        return v.dtype if isinstance(v, Tensor) else None
+
+    def tensor(self, node: Node, i: int) -> str:
+        """Input ``i`` as the source of a tensor (a recognizer's argument)."""
+        v = self.value(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] else None
+        if not isinstance(v, Tensor):
+            raise ModelGenError(f"{node.where()}: input {i} must be a tensor.")
+        return parts_text(self.arg(v))
+
+    # ------------------------------------------------------------------ recording
+    def new_var(self, base: str) -> Var:
+        return Var(self.var_names.take(identifier(base, "value")))
+
+    def device(self) -> Var:
+        """The ``device`` variable of ``forward`` (the first input's device)."""
+        if self.device_var is None:
+            if self.device_source is None:
+                raise ModelGenError("the model has no tensor input to take the device from.")
+            self.device_var = Var(self.var_names.take("device"))
+            self.lines.insert(0, Line((self.device_var,), self.device_source))
+        return self.device_var
+
+    def bind(self, t: Tensor, var: Var, dims: tuple[Any, ...] | None = None) -> Tensor:
+        """Make ``t`` a traced tensor held by ``var``; ``dims`` its shape (``Sym``\\ s for dynamic dims)."""
+        self.traced[id(t)] = (t, var)
+        if dims is not None and has_sym(list(dims)):
+            self.sym_shapes[id(t)] = tuple(dims)
+        return t
+
+    def record(self, parts: Parts, out: Any, name: str, call: tuple[Any, Any]) -> Any:
+        """A recorded call: one line ``var = parts``; returns ``out`` with its tensors traced."""
+        dynamic = name in DATA_DEPENDENT or self._has_dynamic(call)
+        base = name.strip("_") or "value"
+        if isinstance(out, Tensor):
+            var = self.new_var(base)
+            self.lines.append(Line((var,), parts))
+            dims = self._dims(out, var, dynamic)
+            target = call[0][1] if name in ("reshape", "expand") and len(call[0]) > 1 else None
+            if dims is not None and isinstance(target, (list, tuple)) and len(target) == len(dims) \
+                    and all(isinstance(d, int) and int(d) == int(h) for d, h in zip(target, dims)):
+                dims = tuple(target)  # the shape the call was given: its fixed sizes are ints, its others Syms
+            return self.bind(out, var, dims)
+        if isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) for o in out):
+            if not out:
+                return out
+            vars_ = tuple(self.new_var(base) for _ in out)
+            self.lines.append(Line(vars_ if len(vars_) > 1 else (*vars_, Var("")), parts) if len(vars_) > 1
+                              else Line(vars_, (*parts, "[0]")))
+            for o, v in zip(out, vars_):
+                self.bind(o, v, self._dims(o, v, dynamic))
+            return out
+        raise ModelGenError(f"{self._where()}: the Tensor-API call {parts_text(parts)[:120]} returns a "
+                            f"{type(out).__name__}, which generated code cannot keep symbolic.")
+
+    def _has_dynamic(self, v: Any) -> bool:
+        if isinstance(v, Sym):
+            return True
+        if isinstance(v, Tensor):
+            return id(v) in self.sym_shapes or id(v) in self.host_syms
+        if isinstance(v, (list, tuple)):
+            return any(self._has_dynamic(x) for x in v)
+        if isinstance(v, dict):
+            return any(self._has_dynamic(x) for x in v.values())
+        return False
+
+    def _dims(self, t: Tensor, var: Var, dynamic: bool) -> tuple[Any, ...] | None:
+        with self.untraced():
+            shape = tuple(t.shape)
+        if not dynamic:
+            return None
+        return tuple(Sym(d, (var, f".shape[{i}]")) for i, d in enumerate(shape))
+
+    def onnx_dims(self, name: str, t: Tensor, var: Var) -> None:
+        """Refine the shape of the traced value ``name`` with ONNX's inferred shape: its fixed dims are ints,
+        its named dims the graph inputs' (``batch``), the others ``var.shape[i]``."""
+        if id(t) not in self.sym_shapes:
+            return
+        info = self.info(name)
+        with self.untraced():
+            shape = list(t.shape)
+        if info is None or info.shape is None or len(info.shape) != len(shape):
+            return
+        dims: list[Any] = []
+        for i, (d, h) in enumerate(zip(info.shape, shape)):
+            if isinstance(d, int) and d == h:
+                dims.append(h)
+            elif isinstance(d, str) and d in self.dim_syms and int(self.dim_syms[d]) == h:
+                dims.append(self.dim_syms[d])
+            else:
+                dims.append(Sym(h, (var, f".shape[{i}]")))
+        if has_sym(dims):
+            self.sym_shapes[id(t)] = tuple(dims)
+        else:
+            del self.sym_shapes[id(t)]
+
+    def untraced(self) -> Any:
+        from ._trace import untraced
+
+        return untraced()
+
+    def host_read(self, t: Tensor, kind: str) -> Any:
+        """``t.tolist()`` / ``t.into_scalar()`` of a traced tensor: a line of code, its ints as ``Sym``\\ s."""
+        with self.untraced():
+            data = t.tolist() if kind == "tolist" else t.into_scalar()
+            dt = t.dtype
+        if dt.is_float or dt is DType.BOOL:
+            raise ModelGenError(f"{self._where()}: the converter reads a {dt} value computed from tensor data "
+                                "(a data-dependent branch or size); generated code supports data-dependent "
+                                "integer sizes only. Use ember_import.onnx.load_model.")
+        var = self.new_var("sizes" if kind == "tolist" else "size")
+        self.lines.append(Line((var,), (*self.arg(t, atom=True), f".{kind}()")))
+        self.reads.append(var)
+
+        def sym(v: Any, path: str) -> Any:
+            if isinstance(v, list):
+                return [sym(x, f"{path}[{i}]") for i, x in enumerate(v)]
+            return Sym(int(v), (var, path), data=True)
+
+        return sym(data, "")
+
+    def _where(self) -> str:
+        return self.node.where() if self.node is not None else "graph"
+
+    # ------------------------------------------------------------------ arguments as source
+    def arg(self, v: Any, atom: bool = False) -> Parts:
+        """The source of a call argument."""
+        if isinstance(v, Tensor):
+            hit = self.traced.get(id(v))
+            if hit is None:
+                self.materialize(v)
+                hit = self.traced[id(v)]
+            return (hit[1],)
+        if isinstance(v, Sym):
+            return v.parts
+        if isinstance(v, Device):
+            return (self.device(),)
+        if isinstance(v, DType):
+            self.imports.add(("ember", "DType"))
+            return (f"DType.{v.name}",)
+        if isinstance(v, Kind):
+            self.imports.add(("ember", repr(v)))
+            return (repr(v),)
+        if isinstance(v, (list, tuple)):
+            inner: list[Any] = []
+            for k, x in enumerate(v):
+                if k:
+                    inner.append(", ")
+                inner.extend(self.arg(x))
+            if isinstance(v, tuple):
+                return ("(", *inner, ",)" if len(v) == 1 else ")")
+            return ("[", *inner, "]")
+        if isinstance(v, enum.Enum):
+            return (*self._class_name(type(v)), f".{v.name}")
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            kw = {f.name: getattr(v, f.name) for f in dataclasses.fields(v) if f.init}
+            defaults = {f.name: f.default for f in dataclasses.fields(v)
+                        if f.init and f.default is not dataclasses.MISSING}
+            kw = {k: x for k, x in kw.items() if k not in defaults or not _same(defaults[k], x)}
+            return (*self._class_name(type(v)), "(", *self.call_args((), kw), ")")
+        if isinstance(v, slice):
+            return ("slice(", *self.call_args((v.start, v.stop, v.step), {}), ")")
+        if isinstance(v, float) and atom and v < 0:
+            return ("(", literal(v), ")")
+        if isinstance(v, (int, float)) and atom and not isinstance(v, bool) and v < 0:
+            return ("(", literal(v), ")")
+        return (literal(v),)
+
+    def _class_name(self, cls: type) -> Parts:
+        import ember
+        from ember.tensor import functional as tensor_module
+
+        if getattr(tensor_module, cls.__name__, None) is cls:
+            self.imports.add(("ember.tensor", "functional"))
+            return (f"functional.{cls.__name__}",)
+        if getattr(ember, cls.__name__, None) is cls:
+            self.imports.add(("ember", cls.__name__))
+            return (cls.__name__,)
+        raise ModelGenError(f"{self._where()}: generated code cannot write a {cls.__name__} argument.")
+
+    def call_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Parts:
+        out: list[Any] = []
+        for a in args:
+            if out:
+                out.append(", ")
+            out.extend(self.arg(a))
+        for k, a in kwargs.items():
+            if out:
+                out.append(", ")
+            out.extend((f"{k}=", *self.arg(a)))
+        return tuple(out)
+
+    def index(self, key: Any) -> Parts:
+        """The source of ``t[key]``'s key."""
+        if isinstance(key, tuple):
+            out: list[Any] = []
+            for k, x in enumerate(key):
+                if k:
+                    out.append(", ")
+                out.extend(self.index(x))
+            return tuple(out) if len(key) != 1 else (*out, ",")
+        if isinstance(key, slice):
+            pieces: list[Any] = []
+            for k, p in enumerate((key.start, key.stop, key.step)):
+                if k == 2 and p is None:
+                    break
+                if k:
+                    pieces.append(":")
+                if p is not None:
+                    pieces.extend(self.arg(p))
+            return tuple(pieces)
+        if key is Ellipsis:
+            return ("...",)
+        if key is None:
+            return ("None",)
+        return self.arg(key)
+
+    def materialize(self, t: Tensor) -> None:
+        """A host tensor used by traced code: a literal (small), a frozen ``Param`` field (large), or, when
+        its elements hold ``Sym``\\ s, ``Tensor.from_data([...])`` of their expressions."""
+        syms = self.host_syms.get(id(t))
+        with self.untraced():
+            dt, shape, n = t.dtype, list(t.shape), t.num_elements()
+        self.imports.add(("ember", "Tensor"))
+        if syms is not None:
+            dtype = f", dtype={literal(str(dt))})"
+            parts: Parts = ("Tensor.from_data(", *self.arg(syms[1]), ", ", self.device(), dtype)
+        elif n <= INLINE_LIMIT:
+            with self.untraced():
+                value = t.tolist()
+            parts = ("Tensor.from_data(", literal(value), ", ", self.device(), f", dtype={literal(str(dt))})")
+        else:
+            with self.untraced():
+                data = t.to_data()
+            name = f"constant_{len(self.fields)}"
+            self.weights[name] = data
+            field = self.weight_field(name, constant=True)
+            self.traced[id(t)] = (t, Var(f"self.{field}.val()"))
+            return
+        var = self.new_var("const" if shape else "scalar")
+        self.lines.append(Line((var,), parts))
+        self.traced[id(t)] = (t, var)
 
     # ------------------------------------------------------------------ fields
     def add_field(self, base: str, annotation: str, ctor: Expr, state: dict[str, TensorData],
@@ -295,88 +470,101 @@ class Gen:
             self.constants_src.append(f"{name} = {text}")
         return Shared(name, value)
 
-    def weight_field(self, onnx_name: str) -> str:
-        """A weight no layer claims, as a ``Param`` field (``self.name.val()``)."""
+    def weight_field(self, onnx_name: str, constant: bool = False) -> str:
+        """A weight no layer claims, as a ``Param`` field; returns its name."""
         for f in self.fields:
             if f.layer == "Param" and f.source == onnx_name:
-                return f"self.{f.name}.val()"
+                return f.name
         data = self.weights.get(onnx_name) or self.constants[onnx_name]
         shape = [int(d) for d in data.shape]
         device, frozen = Name("device"), (("require_grad", False),)
         normal = Call(Attr(Name("nn"), "Normal"), (0.0, 0.02))
         ctor: Expr
-        if data.dtype.is_float and onnx_name in self.weights:
+        if data.dtype.is_float and not constant:
             ctor = Call(Attr(normal, "init_param"), (shape, device))
         elif data.dtype.is_float:
             ctor = Call(Name("Param"), (Call(Attr(normal, "init"), (shape, device)),), frozen)
         else:
-            ctor = Call(Name("Param"), (Call(Attr(Name("Tensor"), "zeros"), (shape, device, Name("Int"))),), frozen)
-        base = onnx_name.split("::")[-1]
+            kind = "Bool" if data.dtype is DType.BOOL else "Int"
+            ctor = Call(Name("Param"), (Call(Attr(Name("Tensor"), "zeros"), (shape, device, Name(kind))),), frozen)
+        base = "constant" if constant else onnx_name.split("::")[-1]
         name = self.field_names.take(identifier(base, "weight"))
-        self.fields.append(Field(name, "Param", ctor, {"": data}, onnx_name, "Param"))
-        return f"self.{name}.val()"
+        self.fields.append(Field(name, "Param", ctor, {"": data}, None if constant else onnx_name, "Param"))
+        return name
 
     def activation(self, cls: str, ctor: Expr) -> str:
         """The shared field of an activation layer (``self.relu``), one per distinct configuration."""
         key = source(ctor)
         if key not in self.activations:
-            base = identifier(cls)
-            self.activations[key] = self.add_field(base, f"nn.{cls}", ctor, {}, None, cls)
+            self.activations[key] = self.add_field(identifier(cls), f"nn.{cls}", ctor, {}, None, cls)
         return f"self.{self.activations[key]}"
 
-    # ------------------------------------------------------------------ outputs
+    # ------------------------------------------------------------------ recognizers' lines
     def var(self, node: Node, index: int = 0, base: str | None = None) -> str:
-        """A readable variable name for output ``index`` of ``node``."""
+        """A readable variable name for output ``index`` of ``node`` (taken now)."""
+        return self.node_var(node, index, base).name
+
+    def node_var(self, node: Node, index: int = 0, base: str | None = None) -> Var:
         out = node.outputs[index]
-        for o in self.graph.outputs:
-            if o.name == out:
-                return self.var_names.take(identifier(out, "output"))
+        if out in self._infos and any(o.name == out for o in self.graph.outputs):
+            return Var(self.var_names.take(identifier(out, "output")))
         if base is None:
             scope = scope_path(node.name).split(".")[-1] if scope_path(node.name) else ""
             op = identifier(node.op_type)
             sc = identifier(scope) if scope and not scope.isdigit() else ""
             base = sc if sc.startswith(op) else f"{sc}_{op}" if sc else op
-        return self.var_names.take(identifier(base))
+        return Var(self.var_names.take(identifier(base)))
 
     def emit(self, node: Node, expr: str, *, index: int = 0, host: bool = False, base: str | None = None) -> str:
-        """``var = expr`` for output ``index``; returns the variable."""
-        name = self.var(node, index, base)
-        self.lines.append(f"{name} = {expr}")
-        self.env[node.outputs[index]] = Val(expr=name, host=host)
-        return name
+        """``var = expr`` for output ``index`` (a recognizer's line); the output's shadow is bound after the
+        recognizer returns (:meth:`pending`)."""
+        var = self.node_var(node, index, base)
+        self.lines.append(Line((var,), (expr,)))
+        self.pending[node.outputs[index]] = var
+        return var.name
 
-    def known(self, node: Node, value: Any, index: int = 0) -> None:
-        """Output ``index`` is a value known now: it is written as a literal where used."""
-        self.env[node.outputs[index]] = Val(expr=literal(value), host=True, const=value, known=True)
+    def statement(self, text: str) -> None:
+        """A raw line of a recognizer (``seq, state = self.lstm(x)``)."""
+        self.lines.append(Line((), (text,)))
 
-    def dim(self, tensor_expr: str, axis: int, symbol: Any) -> str:
-        """The expression of dim ``axis`` of a tensor: a literal when static, a named variable for a symbolic
-        dim (``batch = input_.shape[0]``, written once), else ``x.shape[axis]``."""
-        if isinstance(symbol, int):
-            return str(symbol)
-        if isinstance(symbol, str) and symbol and not symbol.startswith("unk__"):
-            var = self.dim_vars.get(symbol)
-            if var is None:
-                var = self.var_names.take(identifier(symbol, "dim"))
-                self.dim_vars[symbol] = var
-                self.lines.append(f"{var} = {tensor_expr}.shape[{axis}]")
-            return var
-        return f"{tensor_expr}.shape[{axis}]"
+    # ------------------------------------------------------------------ output
+    def body(self, returns: list[Any]) -> list[str]:
+        """The lines of ``forward`` that the returned values need, in order, renamed and rendered."""
+        texts = [(ln, parts_text(ln.parts)) for ln in self.lines]
+        needed = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(returns)))
+        keep: list[tuple[Line, str]] = []
+        for ln, text in reversed(texts):
+            names = [t.name for t in ln.targets if t.name]
+            if ln.targets and not any(n in needed for n in names):
+                continue
+            keep.append((ln, text))
+            needed.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _strip_strings(text)))
+        out = []
+        for ln, text in reversed(keep):
+            if not ln.targets:
+                out.append(text)
+                continue
+            targets = ", ".join(t.name or "_" for t in ln.targets)
+            out.append(f"{targets} = {text}")
+        return out
 
-    def device(self) -> str:
-        """The device expression of ``forward`` (the first tensor input's, else the first field's)."""
-        if self._device_var is None:
-            if self.device_expr is None:
-                raise ModelGenError("the model has no tensor input to take the device from.")
-            self._device_var = "device"
-            self.lines.append(f"device = {self.device_expr}")
-        return self._device_var
 
-    def host_tensor(self, v: Val, dtype: DType | None) -> str:
-        """A host value (Python scalar or list) as a tensor on the forward's device."""
-        dev = self.device()
-        if dtype is not None and dtype.is_float:
-            return f"Tensor.from_floats({v.expr}, {dev})"
-        if dtype is DType.BOOL:
-            return f"Tensor.from_bool({v.expr}, {dev})"
-        return f"Tensor.from_ints({v.expr}, {dev})"
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:
+        return False
+
+
+def _strip_strings(text: str) -> str:
+    return re.sub(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'", "", text)
+
+
+def _host() -> Device:
+    from .._program import host_device
+
+    return host_device()
+
+
+def flat(v: Any) -> list[Any]:
+    return _flat(v)

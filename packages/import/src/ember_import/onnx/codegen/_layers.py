@@ -24,12 +24,18 @@ from ..._layers import transpose
 from .._ir import Node
 from ._errors import ModelGenError
 from ._expr import Attr, Call, Expr, Name, layer
-from ._gen import Gen, wrap_source
+from ._gen import Gen
 from ._names import identifier, scope_path
 
 __all__ = ["RECOGNIZERS"]
 
 Recognizer = Callable[[Gen, Node], "list[Node] | None"]
+
+
+def wrap_source(idx: str, n: str) -> str:
+    """Source of the runtime's ``wrap_index`` (``ops/_indexing.py``) on the index tensor ``idx`` and the size
+    ``n``: ``n`` added to the negative indices; others out of range stay so and raise."""
+    return f"{idx}.mask_where({idx}.lower_elem(0), {idx}.add_scalar({n}))"
 
 
 def _weight(g: Gen, node: Node, i: int) -> TensorData | None:
@@ -407,10 +413,10 @@ def recurrent(g: Gen, node: Node) -> list[Node] | None:
             f", nn.LstmState(cell={c0 + '[0]' if c0 else f'{h0}[0].zeros_like()'}, hidden={h0}[0])")
         used = any(g.uses.get(o) for o in outs[1:] if o)
         final = g.var_names.take(f"{field}_state") if used else "_"
-        g.lines.append(f"{seq}, {final} = self.{field}({x}.swap_dims(0, 1){st})")
+        g.statement(f"{seq}, {final} = self.{field}({x}.swap_dims(0, 1){st})")
     else:
         st = "" if h0 is None else f", {h0}[0]"
-        g.lines.append(f"{seq} = self.{field}({x}.swap_dims(0, 1){st})")
+        g.statement(f"{seq} = self.{field}({x}.swap_dims(0, 1){st})")
     if len(outs) > 0 and outs[0]:
         g.emit(node, f"{seq}.swap_dims(0, 1).unsqueeze_dim(1)", index=0, base=f"{field}_y")
     if len(outs) > 1 and outs[1] and g.uses.get(outs[1]):
@@ -423,8 +429,8 @@ def recurrent(g: Gen, node: Node) -> list[Node] | None:
 
 def _scalar_weight(g: Gen, name: str) -> float | None:
     v = g.env.get(name)
-    if v is not None and v.known and isinstance(v.const, (int, float)):
-        return float(v.const)
+    if v is not None and not g.is_traced(v) and id(v) not in g.host_syms and v.num_elements() == 1:
+        return float(v.reshape([]).into_scalar())
     data = g.constants.get(name)
     if data is not None and int(np.prod(data.shape, dtype=np.int64)) == 1:
         return float(data.to_numpy().reshape(-1)[0])

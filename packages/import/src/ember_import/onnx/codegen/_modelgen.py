@@ -11,30 +11,24 @@ from typing import Any
 
 import numpy as np
 
-from ember import TensorData
+from ember import DType, DTypeError, Tensor, TensorData
 
 from .._context import Context
-from .._ir import Graph
+from .._ir import Graph, ValueInfo
 from .._module import OnnxModule, load_model
 from .._passes import fold_constants, remove_dead_nodes
 from .._program import host_device
 from ._errors import ModelGenError
-from ._gen import Gen, Val
+from ._gen import Gen, Line
 from ._layers import RECOGNIZERS
 from ._names import check_class_name, identifier
-from ._ops import EMITTERS, FALLBACKS
+from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
+from ._sym import Sym, Var, parts_text
+from ._trace import tracing, untraced
 from ._weights import save_weights
 
 __all__ = ["GeneratedModel", "ModelGen", "generate", "source_key_remap"]
-
-#: ops some recognizer may turn into a layer (no tensor-op emitter of their own)
-_LAYER_OPS = frozenset({
-    "Conv", "ConvTranspose", "Gemm", "BatchNormalization", "LayerNormalization", "InstanceNormalization",
-    "GroupNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "LSTM", "GRU", "Dropout", "Relu",
-    "Sigmoid", "Tanh", "Softsign", "Mish", "HardSwish", "LeakyRelu", "Elu", "HardSigmoid", "Gelu", "Softplus",
-})
-
 
 @dataclasses.dataclass
 class GeneratedModel:
@@ -51,18 +45,53 @@ class GeneratedModel:
     module: OnnxModule
 
 
-def _check_supported(graph: Graph) -> None:
-    missing: dict[str, list[str]] = {}
-    for node in graph.nodes:
-        if node.op_type not in EMITTERS and node.op_type not in _LAYER_OPS:
-            missing.setdefault(node.op_type, []).append(node.name)
-    if missing:
-        lines = [f"  - {op}: {len(names)} node(s): {', '.join(f'{n!r:.80}' for n in names[:3])}"
-                 for op, names in sorted(missing.items())]
-        raise ModelGenError(
-            f"ModelGen cannot write {len(missing)} operator(s) of this model as Ember source:\n" + "\n".join(lines)
-            + "\nThe runtime import runs it: ember_import.onnx.load_model(path, device)."
-        )
+def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
+    """Bind each graph input to a traced stand-in: its declared shape, each named dim (``batch``) a
+    :class:`~._sym.Sym` with a small distinct size, read once in ``forward`` (``batch = x.shape[0]``)."""
+    rng = np.random.default_rng(0)
+    hints = iter(_HINTS)
+    inputs = []
+    for info in graph.inputs:
+        if info.kind != "tensor" or info.dtype is None or info.shape is None:
+            raise ModelGenError(f"{info.describe()}: generated code takes tensors of Ember element types and known "
+                                "rank; this input is a sequence, an optional, of unknown rank or of a type Ember "
+                                "lacks (strings).")
+        var = Var(g.var_names.take(identifier(info.name, "input")))
+        if g.device_source is None:
+            g.device_source = (var, ".device")
+        dims: list[Any] = []
+        for axis, d in enumerate(info.shape):
+            if isinstance(d, int) and d >= 0:
+                dims.append(d)
+                continue
+            if isinstance(d, str) and d and not d.startswith("unk__"):
+                sym = g.dim_syms.get(d)
+                if sym is None:
+                    dvar = Var(g.var_names.take(identifier(d, "dim")))
+                    sym = Sym(next(hints), (dvar,))
+                    g.dim_syms[d] = sym
+                    g.lines.append(Line((dvar,), (var, f".shape[{axis}]")))
+                dims.append(sym)
+            else:
+                dims.append(Sym(next(hints), (var, f".shape[{axis}]")))
+        shape = [int(d) for d in dims]
+        dt = info.dtype
+        if dt.is_float:
+            data = TensorData(rng.standard_normal(shape).astype(np.float32), DType.FLOAT32)
+        elif dt is DType.BOOL:
+            data = TensorData(np.zeros(shape, dtype=bool), DType.BOOL)
+        else:
+            data = TensorData(np.zeros(shape, dtype=np.int64), DType.INT64)
+        with untraced():
+            t = Tensor.from_data(data, host_device(), dtype=dt)
+        g.bind(t, var, tuple(dims))
+        g.env[info.name] = t
+        inputs.append((var.name, info))
+    return inputs
+
+
+#: the sizes a trace gives the named dims of the inputs, in order of appearance (small, distinct, not 1)
+_HINTS = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
 
 def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "Model",
@@ -84,50 +113,54 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     graph = module.program.graph
     weights, constants = _fold_weights(module)
     g = Gen(graph, weights, constants, module.opset, True)
-    _check_supported(graph)
-    for info in (*graph.inputs, *graph.outputs):
-        if info.kind != "tensor" or info.dtype is None:
-            raise ModelGenError(f"{info.describe()}: generated code takes and returns tensors of Ember element types; "
-                                "this value is a sequence, an optional or of a type Ember lacks (strings).")
-    for node in graph.nodes:
-        if node.subgraphs():
-            raise ModelGenError(f"{node.where()}: control flow (If/Loop/Scan) is not supported in generated code; "
-                                "use ember_import.onnx.load_model.")
-    inputs = []
-    for info in graph.inputs:
-        var = g.var_names.take(identifier(info.name, "input"))
-        g.env[info.name] = Val(expr=var)
-        inputs.append((var, info))
-    g.device_expr = f"{inputs[0][0]}.device" if inputs else None
-    consumed: set[int] = set()
-    for node in graph.nodes:
-        if id(node) in consumed:
-            continue
-        for recognize in RECOGNIZERS:
-            used = recognize(g, node)
-            if used:
-                consumed.update(id(n) for n in used)
-                break
-        else:
-            emitter = EMITTERS.get(node.op_type) or FALLBACKS.get(node.op_type)
-            if emitter is None:
-                raise ModelGenError(f"{node.where()}: its attributes have no Ember layer equivalent and the op has "
-                                    "no tensor-op form in generated code; use ember_import.onnx.load_model.")
-            emitter(g, node)
-    outputs = []
     for info in graph.outputs:
-        v = g.env.get(info.name)
-        if v is None:
-            v = Val(expr=g.weight_field(info.name)) if info.name in weights else None
-        if v is None:
-            raise ModelGenError(f"output {info.name!r:.80} is not computed by any node.")
-        outputs.append((g.host_tensor(v, info.dtype) if v.host else v.expr, info))
+        if info.kind != "tensor":
+            raise ModelGenError(f"{info.describe()}: generated code returns tensors; this output is a sequence or "
+                                "an optional.")
+    ctx = TraceContext(module.program, g)
+    try:
+        inputs, outputs, body = _trace(g, ctx, graph)
+    except DTypeError as exc:
+        raise ModelGenError(f"generation computes on the host (Ember's numpy backend), which lacks an element type "
+                            f"of this model: {exc}") from exc
     n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
                    if f_data.dtype.is_float)
     name = source_name or (os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "model")
-    source = render(g, class_name=class_name, source_file=name, record_file=record_file, record_type=record_type,
-                    half=half, inputs=inputs, outputs=outputs, n_params=n_params)
+    source = render(g, body, class_name=class_name, source_file=name, record_file=record_file,
+                    record_type=record_type, half=half, inputs=inputs, outputs=outputs, n_params=n_params)
     return GeneratedModel(source, g, module)
+
+
+def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, ValueInfo]],
+                                                              list[tuple[str, ValueInfo]], list[str]]:
+    """Run the graph traced: the recognizers, else each node's converter; returns the inputs (variable, info),
+    the outputs (source, info) and the lines of ``forward``."""
+    with tracing(g):
+        inputs = _hint_inputs(g, graph)
+        consumed: set[int] = set()
+        for node in graph.nodes:
+            if id(node) in consumed:
+                continue
+            g.node = node
+            for recognize in RECOGNIZERS:
+                used = recognize(g, node)
+                if used:
+                    consumed.update(id(n) for n in used)
+                    dynamic = False  # a pattern's later nodes see its first node's output untraced
+                    for n in used:
+                        dynamic = shadow_outputs(g, ctx, n, dynamic)
+                    break
+            else:
+                convert_node(g, ctx, node)
+        g.node = None
+        outputs = []
+        for info in graph.outputs:
+            v = g.value(info.name)
+            if not isinstance(v, Tensor):
+                raise ModelGenError(f"output {info.name!r:.80} is not a tensor.")
+            outputs.append((parts_text(g.arg(v)), info))
+        body = g.body([e for e, _ in outputs])
+    return inputs, outputs, body
 
 
 def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, TensorData]]:

@@ -19,9 +19,11 @@ __all__ = ["FIELD_RESERVED", "MAX_LENGTH", "Namer", "check_class_name", "doc_tex
 #: names a generated variable must not shadow: builtins the generated code calls (``list``, ``float``, ``int``,
 #: ``bool``, ``abs``) or ruff's A rules would flag, and the modules and names it imports or binds
 _RESERVED = frozenset({"input", "id", "type", "len", "max", "min", "sum", "abs", "pow", "round", "list", "dict",
-                       "tuple", "map", "filter", "range", "format", "hash", "iter", "next", "object", "self",
+                       "tuple", "map", "filter", "range", "slice", "any", "all", "zip", "enumerate", "sorted",
+                       "format", "hash", "iter", "next", "object", "self",
                        "float", "int", "bool", "str", "bytes", "print", "super", "cls", "ember", "annotations",
-                       "math", "nn", "activation", "module", "Tensor", "Module", "Param", "config", "device"})
+                       "math", "nn", "activation", "functional", "module", "Tensor", "Module", "Param", "config",
+                       "device"})
 
 #: field names a generated module must not use: its own methods and ``Module``'s attributes (a field named
 #: ``forward`` or ``map`` would replace the method)
@@ -130,3 +132,7 @@ class Namer:
             k += 1
         self._taken.add(name)
         return name
+
+    def release(self, name: str) -> None:
+        """Give ``name`` back (a variable renamed before the source is written)."""
+        self._taken.discard(name)

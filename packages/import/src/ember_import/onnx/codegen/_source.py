@@ -132,8 +132,8 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     return wrapped if _same_code(line, "\n".join(wrapped)) else [indent + line]
 
 
-def render(g: Gen, *, class_name: str, source_file: str, record_file: str, record_type: str, half: bool,
-           inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
+def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, record_file: str, record_type: str,
+           half: bool, inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
     """The text of ``model.py``.
 
     Raises:
@@ -143,15 +143,17 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     check_class_name(class_name)
     check_record_type(record_type)
     source_file, record_file = doc_text(source_file, _SHOWN), doc_text(record_file, _SHOWN)
-    body = "\n".join(g.lines) + "\n" + "\n".join(e for e, _ in outputs)
+    body = "\n".join(lines) + "\n" + "\n".join(e for e, _ in outputs)
     config_name = f"{class_name}Config"
     recorder = RECORDERS[record_type]
     settings = "HalfPrecisionSettings()" if half else ""
     used = "\n".join([body, *(f.init for f in g.fields), *g.constants_src])  # forward, init(device), constants
-    ember_names = sorted({n for n in ("Bool", "Int", "Tensor") if re.search(rf"\b{n}\b", used)} | {"Tensor"})
+    from_ember = {name for mod, name in g.imports if mod == "ember"}
+    ember_names = sorted({n for n in ("Bool", "Int", "Tensor") if re.search(rf"\b{n}\b", used)} | {"Tensor"}
+                         | {n for n in from_ember if re.search(rf"\b{n}\b", used)})
     if any(f.annotation.startswith("nn.") or "nn." in f.init for f in g.fields):
         ember_names.append("nn")
-    tensor_mods = [m for m in ("activation", "module") if re.search(rf"\b{m}\.", body)]
+    tensor_mods = [m for m in ("activation", "functional") if re.search(rf"\b{m}\.", body)]
     record_names = sorted({recorder} | ({"HalfPrecisionSettings"} if half else set()))
     uses_param = any(f.annotation == "Param" for f in g.fields)
 
@@ -171,8 +173,6 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
         "from __future__ import annotations",
         "",
     ]
-    if g.needs_math:
-        out += ["import math", ""]
     out.append(f"from ember import {', '.join(ember_names)}")
     out.append("from ember.backend import Device")
     out.append("from ember.config import config")
@@ -196,7 +196,7 @@ def render(g: Gen, *, class_name: str, source_file: str, record_file: str, recor
     out += [f"    {f.name}: {f.annotation}" for f in g.fields]
     out += ["", f"    def forward(self, {sig_in}) -> {ret}:",
             f'        """Shapes: {shapes_in} -> {shapes_out}."""']
-    for line in g.lines:
+    for line in lines:
         out += _fit(line, "        ")
     rets = [e for e, _ in outputs]
     out.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")

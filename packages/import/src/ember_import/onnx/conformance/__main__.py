@@ -113,8 +113,8 @@ def _codegen(args: argparse.Namespace) -> int:
         for r in report.failures:
             print(f"  WRONG {r.name}: {r.message[:400]}")
         print(f"\nONNX node suite through ModelGen on {backend}: {counts['pass']} passed, {counts['refused']} refused "
-              f"by the generator, {counts['no-type']} need an element type {backend} lacks, {counts['fail']} wrong "
-              f"of {len(report.results)} cases")
+              f"by the generator, {counts['no-type']} need an element type {backend} lacks, {counts['random']} draw "
+              f"random numbers (not compared), {counts['fail']} wrong of {len(report.results)} cases")
         ok = ok and not report.failures
     return 0 if ok else 1
 

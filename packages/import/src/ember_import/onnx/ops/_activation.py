@@ -20,16 +20,17 @@ from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from ._elementwise_util import is_float, register_unary, to_dtype
+from ._late import late
 
 __all__: list[str] = []
 
 #: float32's largest value: the default bounds of ``Clip`` before opset 11
 _FLT_MAX = 3.4028234663852886e38
 
-register_unary("Sigmoid", activation.sigmoid, "1, 6, 13")
-register_unary("Softsign", activation.softsign, "1, 22")
-register_unary("Softplus", activation.softplus, "1, 22")
-register_unary("Mish", activation.mish, "18, 22", since=18)
+register_unary("Sigmoid", late(activation, "sigmoid"), "1, 6, 13")
+register_unary("Softsign", late(activation, "softsign"), "1, 22")
+register_unary("Softplus", late(activation, "softplus"), "1, 22")
+register_unary("Mish", late(activation, "mish"), "18, 22", since=18)
 register_unary("HardSwish", activation.hard_swish, "14, 22: ``x * max(0, min(1, x / 6 + 0.5))``", since=14)
 
 

@@ -31,6 +31,7 @@ from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from ._axes import as_dtype
+from ._late import late
 
 __all__ = ["scaled_dot_product", "split_heads", "merge_heads"]
 
@@ -267,7 +268,7 @@ def flex_attention(ctx: Context, node: Node, q: Tensor, k: Tensor, v: Tensor) ->
     else:
         work = DType.FLOAT32 if q.dtype in (DType.FLOAT16, DType.BFLOAT16) else q.dtype
     scores = as_dtype(scores, work)
-    for name, stage in (("score_mod", None), ("prob_mod", activation.softmax)):
+    for name, stage in (("score_mod", None), ("prob_mod", late(activation, "softmax"))):
         if stage is not None:
             scores = stage(scores, -1)
         graph = node.attr(name, None)

@@ -18,21 +18,22 @@ import math
 from typing import Any
 
 from ember import DType, Tensor
+from ember.tensor import activation
 from ember.tensor import functional as M
-from ember.tensor.activation import silu
 
 from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from ._grid import sample
+from ._late import late
 from ._spatial import Geometry, geometry, pad_or_crop, spatial_rank
 
 __all__ = ["conv", "conv_transpose", "add_channel_bias", "col2im", "causal_conv_with_state",
            "deform_conv"]
 
-_CONV = {1: M.conv1d, 2: M.conv2d, 3: M.conv3d}
-_CONV_T = {1: M.conv_transpose1d, 2: M.conv_transpose2d, 3: M.conv_transpose3d}
+_CONV = {1: late(M, "conv1d"), 2: late(M, "conv2d"), 3: late(M, "conv3d")}
+_CONV_T = {1: late(M, "conv_transpose1d"), 2: late(M, "conv_transpose2d"), 3: late(M, "conv_transpose3d")}
 
 
 def _nd(node: Node, x: Tensor) -> int:
@@ -161,7 +162,7 @@ def causal_conv_with_state(ctx: Context, node: Node, x: Tensor, w: Tensor, b: Te
     act = node.attr("activation", "none")
     act = act.decode() if isinstance(act, bytes) else str(act)
     if act in ("silu", "swish"):
-        y = silu(y)
+        y = activation.silu(y)
     elif act != "none":
         raise OnnxImportError(f"{node.where()}: activation must be none, silu or swish, got {act!r}.")
     n = padded.shape[2]

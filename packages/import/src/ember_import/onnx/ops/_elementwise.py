@@ -29,6 +29,7 @@ from ._elementwise_util import (
     register_unary,
     to_dtype,
 )
+from ._late import late
 
 __all__ = ["trunc_div"]
 
@@ -47,9 +48,9 @@ def trunc_div(a: Tensor, b: Tensor) -> Tensor:
     return q.mask_where(fix, q + 1)
 
 
-register_binary("Add", Tensor.add, "1, 6, 7, 13, 14")
-register_binary("Sub", Tensor.sub, "1, 6, 7, 13, 14")
-register_binary("Mul", Tensor.mul, "1, 6, 7, 13, 14")
+register_binary("Add", late(Tensor, "add"), "1, 6, 7, 13, 14")
+register_binary("Sub", late(Tensor, "sub"), "1, 6, 7, 13, 14")
+register_binary("Mul", late(Tensor, "mul"), "1, 6, 7, 13, 14")
 register_binary("Div", lambda a, b: trunc_div(a, b) if is_int(a) else a.div(b), "1, 6, 7, 13, 14; integers truncate")
 
 
@@ -93,29 +94,29 @@ def _variadic(op: str, pair: Callable[[Tensor, Tensor], Tensor], mean: bool = Fa
     converter(op, since=1)(convert)
 
 
-_variadic("Max", Tensor.max_pair)
-_variadic("Min", Tensor.min_pair)
-_variadic("Sum", Tensor.add)
-_variadic("Mean", Tensor.add, mean=True)
+_variadic("Max", late(Tensor, "max_pair"))
+_variadic("Min", late(Tensor, "min_pair"))
+_variadic("Sum", late(Tensor, "add"))
+_variadic("Mean", late(Tensor, "add"), mean=True)
 
 
-register_unary("Neg", Tensor.neg, "1, 6, 13: signed integers and floats")
-register_unary("Abs", Tensor.abs, "1, 6, 13")
-register_unary("Sign", Tensor.sign, "9, 13", since=9)
-register_unary("Reciprocal", Tensor.recip, "1, 6, 13")
-register_unary("Ceil", Tensor.ceil, "1, 6, 13")
-register_unary("Floor", Tensor.floor, "1, 6, 13")
-register_unary("Round", Tensor.round, "11, 22: halves to even", since=11)
-register_unary("Exp", Tensor.exp, "1, 6, 13")
-register_unary("Log", Tensor.log, "1, 6, 13")
-register_unary("Sqrt", Tensor.sqrt, "1, 6, 13")
-register_unary("Erf", Tensor.erf, "9, 13", since=9)
-register_unary("IsNaN", Tensor.is_nan, "9, 13, 20", since=9)
+register_unary("Neg", late(Tensor, "neg"), "1, 6, 13: signed integers and floats")
+register_unary("Abs", late(Tensor, "abs"), "1, 6, 13")
+register_unary("Sign", late(Tensor, "sign"), "9, 13", since=9)
+register_unary("Reciprocal", late(Tensor, "recip"), "1, 6, 13")
+register_unary("Ceil", late(Tensor, "ceil"), "1, 6, 13")
+register_unary("Floor", late(Tensor, "floor"), "1, 6, 13")
+register_unary("Round", late(Tensor, "round"), "11, 22: halves to even", since=11)
+register_unary("Exp", late(Tensor, "exp"), "1, 6, 13")
+register_unary("Log", late(Tensor, "log"), "1, 6, 13")
+register_unary("Sqrt", late(Tensor, "sqrt"), "1, 6, 13")
+register_unary("Erf", late(Tensor, "erf"), "9, 13", since=9)
+register_unary("IsNaN", late(Tensor, "is_nan"), "9, 13, 20", since=9)
 for _name in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan"):
-    register_unary(_name, getattr(Tensor, _name.lower()), "7, 22", since=7)
+    register_unary(_name, late(Tensor, _name.lower()), "7, 22", since=7)
 for _name in ("Sinh", "Cosh", "Asinh", "Acosh", "Atanh"):
-    register_unary(_name, getattr(Tensor, _name.lower()), "9, 22", since=9)
-register_unary("Tanh", Tensor.tanh, "1, 6, 13")
+    register_unary(_name, late(Tensor, _name.lower()), "9, 22", since=9)
+register_unary("Tanh", late(Tensor, "tanh"), "1, 6, 13")
 
 
 @converter("IsInf", since=10)

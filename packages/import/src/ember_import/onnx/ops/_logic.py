@@ -16,22 +16,23 @@ from .._context import Context
 from .._ir import Node
 from .._registry import converter
 from ._elementwise_util import bits, broadcast_shape, is_unsigned, register_binary
+from ._late import late
 
 __all__: list[str] = []
 
 
 _BINARY: tuple[tuple[str, Callable[[Tensor, Tensor], Tensor], str, int], ...] = (
-    ("Equal", Tensor.equal, "1, 7, 11, 13, 19", 1),
-    ("Greater", Tensor.greater, "1, 7, 9, 13", 1),
-    ("Less", Tensor.lower, "1, 7, 9, 13", 1),
-    ("GreaterOrEqual", Tensor.greater_equal, "12, 16", 12),
-    ("LessOrEqual", Tensor.lower_equal, "12, 16", 12),
-    ("And", Tensor.bool_and, "1, 7", 1),
-    ("Or", Tensor.bool_or, "1, 7", 1),
-    ("Xor", Tensor.bool_xor, "1, 7", 1),
-    ("BitwiseAnd", Tensor.bitwise_and, "18", 18),
-    ("BitwiseOr", Tensor.bitwise_or, "18", 18),
-    ("BitwiseXor", Tensor.bitwise_xor, "18", 18),
+    ("Equal", late(Tensor, "equal"), "1, 7, 11, 13, 19", 1),
+    ("Greater", late(Tensor, "greater"), "1, 7, 9, 13", 1),
+    ("Less", late(Tensor, "lower"), "1, 7, 9, 13", 1),
+    ("GreaterOrEqual", late(Tensor, "greater_equal"), "12, 16", 12),
+    ("LessOrEqual", late(Tensor, "lower_equal"), "12, 16", 12),
+    ("And", late(Tensor, "bool_and"), "1, 7", 1),
+    ("Or", late(Tensor, "bool_or"), "1, 7", 1),
+    ("Xor", late(Tensor, "bool_xor"), "1, 7", 1),
+    ("BitwiseAnd", late(Tensor, "bitwise_and"), "18", 18),
+    ("BitwiseOr", late(Tensor, "bitwise_or"), "18", 18),
+    ("BitwiseXor", late(Tensor, "bitwise_xor"), "18", 18),
 )
 for _op, _fn, _opsets, _since in _BINARY:
     register_binary(_op, _fn, _opsets, _since)

@@ -18,6 +18,7 @@ from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from ._axes import as_dtype, flat_shape_2d, norm_axes, norm_axis, stash_dtype
+from ._late import late
 
 __all__ = ["standardize"]
 
@@ -56,8 +57,8 @@ def _softmax_converter(op: str, fn: Callable[[Tensor, int], Tensor]) -> None:
     converter(op, since=13)(convert)
 
 
-_softmax_converter("Softmax", activation.softmax)
-_softmax_converter("LogSoftmax", activation.log_softmax)
+_softmax_converter("Softmax", late(activation, "softmax"))
+_softmax_converter("LogSoftmax", late(activation, "log_softmax"))
 _softmax_converter("Hardmax", _hardmax)  # the first maximal entry is 1, the others 0
 
 

@@ -28,6 +28,7 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from ._late import late
 from ._spatial import Geometry, geometry, pad_or_crop, spatial_rank
 
 __all__ = ["max_pool", "average_pool", "lp_pool", "max_unpool"]
@@ -87,7 +88,7 @@ def _window_sum(ctx: Context, x: Tensor, g: Geometry, out: list[int]) -> Tensor:
     times the window size for 1-D/2-D undilated Float windows, else :func:`_windows`."""
     nd = len(out)
     if x.rank in (3, 4) and x.kind is Float and all(d == 1 for d in g.dilations):
-        pool: Any = M.avg_pool1d if x.rank == 3 else M.avg_pool2d
+        pool: Any = late(M, "avg_pool1d") if x.rank == 3 else late(M, "avg_pool2d")
         return pool(_pad_exact(x, g, out, 0), g.kernel, g.strides, 0) * math.prod(g.kernel)
     w = _windows(x, g, out, 0)
     return w.sum_dims(list(range(w.rank - nd, w.rank))).reshape(list(x.shape[:2]) + out)
@@ -120,7 +121,7 @@ def average_pool(ctx: Context, node: Node, x: Tensor) -> Tensor:
     include_pad = bool(node.attr("count_include_pad", 0))
     ceil = bool(node.attr("ceil_mode", 0))
     if _fits_module_pool(g, x, dilated=False):
-        fn: Any = M.avg_pool1d if x.rank == 3 else M.avg_pool2d
+        fn: Any = late(M, "avg_pool1d") if x.rank == 3 else late(M, "avg_pool2d")
         y = fn(x, g.kernel, g.strides, g.begin, count_include_pad=include_pad, ceil_mode=ceil)
         if list(y.shape[2:]) == out:
             return y
@@ -168,8 +169,8 @@ def _indices(ctx: Context, x: Tensor, coords: list[Tensor], column_major: bool) 
 
 
 _MAX_POOL: dict[tuple[int, bool], Any] = {
-    (3, False): M.max_pool1d, (4, False): M.max_pool2d,
-    (3, True): M.max_pool1d_with_indices, (4, True): M.max_pool2d_with_indices,
+    (3, False): late(M, "max_pool1d"), (4, False): late(M, "max_pool2d"),
+    (3, True): late(M, "max_pool1d_with_indices"), (4, True): late(M, "max_pool2d_with_indices"),
 }
 
 

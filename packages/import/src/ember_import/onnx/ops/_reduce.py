@@ -20,6 +20,7 @@ from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from ._axes import as_dtype, kept_shape, norm_axes, norm_axis
+from ._late import late
 
 __all__ = ["reduce_axes", "logsumexp"]
 
@@ -52,13 +53,13 @@ def _int_bound(x: Tensor, lowest: bool) -> int:
 
 def _max(x: Tensor, axes: list[int]) -> Tensor:
     if x.kind is Bool:
-        return _bool_reduce(x, axes, Tensor.any_dim)
+        return _bool_reduce(x, axes, late(Tensor, "any_dim"))
     return x.max_dims(axes)
 
 
 def _min(x: Tensor, axes: list[int]) -> Tensor:
     if x.kind is Bool:
-        return _bool_reduce(x, axes, Tensor.all_dim)
+        return _bool_reduce(x, axes, late(Tensor, "all_dim"))
     return x.min_dims(axes)
 
 
@@ -82,11 +83,11 @@ def _float_op(fn: Callable[[Tensor, list[int]], Tensor]) -> Callable[[Tensor, li
 
 #: op -> (keepdims reduction, identity of the empty set: a number, or "low"/"high" for the type's bounds)
 _REDUCTIONS: dict[str, tuple[Callable[[Tensor, list[int]], Tensor], object]] = {
-    "ReduceSum": (Tensor.sum_dims, 0),
-    "ReduceMean": (_float_op(Tensor.mean_dims), float("nan")),
+    "ReduceSum": (late(Tensor, "sum_dims"), 0),
+    "ReduceMean": (_float_op(late(Tensor, "mean_dims")), float("nan")),
     "ReduceMax": (_max, "low"),
     "ReduceMin": (_min, "high"),
-    "ReduceProd": (Tensor.prod_dims, 1),
+    "ReduceProd": (late(Tensor, "prod_dims"), 1),
     "ReduceL1": (lambda x, a: x.abs().sum_dims(a), 0),
     "ReduceL2": (_float_op(lambda x, a: x.square().sum_dims(a).sqrt()), 0),
     "ReduceLogSum": (_float_op(lambda x, a: x.sum_dims(a).log()), float("-inf")),
@@ -159,8 +160,8 @@ def _arg_converter(op: str, fn: Callable[[Tensor, int], Tensor]) -> None:
         converter(op, since=since)(convert)
 
 
-_arg_converter("ArgMax", Tensor.argmax)
-_arg_converter("ArgMin", Tensor.argmin)
+_arg_converter("ArgMax", late(Tensor, "argmax"))
+_arg_converter("ArgMin", late(Tensor, "argmin"))
 
 
 # ---------------------------------------------------------------------------------------------- CumSum/Prod
@@ -185,5 +186,5 @@ def _scan_converter(op: str, fn: Callable[[Tensor, int], Tensor], identity: int,
     converter(op, since=since, static=(1,))(convert)
 
 
-_scan_converter("CumSum", Tensor.cumsum, 0, 11)
-_scan_converter("CumProd", Tensor.cumprod, 1, 26)
+_scan_converter("CumSum", late(Tensor, "cumsum"), 0, 11)
+_scan_converter("CumProd", late(Tensor, "cumprod"), 1, 26)

@@ -61,7 +61,6 @@ def reshape_target(node: Node, have: Sequence[int], spec: Sequence[int], allowze
     """
     out = []
     for i, s in enumerate(spec):
-        s = int(s)
         if s == 0 and not allowzero:
             if i >= len(have):
                 raise OnnxImportError(
@@ -141,10 +140,12 @@ def _unsqueeze(node: Node, x: Tensor, axes: Sequence[int] | None) -> Tensor:
         raise OnnxImportError(f"{node.where()}: Unsqueeze needs axes; the node gives none.")
     out_rank = x.rank + len(axes)
     dims = norm_axes(node, axes, out_rank)
-    shape = list(x.shape)
-    for d in dims:
-        shape.insert(d, 1)
-    return reshape_exact(x, shape)
+    if 0 in x.shape:  # Ember's reshape reads a 0 as "keep this dim": an empty input is reshaped exactly
+        shape = list(x.shape)
+        for d in sorted(dims):
+            shape.insert(d, 1)
+        return reshape_exact(x, shape)
+    return x.unsqueeze_dim(dims[0]) if len(dims) == 1 else x.unsqueeze_dims(sorted(dims))
 
 
 @converter("Unsqueeze", since=1)
@@ -219,7 +220,18 @@ def range_(ctx: Context, node: Node, start: Tensor, limit: Tensor, delta: Tensor
     a, b, d = ctx.scalar(start), ctx.scalar(limit), ctx.scalar(delta)
     if d == 0:
         raise OnnxImportError(f"{node.where()}: delta is 0; a Range needs a non-zero step.")
+    if isinstance(a, int) and isinstance(b, int) and isinstance(d, int) and not start.dtype.is_float:
+        # integer bounds: ceil((b - a) / d) in integer arithmetic, the values as one ``arange`` (a size that is
+        # only known when a generated model runs stays symbolic through this)
+        n = max(-((a - b) // d), 0)
+        if n == 0:
+            return ctx.tensor([], start.dtype)
+        out = Tensor.arange(0, n, ctx.device)
+        if d != 1:
+            out = out.mul_scalar(d)
+        if a != 0:
+            out = out.add_scalar(a)
+        return out if out.dtype is start.dtype else out.cast(start.dtype)
     n = max(math.ceil((b - a) / d), 0)
     values = [a + i * d for i in range(n)]
-    out = ctx.tensor(values if values else [], start.dtype)
-    return out
+    return ctx.tensor(values if values else [], start.dtype)

@@ -129,6 +129,8 @@ def gather(ctx: Context, node: Node, data: Tensor, indices: Tensor) -> Tensor:
     """``Gather`` (1, 11: negative indices, 13): ``numpy.take(data, indices, axis)``; the output has rank
     ``rank(data) - 1 + rank(indices)``."""
     axis = norm_axis(node, int(node.attr("axis", 0)), data.rank)
+    if ctx.is_host(indices) and indices.num_elements() <= 64 and min(ctx.ints(indices) or [0]) >= 0:
+        return data.take(axis, indices)  # constant indices, none negative: nothing to wrap
     return data.take(axis, wrap_index(indices, data.shape[axis]))  # -n..-1 count from the end
 
 

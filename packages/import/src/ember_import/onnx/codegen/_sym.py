@@ -1,0 +1,184 @@
+"""Symbolic values of a trace: variables of the generated ``forward`` and sizes known only when it runs.
+
+A :class:`Var` is a name of the generated code (renamed freely until the source is written). A :class:`Sym` is
+an ``int`` whose value is a *hint* (the size the trace ran with) and which also carries the source expression
+that computes it when the generated code runs (``batch``, ``x.shape[1]``, ``(batch * seq)``): the converters'
+host arithmetic on shapes (``math.prod``, ``+``, ``//``) keeps the expression, so a dynamic dim stays code while a
+static one is an ``int`` and folds into a constant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["GUARDS", "Parts", "Sym", "Var", "parts_text"]
+
+#: the values read from the data that a comparison used while a node was converted (the converter branched on
+#: them: generated code would be specialised on the trace's stand-in data); the generator checks it per node
+GUARDS: list[Any] = []
+
+
+class Var:
+    """A variable of the generated code; ``name`` is final once the source is written."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: source as a sequence of text and variables
+Parts = tuple[Any, ...]
+
+
+def parts_text(parts: Parts) -> str:
+    return "".join(p.name if isinstance(p, Var) else str(p) for p in parts)
+
+
+class Sym(int):
+    """An int known when ``forward`` runs: its value is the trace's hint, :attr:`parts` the code computing it.
+
+    ``+ - * // %`` and negation with ints or other ``Sym``\\ s give ``Sym``\\ s; comparisons use the hint (the
+    generated code is specialised on them, as ``torch.fx`` guards are). A product keeps its constant factor
+    apart (:attr:`coef`), so ``(4 * batch) // 4`` is ``batch``.
+    """
+
+    parts: Parts
+    coef: int
+    factors: Parts | None
+
+    data: bool = False
+
+    def __new__(cls, hint: int, parts: Parts, coef: int = 1, factors: Parts | None = None, data: bool = False) -> Sym:
+        obj = int.__new__(cls, int(hint))
+        obj.data = data
+        obj.parts = parts
+        obj.coef = coef
+        obj.factors = factors if factors is not None else (parts if coef == 1 else None)
+        return obj
+
+    def __repr__(self) -> str:
+        return parts_text(self.parts)
+
+    # ---------------------------------------------------------------- arithmetic
+    @staticmethod
+    def _p(v: Any) -> Parts:
+        return v.parts if isinstance(v, Sym) else (str(int(v)),)
+
+    def _bin(self, other: Any, op: str, value: int, swap: bool = False) -> Any:
+        if not isinstance(other, int) or isinstance(other, bool):
+            return NotImplemented
+        a, b = (other, self) if swap else (self, other)
+        data = self.data or (isinstance(other, Sym) and other.data)
+        return Sym(value, ("(", *Sym._p(a), f" {op} ", *Sym._p(b), ")"), data=data)
+
+    def __add__(self, other: Any) -> Any:
+        if type(other) is int and other == 0:
+            return self
+        return self._bin(other, "+", int(self) + int(other)) if isinstance(other, int) else NotImplemented
+
+    def __radd__(self, other: Any) -> Any:
+        if type(other) is int and other == 0:
+            return self
+        return self._bin(other, "+", int(other) + int(self), swap=True) if isinstance(other, int) else NotImplemented
+
+    def __sub__(self, other: Any) -> Any:
+        if type(other) is int and other == 0:
+            return self
+        return self._bin(other, "-", int(self) - int(other)) if isinstance(other, int) else NotImplemented
+
+    def __rsub__(self, other: Any) -> Any:
+        if type(other) is int and other == 0:
+            return -self
+        return self._bin(other, "-", int(other) - int(self), swap=True) if isinstance(other, int) else NotImplemented
+
+    def _product(self, value: int, coef: int) -> Sym:
+        """``coef`` times this Sym's factors (``(4 * batch)``; the factors alone when ``coef`` is 1)."""
+        assert self.factors is not None
+        parts = ("(", str(coef), " * ", *self.factors, ")") if coef != 1 else self.factors
+        return Sym(value, parts, coef, self.factors, data=self.data)
+
+    def __mul__(self, other: Any) -> Any:
+        if not isinstance(other, int) or isinstance(other, bool):
+            return NotImplemented
+        if type(other) is int:
+            if other == 1:
+                return self
+            if self.factors is not None:
+                return self._product(int(self) * other, self.coef * other)
+        return self._bin(other, "*", int(self) * other)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: Any) -> Any:
+        if type(other) is int:
+            if other == 1:
+                return self
+            if self.factors is not None and other and not self.coef % other:
+                return self._product(int(self) // other, self.coef // other)
+        return self._bin(other, "//", int(self) // int(other)) if isinstance(other, int) else NotImplemented
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return self._bin(other, "//", int(other) // int(self), swap=True) if isinstance(other, int) else NotImplemented
+
+    def __mod__(self, other: Any) -> Any:
+        return self._bin(other, "%", int(self) % int(other)) if isinstance(other, int) else NotImplemented
+
+    def __neg__(self) -> Any:
+        if len(self.parts) == 3 and self.parts[0] == "(-" and self.parts[2] == ")" and isinstance(self.negated, Sym):
+            return self.negated
+        out = Sym(-int(self), ("(-", *self.parts, ")"), data=self.data)
+        out.negated = self
+        return out
+
+    negated: Any = None
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return Sym(abs(int(self)), ("abs(", *self.parts, ")"), data=self.data)
+
+    def __hash__(self) -> int:
+        return int.__hash__(self)
+
+    # ---------------------------------------------------------------- comparisons (guards)
+    def _guard(self, other: Any) -> None:
+        if self.data or (isinstance(other, Sym) and other.data):
+            GUARDS.append(self)
+
+    def __eq__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__eq__(self, other)
+
+    def __ne__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__ne__(self, other)
+
+    def __lt__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__lt__(self, other)
+
+    def __le__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__le__(self, other)
+
+    def __gt__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__gt__(self, other)
+
+    def __ge__(self, other: Any) -> bool:
+        self._guard(other)
+        return int.__ge__(self, other)
+
+
+def has_sym(v: Any) -> bool:
+    """Whether ``v`` (a value, or a list/tuple nesting them) holds a :class:`Sym`."""
+    if isinstance(v, Sym):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(has_sym(x) for x in v)
+    return False
