@@ -1,5 +1,7 @@
 """Quantization methods of ``Tensor``: ``quantize`` and ``quantize_dynamic`` (Burn's ``Tensor::quantize`` and
-``quantize_dynamic``). The work is :mod:`ember.quantization`'s; these methods forward to it."""
+``quantize_dynamic``). The work is the quantization core's (``ember._quantization``, public as
+:mod:`ember.quantization`); these methods forward to it. The core builds on ``Tensor``, so the forwarding imports it
+inside the methods: the one cycle ``tools/import_cycles.py`` still allows for quantization."""
 
 from __future__ import annotations
 
