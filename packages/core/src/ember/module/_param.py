@@ -8,6 +8,7 @@ from typing import Any
 from .._dtype import DType
 from .._kind import Float, Kind
 from .._param_id import ParamId
+from .._quantization._qtensor import QuantizedTensor
 from ..backend._device import Device
 from ..tensor import Tensor
 
@@ -50,8 +51,6 @@ def _track(tensor: Tensor, require_grad: bool) -> Tensor:
 
 def _check_tensor(owner: str, tensor: Any) -> Tensor:
     if not isinstance(tensor, Tensor):
-        from ..quantization._qtensor import QuantizedTensor
-
         if isinstance(tensor, QuantizedTensor):
             return tensor  # type: ignore[return-value]
         raise TypeError(

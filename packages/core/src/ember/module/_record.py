@@ -10,10 +10,10 @@ import numpy as np
 from .._errors import RecordError
 from .._kind import Float, Int
 from .._param_id import ParamId
+from .._quantization._qtensor import QuantizedTensor
+from .._quantization._record import is_quantized_record, quantized_from_record, quantized_record
 from .._tensor_data import TensorData
 from ..backend._device import Device
-from ..quantization._qtensor import QuantizedTensor
-from ..quantization._record import is_quantized_record, quantized_from_record, quantized_record
 from ..tensor import Tensor
 from ._param import Param, RunningState
 from ._tree import _is_module, fields_of, has_state, items, join, rebuild, walk_state

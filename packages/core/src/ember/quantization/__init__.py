@@ -42,8 +42,12 @@ dequantize, with the straight-through gradient (zero where the value saturates),
 **Modules and records.** A ``Param`` or ``RunningState`` may hold a :class:`QuantizedTensor` (moves, ``valid()``,
 ``fork`` and records follow it); records store its integers and scales as they are with every recorder
 (``docs/record-format.md``, section 1.1). ``ember_jax.jit`` carries quantized tensors in and out of a compiled step,
-as arguments or held by a ``Param`` (a ``RunningState`` holding one is not carried yet). The module-level workflow (``Quantizer``, calibration observers, QAT,
-quantized layers) builds on this package.
+as arguments or held by a ``Param`` (a ``RunningState`` holding one is not carried yet). The module-level
+workflow (``Quantizer``, calibration observers, QAT, quantized layers) builds on this core.
+
+**Layers.** The tensor-level core lives in the private ``ember._quantization`` (below ``ember.module``, which
+imports it for parameters and records); this package re-exports it with the module-level workflow, which builds on
+``ember.module`` and ``ember.nn``.
 
 Every other tensor op on a :class:`QuantizedTensor` raises :class:`QuantizationError` telling to call
 ``.dequantize()`` first: no op silently computes on the integers.
@@ -52,53 +56,19 @@ Every other tensor op on a :class:`QuantizedTensor` raises :class:`QuantizationE
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ._errors import QuantizationError
-from ._fake import fake_quantize
-from ._matmul import int_path_applies, quantized_linear, quantized_matmul
-from ._pack import pack_int4, unpack_int4
-from ._qtensor import QuantizedTensor
-from ._quantize import dequantize, quantize, quantize_dynamic
-from ._range import compute_qparams, compute_range, scale_eps
-from ._scheme import QParams, QuantLevel, QuantParam, QuantScheme, QuantValue
-
-# The module-level workflow (Quantizer, calibration observers, quantized layers, QAT) builds on ember.module and
-# ember.nn, which import this package's tensor part: its names load on first use (PEP 562), so importing
-# ember.module first (as `import ember` does) never meets a half-initialised package.
-_LAZY = {
-    "InputQuant": "_layers", "QuantizedLinear": "_layers", "QuantizedConv1d": "_layers",
-    "QuantizedConv2d": "_layers", "QuantizedEmbedding": "_layers",
-    "Observed": "_observed", "FakeQuantized": "_observed",
-    "Calibration": "_observers", "Observer": "_observers", "MinMaxObserver": "_observers",
-    "MovingAverageObserver": "_observers", "PercentileObserver": "_observers",
-    "Quantizer": "_quantizer", "calibrate": "_quantizer",
-    "PathFilter": "_swap", "swap_modules": "_swap",
-}
-
-
-if TYPE_CHECKING:  # what the lazy names are, for type checkers
-    from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear
-    from ._observed import FakeQuantized, Observed
-    from ._observers import Calibration, MinMaxObserver, MovingAverageObserver, Observer, PercentileObserver
-    from ._quantizer import Quantizer, calibrate
-    from ._swap import PathFilter, swap_modules
-
-
-def __getattr__(name: str) -> object:
-    mod = _LAZY.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'ember.quantization' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+from .._quantization._errors import QuantizationError
+from .._quantization._fake import fake_quantize
+from .._quantization._matmul import int_path_applies, quantized_linear, quantized_matmul
+from .._quantization._pack import pack_int4, unpack_int4
+from .._quantization._qtensor import QuantizedTensor
+from .._quantization._quantize import dequantize, quantize, quantize_dynamic
+from .._quantization._range import compute_qparams, compute_range, scale_eps
+from .._quantization._scheme import QParams, QuantLevel, QuantParam, QuantScheme, QuantValue
+from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear
+from ._observed import FakeQuantized, Observed
+from ._observers import Calibration, MinMaxObserver, MovingAverageObserver, Observer, PercentileObserver
+from ._quantizer import Quantizer, calibrate
+from ._swap import PathFilter, swap_modules
 
 __all__ = [
     "QuantValue",

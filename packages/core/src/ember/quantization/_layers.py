@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._quantization._matmul import quantized_linear, quantized_matmul
+from .._quantization._scheme import QParams, QuantScheme
 from ..module import Module, Param, RunningState
 from ..nn._checks import check_dim, check_float, check_int, check_rank
 from ..tensor import Tensor
 from ..tensor import functional as M
-from ._scheme import QParams, QuantScheme
 
 __all__ = ["InputQuant", "QuantizedLinear", "QuantizedConv1d", "QuantizedConv2d", "QuantizedEmbedding"]
 
@@ -77,8 +78,6 @@ class QuantizedLinear(Module):
     input: InputQuant | None = None
 
     def forward(self, x: Tensor) -> Tensor:
-        from ._matmul import quantized_linear, quantized_matmul
-
         check_float("QuantizedLinear", x)
         w: Any = self.weight.val()  # a QuantizedTensor
         d_in, d_out = w.shape

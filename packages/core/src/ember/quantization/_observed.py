@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._quantization._fake import fake_quantize
+from .._quantization._scheme import QuantScheme
 from ..module import Module
 from ..tensor import Tensor
+from ._fake_layer import fake_weight, observer_qparams
 from ._observers import Observer
-from ._scheme import QuantScheme
 
 __all__ = ["Observed", "FakeQuantized"]
 
@@ -58,8 +60,6 @@ class FakeQuantized(Module):
     observer: Observer | None = None
 
     def forward(self, x: Tensor) -> Tensor:
-        from ._quantizer import fake_weight
-
         if self.input_scheme is not None and self.observer is not None:
             if x.device.backend.is_autodiff:  # training: the range follows the data; after .valid() it is frozen
                 _observe(self.observer, x)
@@ -68,9 +68,6 @@ class FakeQuantized(Module):
 
 
 def _fake_input(x: Tensor, scheme: QuantScheme, observer: Observer) -> Tensor:
-    from . import fake_quantize
-    from ._quantizer import observer_qparams
-
     if observer.min is None:  # inside a compiled step before any eager call: no range yet
         return x
     return fake_quantize(x, scheme, observer_qparams(observer, scheme, x.device))  # type: ignore[no-any-return]

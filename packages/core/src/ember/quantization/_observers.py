@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ConfigError
+from .._quantization._errors import QuantizationError
 
 __all__ = ["Calibration", "Observer", "MinMaxObserver", "MovingAverageObserver", "PercentileObserver"]
 
@@ -42,8 +43,6 @@ def _host(x: Any) -> np.ndarray:
 
 
 def _error(message: str) -> Exception:
-    from . import QuantizationError  # the core's error (imported late: this module loads with the package)
-
     return QuantizationError(message)
 
 

@@ -28,83 +28,22 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from .._errors import ConfigError
+from .._quantization._range import compute_qparams, compute_range
+from .._quantization._scheme import QuantLevel, QuantScheme, QuantValue
 from ..module import Param, RunningState
 from ..nn import Conv1d, Conv2d, Embedding, Linear
-from ..tensor import Tensor
-from ..tensor import functional as M
+from ._fake_layer import CONVS, observer_qparams, weight_matrix
 from ._layers import InputQuant, QuantizedConv1d, QuantizedConv2d, QuantizedEmbedding, QuantizedLinear
 from ._observed import FakeQuantized, Observed
 from ._observers import Calibration, Observer
-from ._scheme import QParams, QuantLevel, QuantScheme, QuantValue
 from ._swap import PathFilter, swap_modules
 
-__all__ = ["Quantizer", "calibrate", "fake_weight", "observer_qparams", "SUPPORTED_LAYERS"]
+__all__ = ["Quantizer", "calibrate", "SUPPORTED_LAYERS"]
 
 #: the float layers a Quantizer can replace
 SUPPORTED_LAYERS: tuple[type, ...] = (Linear, Conv1d, Conv2d, Embedding)
-_CONVS = (Conv1d, Conv2d)
 _DEFAULT_INPUT = QuantScheme(QuantValue.Q8F, QuantLevel.tensor())
-
-
-def observer_qparams(observer: Observer, scheme: QuantScheme, device: Any) -> QParams:
-    """The :class:`QParams` of an observer's range under ``scheme`` (per-tensor: scales of shape ``[1]``)."""
-    from . import compute_qparams
-
-    lo, hi = observer.range()
-    shape = [1] if lo.ndim == 0 else list(lo.shape)
-    dev = getattr(device, "inner", device)
-    lo_t = Tensor.from_data(np.asarray(lo, dtype=np.float32).reshape(shape), dev)
-    hi_t = Tensor.from_data(np.asarray(hi, dtype=np.float32).reshape(shape), dev)
-    qp = compute_qparams(scheme, lo_t, hi_t)
-    if dev is device:
-        return qp  # type: ignore[no-any-return]
-    zp = None if qp.zero_point is None else Tensor.from_inner(qp.zero_point, device)
-    return QParams(Tensor.from_inner(qp.scale, device), zp)
-
-
-def _matrix(layer: Any, w: Tensor) -> Tensor:
-    """A conv weight ``[c_out, c_in / groups, *kernel]`` as ``[c_out, fan_in]``; others unchanged."""
-    if isinstance(layer, _CONVS):
-        return w.reshape([w.shape[0], math.prod(w.shape[1:])])
-    return w
-
-
-def fake_weight(layer: Any, scheme: QuantScheme) -> Callable[[Tensor], Tensor]:
-    """``layer``'s forward with its weight fake-quantized under ``scheme`` (qparams from the weight's current
-    min-max, detached), the gradient reaching the float weight through the straight-through estimator."""
-    from . import compute_qparams, compute_range, fake_quantize
-
-    w = layer.weight.val()
-    m = _matrix(layer, w)
-    qp = compute_qparams(scheme, *compute_range(scheme, m.detach()))
-    wq = fake_quantize(m, scheme, qp)
-    if wq is not m:
-        wq = wq.reshape(list(w.shape))
-    if isinstance(layer, Linear):
-        return lambda x: Linear.forward(_with_weight(layer, wq), x)
-    if isinstance(layer, Embedding):
-        return lambda idx: M.embedding(wq, idx)
-    return lambda x: type(layer).forward(_with_weight(layer, wq), x)
-
-
-def _with_weight(layer: Any, w: Tensor) -> Any:
-    return layer.replace(weight=_Val(w))
-
-
-class _Val:
-    """A stand-in Param whose ``val()`` is a computed (tracked) tensor: the float layer's forward then runs on the
-    fake-quantized weight without marking it as a new gradient leaf."""
-
-    __slots__ = ("_t",)
-
-    def __init__(self, t: Tensor) -> None:
-        self._t = t
-
-    def val(self) -> Tensor:
-        return self._t
 
 
 class Quantizer:
@@ -169,7 +108,7 @@ class Quantizer:
         w = layer.weight
         if isinstance(layer, Linear):
             out_axis, in_axis, n_in = 1, 0, w.shape[0]
-        elif isinstance(layer, _CONVS):
+        elif isinstance(layer, CONVS):
             out_axis, in_axis, n_in = 0, 1, math.prod(w.shape[1:])
         else:
             out_axis, in_axis, n_in = 0, 1, w.shape[1]
@@ -179,10 +118,8 @@ class Quantizer:
 
     def quantize_weight(self, layer: Any) -> Any:
         """``layer``'s weight as a :class:`QuantizedTensor` (Conv: the ``[c_out, fan_in]`` matrix)."""
-        from . import compute_qparams, compute_range
-
         scheme = self.weight_scheme(layer)
-        w = _matrix(layer, layer.weight.val().detach())
+        w = weight_matrix(layer, layer.weight.val().detach())
         if self.calibration.kind == "percentile" and scheme.level.kind == "tensor":
             obs = self.calibration.observer()
             obs.update(w)

@@ -1,12 +1,15 @@
 """Quantization methods of ``Tensor``: ``quantize`` and ``quantize_dynamic`` (Burn's ``Tensor::quantize`` and
-``quantize_dynamic``). The work is :mod:`ember.quantization`'s; these methods forward to it."""
+``quantize_dynamic``). The work is the quantization core's (``ember._quantization``, public as
+:mod:`ember.quantization`); these methods forward to it. The core builds on ``Tensor``, so the forwarding imports it
+inside the methods: the one cycle ``tools/import_cycles.py`` still allows for quantization."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..quantization import QParams, QuantizedTensor, QuantScheme
+    from .._quantization._qtensor import QuantizedTensor
+    from .._quantization._scheme import QParams, QuantScheme
 
 
 class QuantizeTensorOps:
@@ -23,7 +26,7 @@ class QuantizeTensorOps:
         Raises:
             QuantizationError: a non-Float tensor, NaN/inf values, qparams that do not fit the scheme and shape.
         """
-        from ..quantization import quantize
+        from .._quantization._quantize import quantize
 
         return quantize(self, scheme, qparams)
 
@@ -34,6 +37,6 @@ class QuantizeTensorOps:
         Raises:
             QuantizationError: as :meth:`quantize`; an empty tensor.
         """
-        from ..quantization import quantize_dynamic
+        from .._quantization._quantize import quantize_dynamic
 
         return quantize_dynamic(self, scheme)

@@ -7,7 +7,7 @@ ops (``%``, ``//``, ``*``), so it runs on every backend and inside compiled step
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 
 __all__ = ["pack_int4", "unpack_int4", "packed_size"]
 

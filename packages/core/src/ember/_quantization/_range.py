@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._kind import Float
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._layout import check_finite, layout
 from ._scheme import QParams, QuantParam, QuantScheme

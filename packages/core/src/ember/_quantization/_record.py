@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tensor_data import TensorData
 from .._errors import RecordError
 from .._kind import Float, Int
+from .._tensor_data import TensorData
 from ..backend._device import Device
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._qtensor import QuantizedTensor
 from ._scheme import QParams, QuantScheme

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._dtype import DType
 from .._kind import Float, Int
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._layout import Layout, layout
 from ._pack import packed_size

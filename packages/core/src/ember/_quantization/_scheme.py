@@ -30,7 +30,7 @@ from .._dtype import DType
 from ._errors import QuantizationError
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
+    from ..tensor._tensor import Tensor
 
 __all__ = ["QuantValue", "QuantLevel", "QuantParam", "QuantScheme", "QParams"]
 

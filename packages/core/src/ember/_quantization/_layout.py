@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._scheme import QuantScheme
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._dtype import DType
 from .._kind import Float, Int
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._layout import Layout, check_finite, layout
 from ._pack import pack_int4
@@ -83,15 +83,4 @@ def dequantize(qt: QuantizedTensor) -> Tensor:
     """
     if not isinstance(qt, QuantizedTensor):
         raise QuantizationError(f"dequantize: expected a QuantizedTensor, got {type(qt).__name__}.")
-    dev = qt.device
-    inner = dev.inner
-    q = qt.inner()
-    lay = layout("dequantize", qt.scheme, qt.shape)
-    v = q.int_values().reshape(lay.view)
-    s = q.qparams.scale.reshape(lay.bcast)
-    zp = q.qparams.zero_point
-    zp = None if zp is None else zp.reshape(lay.bcast)
-    ops = inner.ops[0]
-    p = ops.dequantize(v.primitive, s.primitive, None if zp is None else zp.primitive, inner.backend.float_dtype)
-    out = Tensor(p, inner, Float).reshape(qt.shape)
-    return out if inner is dev else Tensor.from_inner(out, dev)
+    return qt.dequantize()

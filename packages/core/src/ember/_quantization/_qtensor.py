@@ -7,9 +7,12 @@ from typing import Any, NoReturn
 
 from .._kind import Float, Int, Kind
 from ..backend._device import Device
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
+from ._layout import layout
+from ._pack import unpack_int4
 from ._scheme import QParams, QuantScheme
+from ._validate import check_parts
 
 __all__ = ["QuantizedTensor"]
 
@@ -46,8 +49,6 @@ class QuantizedTensor:
         Raises:
             QuantizationError: parts of the wrong type, dtype, shape or device.
         """
-        from ._validate import check_parts
-
         check_parts(values, tuple(shape), scheme, qparams)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "scheme", scheme)
@@ -118,14 +119,21 @@ class QuantizedTensor:
     def dequantize(self) -> Tensor:
         """The float tensor: ``(q - zero_point) * scale`` (ONNX ``DequantizeLinear``), of the backend's float type
         on :attr:`device` (untracked under ``Autodiff``)."""
-        from ._quantize import dequantize
-
-        return dequantize(self)
+        dev = self.device
+        inner = dev.inner
+        q = self.inner()
+        lay = layout("dequantize", self.scheme, self._shape)
+        v = q.int_values().reshape(lay.view)
+        s = q.qparams.scale.reshape(lay.bcast)
+        zp = q.qparams.zero_point
+        zp = None if zp is None else zp.reshape(lay.bcast)
+        ops = inner.ops[0]
+        p = ops.dequantize(v.primitive, s.primitive, None if zp is None else zp.primitive, inner.backend.float_dtype)
+        out = Tensor(p, inner, Float).reshape(self._shape)
+        return out if inner is dev else Tensor.from_inner(out, dev)
 
     def int_values(self) -> Tensor:
         """The integers as an int8 Int tensor of :attr:`shape` (int4 values unpacked)."""
-        from ._pack import unpack_int4
-
         if self.scheme.value.packed:
             return unpack_int4(self.values, self._shape)
         return self.values

@@ -3,7 +3,7 @@ training)."""
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._quantize import quantize
 from ._scheme import QParams, QuantScheme

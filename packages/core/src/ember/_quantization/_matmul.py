@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .._dtype import DType
 from .._kind import Float, Int
-from ..tensor import Tensor
+from ..tensor._tensor import Tensor
 from ._errors import QuantizationError
 from ._qtensor import QuantizedTensor
 from ._quantize import quantize_dynamic
