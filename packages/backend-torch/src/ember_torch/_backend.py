@@ -20,6 +20,7 @@ from . import _capture_state
 from ._activation import TorchActivationOps
 from ._activation_grad import TorchActivationGradOps
 from ._attention import TorchAttentionOps
+from ._compile import compile as capture
 from ._float import TorchFloatOps
 from ._intbool import TorchIntBoolOps
 from ._module import TorchModuleOps
@@ -123,8 +124,6 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
     def compile(self, fn: Any, **options: Any) -> Any:
         """``fn`` captured as one aten graph and replayed: :func:`ember_torch.compile` (``options``: its ``mode``,
         ``backend``, ``options``; without a ``mode``, inductor on CUDA and the captured graph alone elsewhere)."""
-        from ._compile import compile as capture
-
         return capture(fn, **options)
 
     def is_concrete(self, p: Any) -> bool:

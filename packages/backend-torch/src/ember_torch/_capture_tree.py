@@ -42,6 +42,8 @@ from ember.backend.contract import rebuild_module
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
+from ._float import TorchFloatOps
+
 __all__ = ["Flat", "flatten", "rebuild", "Rebuild", "OutWalk", "build", "ForeignTensor"]
 
 TENSOR, ALIAS, REF, PARAM, RSTATE, MODULE, OPTIM, GRADS, SEQ, DICT, DCLASS, STATIC, RAW = range(13)
@@ -133,9 +135,8 @@ _TORCH_DEVICES: dict[Any, bool] = {}
 def _is_torch(dev: Any) -> bool:
     ok = _TORCH_DEVICES.get(dev)
     if ok is None:
-        from ._backend import TorchBackend
-
-        ok = _TORCH_DEVICES[dev] = isinstance(dev.inner.backend, TorchBackend)
+        # the torch backend's kernels (TorchFloatOps sits below _backend.py, which imports this module)
+        ok = _TORCH_DEVICES[dev] = isinstance(dev.inner.backend, TorchFloatOps)
     return ok
 
 
