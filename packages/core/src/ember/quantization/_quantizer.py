@@ -181,8 +181,8 @@ class Quantizer:
         input (:attr:`activation`, range by a moving-average observer). Train it as the float model (same class,
         same parameters and ids), then :meth:`convert` it.
 
-        The input observers learn in eager steps only. Under a compiled step (the Learner on jax compiles it with
-        ``ember_jax.jit``) the range is read when the step is traced and stays fixed: run a few batches through
+        The input observers learn in eager steps only. Under a compiled step (the Learner compiles it on backends
+        whose ``capabilities.compiles_steps`` is true: torch and jax) the range is read when the step is traced and stays fixed: run a few batches through
         the prepared model eagerly first (:func:`calibrate` on the autodiff device), else the inputs are not
         fake-quantized during training and :meth:`convert` reports that no tensor was observed."""
         cal = self.calibration if self.calibration.kind == "moving_average" else Calibration.moving_average()
