@@ -348,7 +348,8 @@ def _move_back(B: Any, g: Any, handle: Any, ps: Any) -> Any:
 #: every public method of the backend contract that Autodiff covers (checked by the tests)
 HANDLED: frozenset[str] = frozenset(RULES) | DELEGATED | CREATION | COMPOSITE | frozenset(
     {"shape", "cast", "bitcast", "to_device", "detach", "sort", "var_mean", "seed", "inner", "from_inner", "compile",
-     "is_concrete", "checks_index_values", "collectives", "batch_norm_running", "rng_state", "set_rng_state"}
+     "is_concrete", "checks_index_values", "collectives", "batch_norm_running", "rng_state", "set_rng_state",
+     "capabilities", "device_mesh", "process_mesh"}
 )
 """Every primitive name Autodiff covers (the conformance suite checks that the contract has no other)."""
 

@@ -336,6 +336,8 @@ def test_scale_types(device, param):
 
 
 def test_moves_across_backends(device):
+    if not any(info.name == "numpy" and info.status == "ok" for info in ember.backends()):
+        pytest.skip("the numpy backend is not installed (this session installs one backend)")
     x = Tensor.from_floats([[0.1, -0.7, 0.2], [0.33, 1.0, -1.0]], device)
     for scheme in (QuantScheme(QuantValue.Q8F, QuantLevel.axis(0)), QuantScheme(QuantValue.Q4S)):
         qt = x.quantize_dynamic(scheme)
