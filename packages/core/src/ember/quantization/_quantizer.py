@@ -184,7 +184,8 @@ class Quantizer:
         The input observers learn in eager steps only. Under a compiled step (the Learner compiles it on backends
         whose ``capabilities.compiles_steps`` is true: torch and jax) the range is read when the step is traced
         and stays fixed: run a few batches through the prepared model eagerly first (:func:`calibrate` on the
-        autodiff device), else the inputs are not fake-quantized during training and :meth:`convert` reports that no tensor was observed."""
+        autodiff device), else the inputs are not fake-quantized during training and :meth:`convert` reports that
+        no tensor was observed."""
         cal = self.calibration if self.calibration.kind == "moving_average" else Calibration.moving_average()
 
         def fn(path: str, m: Any) -> Any:
