@@ -37,7 +37,6 @@ PACKAGES = ("ember", "ember_numpy", "ember_torch", "ember_jax", "ember_train", "
 ALLOWED: dict[str, str] = {
     "ember.quantization ember.tensor": "issue 31/33: Tensor.quantize forwards to ember.quantization, which builds on "
     "Tensor; the fix is Burn's layout, quantization's core inside ember.tensor (left for a later change)",
-    "ember_import.onnx": "issue 31: the ONNX runtime's rewrite (another change)",
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import Any
 
 import ember
 from ember import DType, Tensor, TensorData
@@ -60,6 +61,7 @@ class Program:
         source: the model's file (or ``<bytes>``), named by errors raised while it runs.
         max_tensor_bytes: the memory budget of :mod:`._budget` (``None``: unchecked).
         converters: node -> its converter, resolved at import for every node of every (sub-)graph.
+        plans: id of a (sub-)graph -> its ``_interpret.Plan`` (built at the graph's first run; no tensors).
     """
 
     def __init__(self, graph: Graph, opsets: dict[str, int], constants: dict[str, TensorData], *,
@@ -70,6 +72,7 @@ class Program:
         self.source = source
         self.max_tensor_bytes = max_tensor_bytes
         self.converters: dict[int, Converter] = {}
+        self.plans: dict[int, Any] = {}
         self.resolve(graph)
 
     def resolve(self, graph: Graph) -> None:
@@ -137,6 +140,7 @@ class Program:
         host copies of constants that folding consumed are let go)."""
         with _table_lock:
             _TABLE.pop(self, None)
+        self.plans.clear()  # (plans made while folding ran name nodes the passes may have rewritten since)
 
     __hash__ = object.__hash__
 
