@@ -25,9 +25,9 @@ Not a test: prints medians and ratios, never asserts on time. One process, conte
   floor), one load each: the fault corpus' ``Add``/``Relu`` chain, and ``blocks`` (``packages/import/tests/
   _onnx_graphs.py``: dynamic reshapes, folded constants, ``If`` sub-graphs, dead nodes). Target: 100k nodes
   in <= 10 s (30k took 32 s and 100k 436 s before issue 28). ``-k graphs`` runs only this part.
-- **models** (issue 32; ``-k models`` runs only this part, ``-k models:bert`` one model, ``--inductor`` adds the inductor row): inference of
-  MobileNetV3-small and ResNet-18 (3x224x224) and a BERT-tiny-style encoder (128 tokens) from
-  ``bench/_onnx_bench_models.py``, batch 1 and 8, one thread: onnxruntime against Ember torch eager
+- **models** (issue 32; ``-k models`` runs only this part, ``-k models:bert`` one model, ``--inductor`` adds the
+  inductor row): inference of MobileNetV3-small and ResNet-18 (3x224x224) and a BERT-tiny-style encoder
+  (128 tokens) from ``bench/_onnx_bench_models.py``, batch 1 and 8, one thread: onnxruntime against Ember torch eager
   (``OnnxModule``), Ember torch compiled (``ember_torch.compile(mode="capture")``; inductor with ``--inductor``)
   and Ember jax compiled (``ember_jax.jit``); ratios are Ember's time / onnxruntime's (target: compiled torch
   <= 1.5x). **interp/node**: the eager interpreter's own time per node on torch, measured by replaying each

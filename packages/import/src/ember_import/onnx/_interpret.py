@@ -112,9 +112,22 @@ def _to_main(v: Any, ctx: RunState) -> Any:
     return v
 
 
-def _moved(args: list[Any], step: Step, ctx: RunState) -> list[Any]:
-    static = step.static
-    return [a if i in static else _to_main(a, ctx) for i, a in enumerate(args)]
+def _moved(args: list[Any], step: Step, ctx: RunState, seen: dict[int, tuple[Tensor, Tensor]]) -> list[Any]:
+    """``args`` with the dynamic host tensors on the compute device; ``seen`` (this run's moves: id of the host
+    tensor -> (it, its copy)) spares the program's cache lookup for a constant read by several nodes."""
+    host = ctx.host
+    out = list(args)
+    for i in range(len(out)) if step.dynamic is None else step.dynamic:
+        a = out[i]
+        if a.__class__ is Tensor:
+            if a.device is host:
+                hit = seen.get(id(a))
+                if hit is None or hit[0] is not a:
+                    hit = seen[id(a)] = (a, ctx.to_main(a))
+                out[i] = hit[1]
+        elif isinstance(a, (Tensor, list)):
+            out[i] = _to_main(a, ctx)
+    return out
 
 
 def run_graph(graph: Graph, env: dict[str, Any], ctx: RunState) -> list[Any]:
@@ -132,6 +145,7 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: RunState) -> list[Any]:
     one_device = main_dev is host
     ctx.env = env
     env[""] = None  # an omitted optional input reads as None
+    seen: dict[int, tuple[Tensor, Tensor]] = {}
     for step in p.steps:
         try:
             args = [env[name] for name in step.inputs]
@@ -151,7 +165,7 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: RunState) -> list[Any]:
                     main = True
                     break
             if main:
-                args = _moved(args, step, ctx)
+                args = _moved(args, step, ctx, seen)
         ctx.device = main_dev if main else host
         ctx.node = step.node
         if step.planned:
@@ -162,7 +176,7 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: RunState) -> list[Any]:
             if main or one_device:
                 raise _failure(exc, step.node, ctx, args, program.source) from exc
             # the host (numpy) lacks an element type the node produces (bfloat16): run it on the compute device
-            args = _moved(args, step, ctx)
+            args = _moved(args, step, ctx, seen)
             ctx.device = main_dev
             out = _call(step, ctx, args, program.source)
         except Exception as exc:

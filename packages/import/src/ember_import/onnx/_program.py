@@ -119,6 +119,13 @@ class Program:
                 cache.host_ids[id(t)] = t
         return t
 
+    def host_constants(self) -> dict[str, Tensor]:
+        """Every constant as a host tensor: a new dict (the caller may change it) of the tensors built once."""
+        cache = _tensors(self)
+        if cache.complete is None or len(cache.complete) != len(self.constants):
+            cache.complete = {name: self.host_constant(name) for name in self.constants}
+        return dict(cache.complete)
+
     def to_device(self, t: Tensor, device: Device) -> Tensor:
         """``t`` on ``device``; a host constant's copy is cached per device (so it moves once). A copy made
         while a compiled step traces is not kept if it came out traced (it would leak a tracer)."""
@@ -147,15 +154,17 @@ class Program:
 
 class _Tensors:
     """The tensors made from a program's constants: ``host`` (name -> host tensor), ``host_ids`` (their ids,
-    for O(1) membership) and ``moved`` ((id of a host constant, id of a device) -> (device, copy))."""
+    for O(1) membership), ``moved`` ((id of a host constant, id of a device) -> (device, copy)) and ``complete``
+    (every constant's host tensor, once :meth:`Program.host_constants` built it)."""
 
-    __slots__ = ("host", "host_ids", "moved", "lock")
+    __slots__ = ("host", "host_ids", "moved", "lock", "complete")
 
     def __init__(self) -> None:
         self.host: dict[str, Tensor] = {}
         self.host_ids: dict[int, Tensor] = {}
         self.moved: dict[tuple[int, int], tuple[Device, Tensor]] = {}
         self.lock = threading.Lock()
+        self.complete: dict[str, Tensor] | None = None
 
 
 #: program -> its tensors; outside the program so that the program holds no tensors (see the module docstring)
