@@ -45,7 +45,8 @@ def test_values_dropped_after_last_reader_sub_graph_reads_and_outputs_kept() -> 
         helper.make_node("Neg", ["a"], ["b"]),  # last reader of a
         helper.make_node("ReduceSum", ["b"], ["s"], keepdims=0),
         helper.make_node("Greater", ["s", "zero"], ["cond"]),
-        helper.make_node("Abs", ["x"], ["kept"]),  # a graph output, also read by the branches
+        helper.make_node("Dropout", ["x"], ["dx", "mask"]),  # inference: dx = x; mask read by nobody
+        helper.make_node("Abs", ["dx"], ["kept"]),  # a graph output, also read by the branches
         helper.make_node("If", ["cond"], ["y"], then_branch=_branch("then", "Exp", "b"),
                          else_branch=_branch("else", "Sigmoid", "kept")),
     ]
@@ -57,7 +58,7 @@ def test_values_dropped_after_last_reader_sub_graph_reads_and_outputs_kept() -> 
     assert drops["Neg"] == {"a"}
     assert "b" not in drops["ReduceSum"] and "b" in drops["If"]  # the then-branch reads b: alive until If ran
     assert not any("kept" in d for d in drops.values())  # a graph output is never dropped
-    assert drops["Abs"] == {"x"}
+    assert drops["Dropout"] == {"x", "mask"} and drops["Abs"] == {"dx"}
     x = np.array([[1.0, -2.0, 3.0], [-0.5, 0.25, 4.0]], np.float32)
     y, kept = model.forward(Tensor.from_data(x, dev))
     b = -np.maximum(x.astype(np.float64), 0)

@@ -64,7 +64,8 @@ def plan(graph: Graph, program: Program) -> Plan:
     """The :class:`Plan` of ``graph``: its converters resolved, each value's last reader found.
 
     A node holding sub-graphs reads every name its sub-graphs read from outside (``Graph.outer``), so values a
-    branch or loop body needs stay alive until that node ran; graph outputs are never dropped.
+    branch or loop body needs stay alive until that node ran; graph outputs are never dropped; an output nothing
+    reads is dropped by the node that makes it.
     """
     last: dict[str, int] = {}
     for k, node in enumerate(graph.nodes):
@@ -73,12 +74,15 @@ def plan(graph: Graph, program: Program) -> Plan:
         for sub in node.subgraphs():
             for name in sub.outer:
                 last[name] = k
-    for info in graph.outputs:
-        last.pop(info.name, None)
+    kept = {info.name for info in graph.outputs}
+    for name in kept:
+        last.pop(name, None)
     last.pop("", None)
     drops: list[list[str]] = [[] for _ in graph.nodes]
     for name, k in last.items():
         drops[k].append(name)
+    for k, node in enumerate(graph.nodes):  # an output nothing reads is dropped as soon as it is made
+        drops[k].extend(o for o in node.outputs if o and o not in last and o not in kept)
     steps = []
     for k, node in enumerate(graph.nodes):
         conv = program.converter(node)
@@ -184,11 +188,11 @@ def run_graph(graph: Graph, env: dict[str, Any], ctx: RunState) -> list[Any]:
             if err is exc:
                 raise
             raise err from (None if isinstance(exc, MemoryError) else exc)
-        if out.__class__ is tuple:
+        if isinstance(out, tuple):
             for i, name in step.outputs:
                 if i < len(out):
                     env[name] = out[i]
-        elif step.outputs:
+        elif step.outputs and step.outputs[0][0] == 0:
             env[step.outputs[0][1]] = out
         for name in step.drop:
             env.pop(name, None)
