@@ -305,6 +305,19 @@ def _model_steps(tmp: Path, name: str, batch: int, inductor: bool) -> tuple[dict
     return steps, len(rmod.program.graph.nodes)
 
 
+def _medians(steps: dict[str, Callable[[], Any]], rounds: int, batch_ms: float) -> dict[str, float]:
+    """Median ms per call of each step over ``rounds`` interleaved rounds, after two warm-up calls each (capture
+    and compilation)."""
+    for step in steps.values():
+        step()
+        step()
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            times[name].append(time_per_call(step, batch_ms / 1000.0))
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
+
+
 def _models(args: Any) -> None:
     """The ``-k models`` part: see the module docstring."""
     with tempfile.TemporaryDirectory() as d:
@@ -314,14 +327,7 @@ def _models(args: Any) -> None:
                 continue
             for batch in (1, 8):
                 steps, nodes = _model_steps(Path(d), name, batch, args.inductor)
-                for step in steps.values():  # warm-up (capture and compilation)
-                    step()
-                    step()
-                times: dict[str, list[float]] = {k: [] for k in steps}
-                for _ in range(args.rounds):
-                    for k, step in steps.items():
-                        times[k].append(time_per_call(step, args.batch_ms / 1000.0))
-                med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+                med = _medians(steps, args.rounds, args.batch_ms)
                 print(f"\n{name}, batch {batch}, {nodes} nodes, {args.threads} thread(s): median ms of "
                       f"{args.rounds} rounds")
                 for k, ms in med.items():
@@ -364,14 +370,7 @@ def main() -> None:
                 continue
             if backend == "numpy":
                 steps["forward: onnxruntime (1 thread)"] = _ort_step(paths["raw"])
-            for step in steps.values():  # warm-up (and compilation on jax)
-                step()
-                step()
-            times: dict[str, list[float]] = {k: [] for k in steps}
-            for _ in range(args.rounds):
-                for name, step in steps.items():
-                    times[name].append(time_per_call(step, args.batch_ms / 1000.0))
-            med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+            med = _medians(steps, args.rounds, args.batch_ms)
             print(f"\n{backend} (ResNet-18, batch {BATCH}, 3x{SIZE}x{SIZE}, {args.threads} thread(s), "
                   f"{'compiled' if backend == 'jax' else 'eager'}), median ms of {args.rounds} rounds")
             for name, ms in med.items():
