@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -20,11 +20,15 @@ def time_per_call(step: Callable[[], Any], batch_s: float) -> float:
             return el / n
 
 
-def forward_backward_args(description: str, batch_ms: float) -> argparse.Namespace:
-    """Parse ``--rounds``, ``--threads``, ``--batch-ms`` (default ``batch_ms``) and ``-k``."""
+def forward_backward_args(description: str, batch_ms: float,
+                          extra: Sequence[tuple[str, str]] = ()) -> argparse.Namespace:
+    """Parse ``--rounds``, ``--threads``, ``--batch-ms`` (default ``batch_ms``), ``-k`` and the boolean flags
+    ``extra`` gives as ``(flag, help)``."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median reported)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS and torch intra-op threads")
     ap.add_argument("--batch-ms", type=float, default=batch_ms, help="length of one timed batch")
     ap.add_argument("-k", default="", help="only cases whose name contains this text")
+    for flag, text in extra:
+        ap.add_argument(flag, action="store_true", help=text)
     return ap.parse_args()

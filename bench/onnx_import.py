@@ -25,6 +25,13 @@ Not a test: prints medians and ratios, never asserts on time. One process, conte
   floor), one load each: the fault corpus' ``Add``/``Relu`` chain, and ``blocks`` (``packages/import/tests/
   _onnx_graphs.py``: dynamic reshapes, folded constants, ``If`` sub-graphs, dead nodes). Target: 100k nodes
   in <= 10 s (30k took 32 s and 100k 436 s before issue 28). ``-k graphs`` runs only this part.
+- **models** (issue 32; ``-k models`` runs only this part, ``-k models:bert`` one model, ``--inductor`` adds the
+  inductor row): inference of MobileNetV3-small and ResNet-18 (3x224x224) and a BERT-tiny-style encoder
+  (128 tokens) from ``bench/_onnx_bench_models.py``, batch 1 and 8, one thread: onnxruntime against Ember torch eager
+  (``OnnxModule``), Ember torch compiled (``ember_torch.compile(mode="capture")``; inductor with ``--inductor``)
+  and Ember jax compiled (``ember_jax.jit``); ratios are Ember's time / onnxruntime's (target: compiled torch
+  <= 1.5x). **interp/node**: the eager interpreter's own time per node on torch, measured by replaying each
+  node's recorded outputs instead of running its kernels (target: half of what it was before issue 32).
 
 Targets: imported within 1.15x of hand-written on numpy and torch (ratio = hand-written time / imported time
 >= 0.87), within 1.05x compiled on jax (issue 17); generated within 1.05x of hand-written on every backend
@@ -234,10 +241,116 @@ def _graph_import_times() -> None:
             )
 
 
+def _replaying(program: Any) -> Callable[[bool], None]:
+    """Swap each converter of ``program`` for one that records its node's outputs on the first run and returns
+    them afterwards (no kernel runs): what remains of a forward is the interpreter's own work."""
+    import dataclasses
+
+    recorded: dict[int, Any] = {}
+    mode = {"replay": False}
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(ctx: Any, node: Any, *args: Any) -> Any:
+            if mode["replay"]:
+                return recorded[id(node)]
+            out = recorded[id(node)] = fn(ctx, node, *args)
+            return out
+
+        return run
+
+    for key, conv in list(program.converters.items()):
+        program.converters[key] = dataclasses.replace(conv, fn=wrap(conv.fn))
+    return lambda on: mode.__setitem__("replay", on)
+
+
+def _model_steps(tmp: Path, name: str, batch: int, inductor: bool) -> tuple[dict[str, Callable[[], Any]], int]:
+    import onnxruntime as ort
+    import torch
+
+    import ember_jax
+    import ember_torch
+    from _onnx_bench_models import BENCH_MODELS, bench_model
+    from _onnx_models import export
+
+    x = BENCH_MODELS[name][1](batch)
+    path = tmp / f"{name}.onnx"
+    if not path.exists():
+        export(bench_model(name), x, path, optimize=True)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    steps: dict[str, Callable[[], Any]] = {"onnxruntime": lambda: sess.run(None, {"input": x})}
+
+    def forward(m: Any, i: Tensor) -> Any:
+        return m.forward(i)
+
+    tdev = ember.backend("torch").device()
+    tmod, xt = load_model(path, tdev), Tensor.from_data(x, tdev)
+    steps["torch eager"] = lambda: tmod.forward(xt).to_data()
+    capture = ember_torch.compile(forward, mode="capture")
+    steps["torch capture"] = lambda: capture(tmod, xt).to_data()
+    if inductor:
+        ind = ember_torch.compile(forward, mode="default")
+        steps["torch inductor"] = lambda: ind(tmod, xt).to_data()
+    jdev = ember.backend("jax", int_dtype="int64").device()
+    jmod, xj = load_model(path, jdev), Tensor.from_data(x, jdev)
+    jitted = ember_jax.jit(forward)
+    steps["jax jit"] = lambda: jitted(jmod, xj).to_data()
+    rmod = load_model(path, tdev)
+    replay = _replaying(rmod.program)
+    rmod.forward(xt)
+    replay(True)
+    steps["interp/node"] = lambda: rmod.forward(xt)
+    del torch
+    return steps, len(rmod.program.graph.nodes)
+
+
+def _medians(steps: dict[str, Callable[[], Any]], rounds: int, batch_ms: float) -> dict[str, float]:
+    """Median ms per call of each step over ``rounds`` interleaved rounds, after two warm-up calls each (capture
+    and compilation)."""
+    for step in steps.values():
+        step()
+        step()
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            times[name].append(time_per_call(step, batch_ms / 1000.0))
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
+
+
+def _models(args: Any) -> None:
+    """The ``-k models`` part: see the module docstring."""
+    with tempfile.TemporaryDirectory() as d:
+        only = args.k.partition(":")[2]
+        for name in ("mobilenet_v3_small", "resnet18", "bert"):
+            if only and only not in name:
+                continue
+            for batch in (1, 8):
+                steps, nodes = _model_steps(Path(d), name, batch, args.inductor)
+                med = _medians(steps, args.rounds, args.batch_ms)
+                print(f"\n{name}, batch {batch}, {nodes} nodes, {args.threads} thread(s): median ms of "
+                      f"{args.rounds} rounds")
+                for k, ms in med.items():
+                    if k == "interp/node":
+                        print(f"  {k:<16} {ms / nodes * 1000:9.1f} us per node (kernels replayed)")
+                    else:
+                        print(f"  {k:<16} {ms:9.2f} ms   / onnxruntime = {ms / med['onnxruntime']:6.2f}x")
+                sys.stdout.flush()
+
+
 def main() -> None:
-    args = forward_backward_args(__doc__ or "", batch_ms=1500.0)
+    args = forward_backward_args(__doc__ or "", batch_ms=1500.0, extra=[("--inductor", "also time "
+                                 "ember_torch.compile(mode='default') in -k models (tens of seconds to compile)")])
     if args.k == "graphs":
         _graph_import_times()
+        return
+    if args.k.split(":")[0] == "models":
+        import torch
+        from threadpoolctl import threadpool_limits
+
+        torch.set_num_threads(args.threads)
+        threadpool_limits(args.threads)
+        _models(args)
         return
     import torch
     from threadpoolctl import threadpool_limits
@@ -257,14 +370,7 @@ def main() -> None:
                 continue
             if backend == "numpy":
                 steps["forward: onnxruntime (1 thread)"] = _ort_step(paths["raw"])
-            for step in steps.values():  # warm-up (and compilation on jax)
-                step()
-                step()
-            times: dict[str, list[float]] = {k: [] for k in steps}
-            for _ in range(args.rounds):
-                for name, step in steps.items():
-                    times[name].append(time_per_call(step, args.batch_ms / 1000.0))
-            med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+            med = _medians(steps, args.rounds, args.batch_ms)
             print(f"\n{backend} (ResNet-18, batch {BATCH}, 3x{SIZE}x{SIZE}, {args.threads} thread(s), "
                   f"{'compiled' if backend == 'jax' else 'eager'}), median ms of {args.rounds} rounds")
             for name, ms in med.items():

@@ -38,7 +38,6 @@ ALLOWED: dict[str, str] = {
     "ember._quantization ember.tensor._tensor ember.tensor._quantize": "issue 31/33: Tensor.quantize and "
     "quantize_dynamic (tensor/_quantize.py) forward to the quantization core ember._quantization (function-local), "
     "which builds on Tensor (tensor/_tensor.py); removing it means a core typed against TensorBase alone",
-    "ember_import.onnx": "issue 31: the ONNX runtime's rewrite (another change)",
 }
 
 

@@ -27,8 +27,8 @@ from .._pt import default_max_tensor_bytes
 from ._errors import OnnxImportError
 
 if TYPE_CHECKING:
-    from ._context import Context
     from ._ir import Node
+    from ._state import RunState
 
 __all__ = [
     "default_max_tensor_bytes", "check_planned", "check_value", "memory_error", "describe_bytes", "describe_shape",
@@ -57,15 +57,15 @@ def describe_shape(shape: Sequence[int], most: int = 8) -> str:
     return "[" + ", ".join(map(str, dims)) + f", ... ({len(shape)} dims)]"
 
 
-def _limit(ctx: Context) -> int | None:
+def _limit(ctx: RunState) -> int | None:
     return getattr(ctx.program, "max_tensor_bytes", None)
 
 
-def _source(ctx: Context) -> str:
+def _source(ctx: RunState) -> str:
     return getattr(ctx.program, "source", "") or "<model>"
 
 
-def _refuse(ctx: Context, node: Node, output: str, shape: Sequence[int], dtype: DType, nbytes: int,
+def _refuse(ctx: RunState, node: Node, output: str, shape: Sequence[int], dtype: DType, nbytes: int,
             limit: int, when: str) -> OnnxImportError:
     return OnnxImportError(
         f"{_source(ctx)}: {node.where()} (output {output!r}) {when} a {dtype} tensor of shape {describe_shape(shape)}: "
@@ -79,7 +79,7 @@ def _first_output(node: Node) -> str:
     return next((o for o in node.outputs if o), "")
 
 
-def check_planned(ctx: Context, node: Node, args: Sequence[Any]) -> None:
+def check_planned(ctx: RunState, node: Node, args: Sequence[Any]) -> None:
     """Refuse ``node`` before it runs when the tensor it would create exceeds the budget.
 
     Only the ops in :data:`PLANNERS` are planned; a planner that cannot read its inputs (a malformed node)
@@ -106,7 +106,7 @@ def check_planned(ctx: Context, node: Node, args: Sequence[Any]) -> None:
         raise _refuse(ctx, node, _first_output(node), shape, dtype, nbytes, limit, "would allocate")
 
 
-def check_value(ctx: Context, node: Node, output: str, value: Any, folded_so_far: int = 0) -> int:
+def check_value(ctx: RunState, node: Node, output: str, value: Any, folded_so_far: int = 0) -> int:
     """Refuse a folded value larger than the budget (folding stores it as a constant: it would be materialised),
     or one that takes the values folded so far past the budget; returns the bytes ``value`` adds.
 
@@ -135,7 +135,7 @@ def check_value(ctx: Context, node: Node, output: str, value: Any, folded_so_far
     return nbytes
 
 
-def memory_error(ctx: Context, node: Node, shapes: str) -> OnnxImportError:
+def memory_error(ctx: RunState, node: Node, shapes: str) -> OnnxImportError:
     """The error for a ``MemoryError`` raised while ``node`` ran on inputs described by ``shapes``."""
     limit = _limit(ctx)
     return OnnxImportError(
@@ -146,7 +146,7 @@ def memory_error(ctx: Context, node: Node, shapes: str) -> OnnxImportError:
 
 
 # ---------------------------------------------------------------------------------------------- planners
-def _ints(ctx: Context, t: Any) -> list[int]:
+def _ints(ctx: RunState, t: Any) -> list[int]:
     return [int(v) for v in (ctx.ints(t) or [])] if isinstance(t, Tensor) else []
 
 
@@ -157,12 +157,12 @@ def _float_dtype(node: Node, default: DType = DType.FLOAT32) -> DType:
     return default if dt is None else dtype_of(int(dt), node.where())
 
 
-def _constant_of_shape(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _constant_of_shape(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     value = node.attrs.get("value")
     return _ints(ctx, args[0]), (value.dtype if value is not None else DType.FLOAT32)
 
 
-def _expand(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _expand(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     x, spec = args[0], _ints(ctx, args[1])
     a, b = list(x.shape), spec
     n = max(len(a), len(b))
@@ -170,14 +170,14 @@ def _expand(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
     return [max(p, q) if min(p, q) != 0 else 0 for p, q in zip(a, b)], x.dtype
 
 
-def _tile(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _tile(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     x, reps = args[0], _ints(ctx, args[1])
     if len(reps) != x.rank:
         return None
     return [d * r for d, r in zip(x.shape, reps)], x.dtype
 
 
-def _range(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _range(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     a, b, d = (ctx.scalar(t) for t in args[:3])
     if d == 0:
         return None
@@ -195,7 +195,7 @@ def _scaled(shape: Sequence[int], axes: Sequence[int], scales: Sequence[float] |
     return out
 
 
-def _resize(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _resize(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     x = args[0]
     if ctx.opset_of(node.domain) < 11:  # Resize-10: (x, scales)
         return _scaled(x.shape, range(x.rank), ctx.floats(args[1]) if len(args) > 1 else None, None), x.dtype
@@ -206,13 +206,13 @@ def _resize(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
     return _scaled(x.shape, axes, scales or None, sizes or None), x.dtype
 
 
-def _upsample(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _upsample(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     x = args[0]
     scales = ctx.floats(args[1]) if len(args) > 1 and args[1] is not None else node.attrs.get("scales")
     return _scaled(x.shape, range(x.rank), scales, None), x.dtype
 
 
-def _pad(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _pad(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     x = args[0]
     if len(args) > 1 and args[1] is not None:
         pads = _ints(ctx, args[1])
@@ -229,23 +229,23 @@ def _pad(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
     return out, x.dtype
 
 
-def _random(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _random(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     return [int(d) for d in node.attrs.get("shape", [])], _float_dtype(node)
 
 
-def _one_hot(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _one_hot(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     depth = int(ctx.scalar(args[1]))
     return [*args[0].shape, depth], (args[2].dtype if len(args) > 2 and args[2] is not None else DType.FLOAT32)
 
 
-def _max_unpool(ctx: Context, node: Node, args: Sequence[Any]) -> Plan:
+def _max_unpool(ctx: RunState, node: Node, args: Sequence[Any]) -> Plan:
     if len(args) < 3 or args[2] is None:
         return None
     return _ints(ctx, args[2]), args[0].dtype
 
 
 #: op type -> planner of the tensor it creates from values (see :func:`check_planned`)
-PLANNERS: dict[str, Callable[[Context, Node, Sequence[Any]], Plan]] = {
+PLANNERS: dict[str, Callable[[RunState, Node, Sequence[Any]], Plan]] = {
     "ConstantOfShape": _constant_of_shape,
     "Expand": _expand,
     "Tile": _tile,

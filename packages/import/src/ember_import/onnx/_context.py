@@ -9,6 +9,7 @@ from ember import DType, Tensor
 from ember.backend import Device
 
 from ._errors import OnnxImportError
+from ._interpret import run_graph
 
 if TYPE_CHECKING:
     from ._ir import Graph, Node
@@ -18,7 +19,8 @@ __all__ = ["Context"]
 
 
 class Context:
-    """The state a converter sees: opsets, devices, the node being run and host reads.
+    """The state a converter sees: opsets, devices, the node being run and host reads (it implements
+    :class:`~._state.RunState`, what the interpreter and the memory budget read).
 
     Attributes:
         opsets: domain -> opset version (``"ai.onnx"`` for the default domain).
@@ -129,8 +131,6 @@ class Context:
         Raises:
             OnnxImportError: the number of inputs differs from the sub-graph's.
         """
-        from ._interpret import run_graph
-
         if len(inputs) != len(graph.inputs):
             raise OnnxImportError(
                 f"{self._where()}: sub-graph {graph.name!r} takes {len(graph.inputs)} inputs, got {len(inputs)}."

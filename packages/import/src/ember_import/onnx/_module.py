@@ -72,7 +72,7 @@ class OnnxModule(Module):
         host = host_device()
         main = _main_device(inputs, self.weights, host)
         ctx = Context(self.program, main, host)
-        env: dict[str, Any] = {name: self.program.host_constant(name) for name in self.program.constants}
+        env: dict[str, Any] = self.program.host_constants()
         for name, p in self.weights.items():
             env[name] = p.val()
         symbols: dict[str, tuple[int, str]] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from typing import Any
 
 import ember
 from ember import DType, Tensor, TensorData
@@ -60,6 +61,7 @@ class Program:
         source: the model's file (or ``<bytes>``), named by errors raised while it runs.
         max_tensor_bytes: the memory budget of :mod:`._budget` (``None``: unchecked).
         converters: node -> its converter, resolved at import for every node of every (sub-)graph.
+        plans: id of a (sub-)graph -> its ``_interpret.Plan`` (built at the graph's first run; no tensors).
     """
 
     def __init__(self, graph: Graph, opsets: dict[str, int], constants: dict[str, TensorData], *,
@@ -70,6 +72,7 @@ class Program:
         self.source = source
         self.max_tensor_bytes = max_tensor_bytes
         self.converters: dict[int, Converter] = {}
+        self.plans: dict[int, Any] = {}
         self.resolve(graph)
 
     def resolve(self, graph: Graph) -> None:
@@ -116,6 +119,13 @@ class Program:
                 cache.host_ids[id(t)] = t
         return t
 
+    def host_constants(self) -> dict[str, Tensor]:
+        """Every constant as a host tensor: a new dict (the caller may change it) of the tensors built once."""
+        cache = _tensors(self)
+        if cache.complete is None or len(cache.complete) != len(self.constants):
+            cache.complete = {name: self.host_constant(name) for name in self.constants}
+        return dict(cache.complete)
+
     def to_device(self, t: Tensor, device: Device) -> Tensor:
         """``t`` on ``device``; a host constant's copy is cached per device (so it moves once). A copy made
         while a compiled step traces is not kept if it came out traced (it would leak a tracer)."""
@@ -137,21 +147,24 @@ class Program:
         host copies of constants that folding consumed are let go)."""
         with _table_lock:
             _TABLE.pop(self, None)
+        self.plans.clear()  # (plans made while folding ran name nodes the passes may have rewritten since)
 
     __hash__ = object.__hash__
 
 
 class _Tensors:
     """The tensors made from a program's constants: ``host`` (name -> host tensor), ``host_ids`` (their ids,
-    for O(1) membership) and ``moved`` ((id of a host constant, id of a device) -> (device, copy))."""
+    for O(1) membership), ``moved`` ((id of a host constant, id of a device) -> (device, copy)) and ``complete``
+    (every constant's host tensor, once :meth:`Program.host_constants` built it)."""
 
-    __slots__ = ("host", "host_ids", "moved", "lock")
+    __slots__ = ("host", "host_ids", "moved", "lock", "complete")
 
     def __init__(self) -> None:
         self.host: dict[str, Tensor] = {}
         self.host_ids: dict[int, Tensor] = {}
         self.moved: dict[tuple[int, int], tuple[Device, Tensor]] = {}
         self.lock = threading.Lock()
+        self.complete: dict[str, Tensor] | None = None
 
 
 #: program -> its tensors; outside the program so that the program holds no tensors (see the module docstring)

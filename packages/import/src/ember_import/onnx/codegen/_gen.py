@@ -23,7 +23,7 @@ from ._errors import ModelGenError
 from ._expr import Attr, Call, Expr, Name, Shared, literal, source
 from ._names import FIELD_RESERVED, Namer, identifier, scope_path
 from ._sym import Parts, Sym, Var, has_sym, parts_text
-from ._trace import DATA_DEPENDENT
+from ._trace import DATA_DEPENDENT, untraced
 
 __all__ = ["Field", "Gen", "Val", "python_value"]
 
@@ -302,8 +302,6 @@ class Gen:
             del self.sym_shapes[id(t)]
 
     def untraced(self) -> Any:
-        from ._trace import untraced
-
         return untraced()
 
     def host_read(self, t: Tensor, kind: str) -> Any:

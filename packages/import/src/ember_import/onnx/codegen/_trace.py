@@ -17,7 +17,7 @@ import enum
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ember import DType, Tensor
 from ember.backend import Device
@@ -25,8 +25,26 @@ from ember.backend import Device
 from ._errors import ModelGenError
 from ._sym import Parts, Sym, has_sym
 
-if TYPE_CHECKING:
-    from ._gen import Gen
+
+class Gen(Protocol):
+    """What the trace records into: the generation state (:class:`~._gen.Gen`, which imports this module: the
+    protocol keeps the import one way)."""
+
+    imports: set[tuple[str, str]]
+    depth: int
+    traced: dict[int, tuple[Any, Any]]
+    sym_shapes: dict[int, tuple[int, ...]]
+    host_syms: dict[int, tuple[Any, list[Any]]]
+
+    def record(self, parts: Parts, out: Any, name: str, call: tuple[Any, Any]) -> Any: ...
+
+    def host_read(self, t: Any, kind: str) -> Any: ...
+
+    def arg(self, v: Any, atom: bool = False) -> Parts: ...
+
+    def call_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Parts: ...
+
+    def index(self, key: Any) -> Parts: ...
 
 __all__ = ["tracing", "untraced"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ember import DType, Tensor
-from ember.tensor import activation
+from ember.tensor import activation, functional
 
 from .._context import Context
 from .._errors import OnnxImportError
@@ -149,15 +149,31 @@ for _since in (1, 6, 7, 9, 14, 15):
 @converter("LayerNormalization", since=17)
 def layer_norm(
     ctx: Context, node: Node, x: Tensor, s: Tensor, b: Tensor | None = None
-) -> tuple[Tensor, Tensor, Tensor]:
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """``LayerNormalization`` (opset 17): standardize over the dims from ``axis`` (default -1) in
     ``stash_type`` precision (default float32), cast back to X's type, then ``* Scale + B`` (both broadcast
     to the normalized shape). Returns ``(Y, Mean, InvStdDev)``, the statistics of shape
-    ``X.shape[:axis] + [1, ...]`` in the stash type."""
+    ``X.shape[:axis] + [1, ...]`` in the stash type (``None`` when the model does not read them and the node runs
+    as Ember's fused ``layer_norm``)."""
     axis = norm_axis(node, node.attr("axis", -1), x.rank)
     st = stash_dtype(node)
-    y, mean, inv = standardize(as_dtype(x, st), axis, float(node.attr("epsilon", 1e-5)))
+    eps = float(node.attr("epsilon", 1e-5))
+    if _fused_layer_norm(node, x, s, b, axis, st):
+        assert b is not None
+        return functional.layer_norm(x, s, b, eps)[0], None, None
+    y, mean, inv = standardize(as_dtype(x, st), axis, eps)
     return _affine(as_dtype(y, x.dtype), s, b), mean, inv
+
+
+def _fused_layer_norm(node: Node, x: Tensor, s: Tensor, b: Tensor | None, axis: int, st: DType) -> bool:
+    """Whether Ember's fused ``layer_norm`` computes the node (one kernel: ``native_layer_norm`` on torch):
+    float32 normalized over the last dim with ``[d]`` scale and bias, and the statistics outputs unused (the
+    fused op's are not differentiable)."""
+    d = x.shape[-1] if x.rank else 0
+    return (x.rank >= 1 and axis == x.rank - 1 and x.dtype == DType.FLOAT32 and st == DType.FLOAT32
+            and not any(node.outputs[1:]) and b is not None and list(s.shape) == [d] and list(b.shape) == [d]
+            and s.dtype == DType.FLOAT32 and b.dtype == DType.FLOAT32 and s.device is x.device
+            and b.device is x.device)
 
 
 @converter("RMSNormalization", since=23)
