@@ -31,14 +31,9 @@ from pathlib import Path
 
 PACKAGES = ("ember", "ember_numpy", "ember_torch", "ember_jax", "ember_train", "ember_import")
 
-#: cycles still accepted, by a package prefix all their modules share, with the reason; any other cycle fails.
-#: Issue 31 (item 3) has other changes break these two: remove an entry with its cycle.
-#: a key is one or more space-separated module prefixes: a cycle is allowed when each of its modules is under one
-ALLOWED: dict[str, str] = {
-    "ember._quantization ember.tensor._tensor ember.tensor._quantize": "issue 31/33: Tensor.quantize and "
-    "quantize_dynamic (tensor/_quantize.py) forward to the quantization core ember._quantization (function-local), "
-    "which builds on Tensor (tensor/_tensor.py); removing it means a core typed against TensorBase alone",
-}
+#: cycles still accepted, with the reason; any other cycle fails (none is accepted today: keep it so). A key is one
+#: or more space-separated module prefixes: a cycle is allowed when each of its modules is under one of them.
+ALLOWED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -195,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     bad = 0
     for comp, edges in sorted(found, key=lambda ce: sorted(ce[0])):
-        reason = next((r for key, r in ALLOWED.items() if all(any(_under(m, p) for p in key.split()) for m in comp)),
-                      None)
+        reason = next(
+            (r for key, r in ALLOWED.items() if all(any(_under(m, p) for p in key.split()) for m in comp)), None
+        )
         bad += reason is None
         print(f"cycle over {len(comp)} modules{f' (allowed: {reason})' if reason else ''}:")
         for e in edges:

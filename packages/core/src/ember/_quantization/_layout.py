@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tensor._tensor import Tensor
+from ..tensor._base import TensorBase
 from ._errors import QuantizationError
 from ._scheme import QuantScheme
 
@@ -76,7 +76,7 @@ def layout(op: str, scheme: QuantScheme, shape: tuple[int, ...]) -> Layout:
     return Layout(shape, view, scale_shape, bcast, [a + 1])
 
 
-def check_finite(op: str, t: Tensor, what: str) -> None:
+def check_finite(op: str, t: TensorBase, what: str) -> None:
     """Raise if the Float tensor ``t`` holds NaN or an infinity (skipped inside a compiled step, where values
     cannot be read).
 
@@ -86,7 +86,7 @@ def check_finite(op: str, t: Tensor, what: str) -> None:
     if not t.device.backend.is_concrete(t.inner().primitive) or t.num_elements() == 0:
         return
     # min and max propagate NaN and are +-inf when an element is: two reductions and one host read
-    ends = Tensor.cat([t.min(), t.max()], 0) if t.num_elements() > 2 else t.reshape((-1,))
+    ends = t.cat([t.min(), t.max()], 0) if t.num_elements() > 2 else t.reshape((-1,))
     if not bool(ends.is_finite().all().into_scalar()):
         bad = int((~t.is_finite()).int().sum().into_scalar())
         raise QuantizationError(

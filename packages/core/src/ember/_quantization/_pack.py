@@ -7,7 +7,7 @@ ops (``%``, ``//``, ``*``), so it runs on every backend and inside compiled step
 
 from __future__ import annotations
 
-from ..tensor._tensor import Tensor
+from ..tensor._base import TensorT
 
 __all__ = ["pack_int4", "unpack_int4", "packed_size"]
 
@@ -17,26 +17,26 @@ def packed_size(n: int) -> int:
     return (n + 1) // 2
 
 
-def pack_int4(q: Tensor) -> Tensor:
+def pack_int4(q: TensorT) -> TensorT:
     """Int tensor of values in ``[-8, 7]`` (any shape) -> 1-D uint8 tensor of ``ceil(n / 2)`` bytes; element
     ``2i`` in the low nibble of byte ``i``, element ``2i + 1`` in the high nibble, two's complement."""
     flat = q.int().cast("int32").reshape((-1,))
     n = flat.shape[0]
     if n % 2:
-        flat = Tensor.cat([flat, flat.zeros_like()[:1]], 0)
+        flat = flat.cat([flat, flat.zeros_like()[:1]], 0)
     nib = (flat % 16).reshape((packed_size(n), 2))
     lo, hi = nib[:, 0], nib[:, 1]
     return (lo + hi * 16).cast("uint8")
 
 
-def unpack_int4(packed: Tensor, shape: tuple[int, ...]) -> Tensor:
+def unpack_int4(packed: TensorT, shape: tuple[int, ...]) -> TensorT:
     """The int8 tensor of ``shape`` whose values :func:`pack_int4` packed into ``packed``."""
     n = 1
     for s in shape:
         n *= s
     p = packed.cast("int32")
     lo, hi = p % 16, p // 16
-    both = Tensor.stack([lo, hi], 1).reshape((-1,))
+    both = p.stack([lo, hi], 1).reshape((-1,))
     if both.shape[0] != n:
         both = both[:n]
     signed = both - ((both + 8) // 16) * 16

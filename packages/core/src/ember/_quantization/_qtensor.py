@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NoReturn
+from typing import Any, Generic, NoReturn
 
 from .._kind import Float, Int, Kind
 from ..backend._device import Device
-from ..tensor._tensor import Tensor
+from ..tensor import _core
+from ..tensor._base import TensorT
 from ._errors import QuantizationError
 from ._layout import layout
 from ._pack import unpack_int4
@@ -18,7 +19,7 @@ __all__ = ["QuantizedTensor"]
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=False)
-class QuantizedTensor:
+class QuantizedTensor(Generic[TensorT]):
     """A float tensor stored as integers and scales: what :meth:`Tensor.quantize` returns.
 
     It knows its :attr:`shape`, :attr:`device`, :attr:`scheme` and :attr:`qparams`, moves between devices and
@@ -38,12 +39,12 @@ class QuantizedTensor:
     # arguments and results) carry it; built with __init__ or trusted(), immutable
     __slots__ = ("values", "scheme", "qparams", "_shape", "__weakref__")
 
-    values: Tensor
+    values: TensorT
     scheme: QuantScheme
-    qparams: QParams
+    qparams: QParams[TensorT]
     _shape: tuple[int, ...]
 
-    def __init__(self, values: Tensor, shape: tuple[int, ...], scheme: QuantScheme, qparams: QParams) -> None:
+    def __init__(self, values: TensorT, shape: tuple[int, ...], scheme: QuantScheme, qparams: QParams[TensorT]) -> None:
         """Assemble a quantized tensor from its parts (checked; :meth:`Tensor.quantize` is the usual way).
 
         Raises:
@@ -56,7 +57,9 @@ class QuantizedTensor:
         object.__setattr__(self, "_shape", tuple(int(s) for s in shape))
 
     @classmethod
-    def trusted(cls, values: Tensor, shape: tuple[int, ...], scheme: QuantScheme, qparams: QParams) -> QuantizedTensor:
+    def trusted(
+        cls, values: TensorT, shape: tuple[int, ...], scheme: QuantScheme, qparams: QParams[TensorT]
+    ) -> QuantizedTensor[TensorT]:
         """Assemble without the checks (no host reads), from parts that quantization code made itself."""
         out = object.__new__(cls)
         object.__setattr__(out, "values", values)
@@ -116,7 +119,7 @@ class QuantizedTensor:
         return total
 
     # ------------------------------------------------------------------ values
-    def dequantize(self) -> Tensor:
+    def dequantize(self) -> TensorT:
         """The float tensor: ``(q - zero_point) * scale`` (ONNX ``DequantizeLinear``), of the backend's float type
         on :attr:`device` (untracked under ``Autodiff``)."""
         dev = self.device
@@ -129,22 +132,22 @@ class QuantizedTensor:
         zp = None if zp is None else zp.reshape(lay.bcast)
         ops = inner.ops[0]
         p = ops.dequantize(v.primitive, s.primitive, None if zp is None else zp.primitive, inner.backend.float_dtype)
-        out = Tensor(p, inner, Float).reshape(self._shape)
-        return out if inner is dev else Tensor.from_inner(out, dev)
+        out = _core.new(p, inner, Float, inner.ops[Float.index]).reshape(self._shape)
+        return out if inner is dev else out.from_inner(out, dev)
 
-    def int_values(self) -> Tensor:
+    def int_values(self) -> TensorT:
         """The integers as an int8 Int tensor of :attr:`shape` (int4 values unpacked)."""
         if self.scheme.value.packed:
             return unpack_int4(self.values, self._shape)
         return self.values
 
     # ------------------------------------------------------------------ movement
-    def _map(self, fn: Any) -> QuantizedTensor:
+    def _map(self, fn: Any) -> QuantizedTensor[TensorT]:
         qp = self.qparams
         zp = None if qp.zero_point is None else fn(qp.zero_point)
         return QuantizedTensor.trusted(fn(self.values), self._shape, self.scheme, QParams(fn(qp.scale), zp))
 
-    def to_device(self, device: Device) -> QuantizedTensor:
+    def to_device(self, device: Device) -> QuantizedTensor[TensorT]:
         """The same integers and scales on ``device`` (any backend; ``Tensor.to_device`` moves each part).
 
         Raises:
@@ -159,7 +162,7 @@ class QuantizedTensor:
                 "with QuantParam.F32 or F16 first."
             )
 
-        def move(t: Tensor) -> Tensor:
+        def move(t: TensorT) -> TensorT:
             out = t.to_device(device)
             return out if out.dtype is t.dtype else out.cast(t.dtype)
 
@@ -167,22 +170,22 @@ class QuantizedTensor:
 
     to = to_device
 
-    def detach(self) -> QuantizedTensor:
+    def detach(self) -> QuantizedTensor[TensorT]:
         """Itself: a quantized tensor has no graph."""
         return self
 
-    def inner(self) -> QuantizedTensor:
+    def inner(self) -> QuantizedTensor[TensorT]:
         """The same tensor on the inner device of an autodiff device (itself elsewhere)."""
         dev = self.device
         if dev.inner is dev:
             return self
         return self._map(lambda t: t.inner())
 
-    def from_inner_on(self, device: Device) -> QuantizedTensor:
+    def from_inner_on(self, device: Device) -> QuantizedTensor[TensorT]:
         """The same tensor on the autodiff ``device`` that wraps its device."""
         if device is self.device:
             return self
-        return self._map(lambda t: Tensor.from_inner(t, device))
+        return self._map(lambda t: t.from_inner(t, device))
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:
@@ -223,7 +226,7 @@ class QuantizedTensor:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in QuantizedTensor.__slots__:
             raise AttributeError(name)
-        if hasattr(Tensor, name):
+        if hasattr(_core.Tensor, name):
             self._unsupported(name)
         raise AttributeError(f"'QuantizedTensor' object has no attribute {name!r}")
 
@@ -281,9 +284,9 @@ class QuantizedTensor:
 
 def _unpickle(
     values: Any, shape: tuple[int, ...], scheme: QuantScheme, scale: Any, zp: Any, device: Device
-) -> QuantizedTensor:
-    def load(d: Any, kind: Kind) -> Tensor:
-        return Tensor.from_data(d, device, kind, dtype=d.dtype)
+) -> QuantizedTensor[Any]:
+    def load(d: Any, kind: Kind) -> Any:
+        return _core.Tensor.from_data(d, device, kind, dtype=d.dtype)
 
     z = None if zp is None else load(zp, Int)
     return QuantizedTensor(load(values, Int), shape, scheme, QParams(load(scale, Float), z))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._kind import Float
-from ..tensor._tensor import Tensor
+from ..tensor._base import TensorBase, TensorT
 from ._errors import QuantizationError
 from ._layout import check_finite, layout
 from ._scheme import QParams, QuantParam, QuantScheme
@@ -20,7 +20,7 @@ def scale_eps(param: QuantParam) -> float:
     return float(np.finfo(np.float32).eps) if param is not QuantParam.F16 else float(np.finfo(np.float16).tiny)
 
 
-def compute_range(scheme: QuantScheme, tensor: Tensor) -> tuple[Tensor, Tensor]:
+def compute_range(scheme: QuantScheme, tensor: TensorT) -> tuple[TensorT, TensorT]:
     """The minimum and maximum of ``tensor`` per scale of ``scheme``'s level (Burn's ``compute_range``; what a
     min-max observer records).
 
@@ -36,7 +36,7 @@ def compute_range(scheme: QuantScheme, tensor: Tensor) -> tuple[Tensor, Tensor]:
     Raises:
         QuantizationError: a non-Float or empty tensor, NaN/inf values, or a level that does not fit its shape.
     """
-    if not isinstance(tensor, Tensor) or tensor.kind is not Float:
+    if not isinstance(tensor, TensorBase) or tensor.kind is not Float:
         raise QuantizationError(f"compute_range: expected a Float tensor, got {_what(tensor)}.")
     if tensor.num_elements() == 0:
         raise QuantizationError(f"compute_range: the tensor of shape {list(tensor.shape)} is empty; nothing to range.")
@@ -53,13 +53,13 @@ def compute_range(scheme: QuantScheme, tensor: Tensor) -> tuple[Tensor, Tensor]:
         lo, hi = lo.reshape(lay.scale_shape), hi.reshape(lay.scale_shape)
     # min and max propagate NaN and reach +-inf whenever the tensor holds one: checking them (a few values, one
     # host read) checks every element
-    ends = Tensor.cat([lo.reshape((-1,)), hi.reshape((-1,))], 0)
+    ends = lo.cat([lo.reshape((-1,)), hi.reshape((-1,))], 0)
     if tensor.device.backend.is_concrete(ends.inner().primitive) and not bool(ends.is_finite().all().into_scalar()):
         check_finite("compute_range", tensor, "the tensor")  # raises, counting the bad values
     return lo, hi
 
 
-def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  # noqa: A002
+def compute_qparams(scheme: QuantScheme, min: TensorT, max: TensorT) -> QParams[TensorT]:  # noqa: A002
     """The scales (and zero points) that map ``[min, max]`` onto the scheme's integer range ``[qmin, qmax]``.
 
     Formulas (PyTorch's ``MinMaxObserver._calculate_qparams``, ONNX ``DynamicQuantizeLinear``, Burn's
@@ -86,7 +86,7 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
             float16, or bfloat16 scales on a backend without bfloat16 (numpy).
     """
     for name, t in (("min", min), ("max", max)):
-        if not isinstance(t, Tensor) or t.kind is not Float:
+        if not isinstance(t, TensorBase) or t.kind is not Float:
             raise QuantizationError(f"compute_qparams: {name} must be a Float tensor, got {_what(t)}.")
         check_finite("compute_qparams", t, name)
     if min.shape != max.shape:
@@ -100,7 +100,7 @@ def compute_qparams(scheme: QuantScheme, min: Tensor, max: Tensor) -> QParams:  
     return qparams_of_range(scheme, lo, hi)
 
 
-def qparams_of_range(scheme: QuantScheme, lo: Tensor, hi: Tensor) -> QParams:
+def qparams_of_range(scheme: QuantScheme, lo: TensorT, hi: TensorT) -> QParams[TensorT]:
     """:func:`compute_qparams` without the checks of its arguments (finite, ``min <= max``, matching shapes), for a
     range that :func:`compute_range` just computed."""
     param_dtype = scheme.param.dtype
@@ -138,6 +138,6 @@ def qparams_of_range(scheme: QuantScheme, lo: Tensor, hi: Tensor) -> QParams:
 
 
 def _what(x: object) -> str:
-    if isinstance(x, Tensor):
+    if isinstance(x, TensorBase):
         return f"a {x.kind.name} tensor"
     return type(x).__name__

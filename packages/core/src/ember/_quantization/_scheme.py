@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic
 
 from .._dtype import DType
+from ..tensor._base import TensorT
 from ._errors import QuantizationError
-
-if TYPE_CHECKING:
-    from ..tensor._tensor import Tensor
 
 __all__ = ["QuantValue", "QuantLevel", "QuantParam", "QuantScheme", "QParams"]
 
@@ -226,7 +224,7 @@ class QuantScheme:
 
 
 @dataclass(frozen=True)
-class QParams:
+class QParams(Generic[TensorT]):
     """The quantization parameters of one tensor (Burn's ``QParams``): the scales and, for affine value types, the
     zero points.
 
@@ -237,5 +235,5 @@ class QParams:
             integers in the value type's range.
     """
 
-    scale: Tensor
-    zero_point: Tensor | None = None
+    scale: TensorT
+    zero_point: TensorT | None = None

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._dtype import DType
 from .._kind import Float, Int
-from ..tensor._tensor import Tensor
+from ..tensor._base import TensorBase
 from ._errors import QuantizationError
 from ._layout import Layout, layout
 from ._pack import packed_size
@@ -27,7 +27,7 @@ def check_qparams(op: str, scheme: QuantScheme, qparams: Any, shape: tuple[int, 
     if not isinstance(qparams, QParams):
         raise QuantizationError(f"{op}: expected QParams(scale, zero_point), got {type(qparams).__name__}.")
     s, zp = qparams.scale, qparams.zero_point
-    if not isinstance(s, Tensor) or s.kind is not Float:
+    if not isinstance(s, TensorBase) or s.kind is not Float:
         raise QuantizationError(f"{op}: qparams.scale must be a Float tensor, got {type(s).__name__}.")
     if tuple(s.shape) != lay.scale_shape:
         raise QuantizationError(
@@ -49,7 +49,7 @@ def check_qparams(op: str, scheme: QuantScheme, qparams: Any, shape: tuple[int, 
                 "type (Q8F, Q4F) or drop the zero point."
             )
     else:
-        if not isinstance(zp, Tensor) or zp.kind is not Int:
+        if not isinstance(zp, TensorBase) or zp.kind is not Int:
             raise QuantizationError(
                 f"{op}: {scheme.value.name} is affine and needs an Int zero_point tensor, got {type(zp).__name__}."
             )
@@ -86,7 +86,7 @@ def check_parts(values: Any, shape: tuple[int, ...], scheme: Any, qparams: Any) 
     op = "QuantizedTensor"
     if not isinstance(scheme, QuantScheme):
         raise QuantizationError(f"{op}: expected a QuantScheme, got {type(scheme).__name__}.")
-    if not isinstance(values, Tensor) or values.kind is not Int:
+    if not isinstance(values, TensorBase) or values.kind is not Int:
         raise QuantizationError(f"{op}: values must be an Int tensor, got {type(values).__name__}.")
     want = scheme.value.storage_dtype
     if values.dtype is not want:
