@@ -210,8 +210,10 @@ def test_matmul_reuses_the_weight_column_sums(dev, tracked):
         acc = quantized_matmul(a, b, accumulate=True).to_numpy()
         assert np.array_equal(acc, _int_reference(a, b))
         sa, sb = a.qparams.scale.to_numpy(), b.qparams.scale.to_numpy()
-        expect = (a.dequantize().to_numpy().astype(np.float64) @ b.dequantize().to_numpy().astype(np.float64))
-        np.testing.assert_allclose(quantized_matmul(a, b).to_numpy(), expect, rtol=1e-5, atol=1e-6 * float(sa[0] * sb.max()))
+        expect = a.dequantize().to_numpy().astype(np.float64) @ b.dequantize().to_numpy().astype(np.float64)
+        np.testing.assert_allclose(
+            quantized_matmul(a, b).to_numpy(), expect, rtol=1e-5, atol=1e-6 * float(sa[0] * sb.max())
+        )
 
     def fail():
         raise AssertionError("the column sums were recomputed")
