@@ -194,6 +194,43 @@ def test_matmul_and_linear_argument_errors(dev):
         quantized_linear(floats(dev, (3, 4)), w, floats(dev, (3,)))
 
 
+def _int_reference(a: QuantizedTensor, b: QuantizedTensor) -> np.ndarray:
+    """``(qa - za) @ qb`` in int64 numpy: the exact accumulator, computed independently of Ember's kernels."""
+    qa = a.int_values().to_numpy().astype(np.int64)
+    za = a.qparams.zero_point.to_numpy().astype(np.int64)
+    return (qa - za) @ b.int_values().to_numpy().astype(np.int64)
+
+
+@pytest.mark.parametrize("tracked", [False, True])
+def test_matmul_reuses_the_weight_column_sums(dev, tracked):
+    d = Autodiff(dev.backend).device() if tracked else dev
+    b = floats(d, (6, 5), 1).quantize_dynamic(QuantScheme(level=QuantLevel.axis(-1)))
+    for seed in (2, 3):  # the second product reuses the column sums of b; a (and its zero point) changes
+        a = floats(d, (4, 6), seed).quantize_dynamic(QuantScheme(QuantValue.Q8F))
+        acc = quantized_matmul(a, b, accumulate=True).to_numpy()
+        assert np.array_equal(acc, _int_reference(a, b))
+        sa, sb = a.qparams.scale.to_numpy(), b.qparams.scale.to_numpy()
+        expect = a.dequantize().to_numpy().astype(np.float64) @ b.dequantize().to_numpy().astype(np.float64)
+        np.testing.assert_allclose(
+            quantized_matmul(a, b).to_numpy(), expect, rtol=1e-5, atol=1e-6 * float(sa[0] * sb.max())
+        )
+
+    def fail():
+        raise AssertionError("the column sums were recomputed")
+
+    kept = b.derived("colsum", fail)  # kept from the products above
+    assert np.array_equal(kept.to_numpy(), b.int_values().to_numpy().astype(np.int64).sum(0, keepdims=True))
+
+
+def test_derived_values_are_not_kept_while_tracing(dev, monkeypatch):
+    b = floats(dev, (6, 5)).quantize_dynamic(QuantScheme())
+    monkeypatch.setattr(type(dev.backend), "is_concrete", lambda self, p: False)  # as inside a jax trace
+    calls = []
+    for _ in range(2):
+        b.derived("colsum", lambda: calls.append(1) or b.int_values().cast("int32").sum_dim(-2))
+    assert len(calls) == 2
+
+
 # ---------------------------------------------------------------------------------------------------- protocol
 def test_properties_repr_and_pickle(dev):
     x = floats(dev, (3, 5))

@@ -87,8 +87,9 @@ def quantized_matmul(a: QuantizedTensor, b: QuantizedTensor, *, accumulate: bool
     acc = Tensor(inner.ops[1].int_matmul(qa.primitive, qb.primitive), inner, Int)
     za = ai.qparams.zero_point
     if za is not None:
-        # (qa - za) @ qb = qa @ qb - za * colsum(qb): za is per tensor ([1]) or per row ([m])
-        colsum = qb.cast("int32").sum_dim(-2)  # [..., 1, n]
+        # (qa - za) @ qb = qa @ qb - za * colsum(qb): za is per tensor ([1]) or per row ([m]); the column sums
+        # of b (a layer's weight, the same every call) are computed once per quantized tensor
+        colsum = b.derived("colsum", lambda: qb.cast("int32").sum_dim(-2))  # [..., 1, n]
         z = za.cast("int32").reshape(_row_shape(a))
         acc = acc - z * colsum
     if accumulate:
@@ -96,14 +97,17 @@ def quantized_matmul(a: QuantizedTensor, b: QuantizedTensor, *, accumulate: bool
     else:
         fd = inner.backend.float_dtype
         sa = ai.qparams.scale.cast(fd).reshape(_row_shape(a))
-        sb = bi.qparams.scale.cast(fd)
-        sb = (
-            sb.reshape((1,) * (b.rank - 1) + (sb.shape[0],))
-            if b.scheme.level.kind == "axis"
-            else sb.reshape((1,) * b.rank)
-        )
+        sb = b.derived(f"scale-{fd.value}", lambda: _col_scale(b, bi, fd))
         out = acc.float() * (sa * sb) if fd is not DType.FLOAT64 else acc.float() * sa * sb
     return out if inner is dev else Tensor.from_inner(out, dev)
+
+
+def _col_scale(b: QuantizedTensor, bi: QuantizedTensor, fd: DType) -> Tensor:
+    """The scales of ``b`` (inner) as float ``fd``, shaped to broadcast against ``[..., m, n]``."""
+    sb = bi.qparams.scale.cast(fd)
+    if b.scheme.level.kind == "axis":
+        return sb.reshape((1,) * (b.rank - 1) + (sb.shape[0],))
+    return sb.reshape((1,) * b.rank)
 
 
 def _row_shape(a: QuantizedTensor) -> tuple[int, ...]:

@@ -37,7 +37,9 @@ class QuantizedTensor(Generic[TensorT]):
 
     # a dataclass (fields values, scheme, qparams, _shape) so that tree walks that handle dataclasses (ember_jax.jit's
     # arguments and results) carry it; built with __init__ or trusted(), immutable
-    __slots__ = ("values", "scheme", "qparams", "_shape", "__weakref__")
+    # _derived: tensors computed from the immutable parts once and reused (the int8 kernels' column sums of a
+    # weight, its scales shaped for the rescale; see ember._quantization._matmul); not a field, never saved
+    __slots__ = ("values", "scheme", "qparams", "_shape", "_derived", "__weakref__")
 
     values: TensorT
     scheme: QuantScheme
@@ -70,6 +72,24 @@ class QuantizedTensor(Generic[TensorT]):
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"QuantizedTensor is immutable (tried to set {name!r}).")
+
+    def derived(self, key: str, make: Any) -> Any:
+        """``make()``, computed once per quantized tensor and kept under ``key`` (the parts never change, so
+        neither does anything computed from them). Results holding values that the host cannot read now (jax
+        tracers, a torch capture) are returned without being kept, so that no traced value outlives its trace.
+        """
+        try:
+            cache = self._derived
+        except AttributeError:
+            cache = {}
+            object.__setattr__(self, "_derived", cache)
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        out = make()
+        if all(self.backend.is_concrete(t.inner().primitive) for t in _tensors(out)):
+            cache[key] = out
+        return out
 
     # ------------------------------------------------------------------ properties
     @property
@@ -280,6 +300,10 @@ class QuantizedTensor(Generic[TensorT]):
         qp = self.qparams
         zp = None if qp.zero_point is None else qp.zero_point.to_data()
         return (_unpickle, (self.values.to_data(), self._shape, self.scheme, qp.scale.to_data(), zp, self.device))
+
+
+def _tensors(out: Any) -> tuple[Any, ...]:
+    return tuple(out) if isinstance(out, tuple) else (out,)
 
 
 def _unpickle(

@@ -64,7 +64,7 @@ class QuantValue(enum.Enum):
     @property
     def range(self) -> tuple[int, int]:
         """``(qmin, qmax)``, the integers the values take (both included)."""
-        return _RANGES[self]
+        return _RANGES[self._value_]  # keyed by the str value: an Enum member hashes in Python, a str in C
 
     @property
     def storage_dtype(self) -> DType:
@@ -72,7 +72,7 @@ class QuantValue(enum.Enum):
         return DType.UINT8 if self.packed else DType.INT8
 
 
-_RANGES = {QuantValue.Q8S: (-127, 127), QuantValue.Q8F: (-128, 127), QuantValue.Q4S: (-7, 7), QuantValue.Q4F: (-8, 7)}
+_RANGES = {"q8s": (-127, 127), "q8f": (-128, 127), "q4s": (-7, 7), "q4f": (-8, 7)}
 
 
 @dataclass(frozen=True)
