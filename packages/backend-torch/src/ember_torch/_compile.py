@@ -3,7 +3,7 @@ updates) as one graph of aten operations, and replay it (optionally compiled by 
 
 One call:
 
-1. the arguments are flattened (:mod:`._capture_tree`) into torch tensors (the graph's inputs) and a hashable
+1. the arguments are flattened (:mod:`._capture_flatten`) into torch tensors (the graph's inputs) and a hashable
    structure (classes, devices, kinds, shapes, dtypes, parameter ids, optimizer-state layout, plain values): the
    cache key;
 2. on a cache miss the step is captured: ``torch.fx.experimental.proxy_tensor.make_fx`` (fake tensors) runs a
@@ -33,7 +33,8 @@ import torch
 from ember import BackendError
 
 from . import _capture_state
-from ._capture_tree import Flat, ForeignTensor, OutWalk, Rebuild, build, flatten, rebuild
+from ._capture_flatten import Flat, ForeignTensor, flatten
+from ._capture_tree import OutWalk, Rebuild, build, rebuild
 
 __all__ = ["compile", "CompiledStep", "MODES"]
 

@@ -1,6 +1,9 @@
-"""Layer recognition: ONNX nodes on weights that become Ember layers (fields of the generated module).
+"""Layer recognition: ONNX nodes on weights that become Ember layers (fields of the generated module):
+convolutions, linear layers, normalizations, embeddings and pooling (the recurrent layers are in
+:mod:`._recurrent`, the activations in :mod:`._activations`, the list of all recognizers in
+:mod:`._recognizers`).
 
-Each recognizer looks at one node (and, for ``MatMul`` + ``Add`` and the erf form of GELU, the nodes after
+Each recognizer looks at one node (and, for ``MatMul`` + ``Add``, the node after
 it), and when the pattern holds adds the field, writes the call and returns the nodes it consumed. Weights
 are kept in PyTorch's layout under PyTorch's names (``weight``, ``bias``, ``running_mean``, ``weight_ih_l0``
 ...), so :class:`~ember_import.ImportedRecord` converts them to each layer's layout with the rules the
@@ -13,7 +16,6 @@ SAME, ``Gemm`` with ``alpha != 1``) is left to the tensor-op emitters.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,14 +24,13 @@ from ember import TensorData
 
 from ..._layers import transpose
 from .._ir import Node
-from ._errors import ModelGenError
-from ._expr import Attr, Call, Expr, Name, layer
+from ._expr import Attr, Call, Name, layer
 from ._gen import Gen
 from ._names import identifier, scope_path
 
-__all__ = ["RECOGNIZERS"]
-
-Recognizer = Callable[[Gen, Node], "list[Node] | None"]
+__all__ = [
+    "batch_norm", "channel_norm", "conv", "conv_transpose", "embedding", "gemm", "layer_norm", "matmul_add", "pool",
+]
 
 
 def wrap_source(idx: str, n: str) -> str:
@@ -357,179 +358,3 @@ def pool(g: Gen, node: Node) -> list[Node] | None:
                         layer(f"{cls}Config", _tuple(kernel), device=False, **opts), {}, None, cls)
     _call(g, node, field, g.tensor(node, 0))
     return [node]
-
-
-#: ONNX gate order -> PyTorch's (rows of W, R and each half of B): LSTM ``i o f c`` -> ``i f g o``,
-#: GRU ``z r h`` -> ``r z n``
-_LSTM_ORDER = (0, 2, 3, 1)
-_GRU_ORDER = (1, 0, 2)
-
-
-def _gates(t: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
-    return np.concatenate([np.split(t, len(order), axis=0)[i] for i in order], axis=0)
-
-
-def _td(a: np.ndarray) -> TensorData:
-    return TensorData(np.ascontiguousarray(a))
-
-
-def recurrent(g: Gen, node: Node) -> list[Node] | None:
-    """One-direction ``LSTM`` / ``GRU`` (default activations, no ``clip``, no ``sequence_lens``) -> ``Lstm`` /
-    ``Gru`` (``linear_before_reset = 1`` is PyTorch's and Ember's ``reset_after``)."""
-    if node.op_type not in ("LSTM", "GRU"):
-        return None
-    w, r, b = _weight(g, node, 1), _weight(g, node, 2), _weight(g, node, 3)
-    lstm = node.op_type == "LSTM"
-    if w is None or r is None or (b is None and not _absent(node, 3)) or not _absent(node, 4):
-        return None
-    if node.attr("direction", "forward") != "forward" or node.attr("clip", None) is not None:
-        return None
-    if node.attr("activations", None) or node.attr("layout", 0) or (lstm and node.attr("input_forget", 0)):
-        return None
-    if lstm and len(node.inputs) > 7 and node.inputs[7]:
-        return None  # peepholes
-    if not lstm and not node.attr("linear_before_reset", 0):
-        return None
-    hidden = int(node.attr("hidden_size", r.shape[-1]))
-    order = _LSTM_ORDER if lstm else _GRU_ORDER
-    wn, rn = w.to_numpy()[0], r.to_numpy()[0]
-    state = {"weight_ih_l0": _td(_gates(wn, order)), "weight_hh_l0": _td(_gates(rn, order))}
-    if b is not None:
-        bn = b.to_numpy()[0]
-        state["bias_ih_l0"] = _td(_gates(bn[: len(bn) // 2], order))
-        state["bias_hh_l0"] = _td(_gates(bn[len(bn) // 2:], order))
-    cls = "Lstm" if lstm else "Gru"
-    bias_arg = {} if b is not None else {"bias": False}
-    init = layer(f"{cls}Config", int(wn.shape[1]), hidden, **bias_arg)
-    base, _ = _base(g, node, 1, cls.lower())
-    field = g.add_field(base, f"nn.{cls}", init, state, None, cls)
-    x = g.tensor(node, 0)
-    h0 = None if _absent(node, 5) else g.tensor(node, 5)
-    outs = node.outputs
-    seq = g.var(node, 0, f"{field}_seq")
-    if lstm:
-        c0 = None if _absent(node, 6) else g.tensor(node, 6)
-        st = "" if h0 is None else (
-            f", nn.LstmState(cell={c0 + '[0]' if c0 else f'{h0}[0].zeros_like()'}, hidden={h0}[0])")
-        used = any(g.uses.get(o) for o in outs[1:] if o)
-        final = g.var_names.take(f"{field}_state") if used else "_"
-        g.statement(f"{seq}, {final} = self.{field}({x}.swap_dims(0, 1){st})")
-    else:
-        st = "" if h0 is None else f", {h0}[0]"
-        g.statement(f"{seq} = self.{field}({x}.swap_dims(0, 1){st})")
-    if len(outs) > 0 and outs[0]:
-        g.emit(node, f"{seq}.swap_dims(0, 1).unsqueeze_dim(1)", index=0, base=f"{field}_y")
-    if len(outs) > 1 and outs[1] and g.uses.get(outs[1]):
-        last = f"{final}.hidden" if lstm else f"{seq}.select(1, [{seq}.shape[1] - 1]).squeeze_dim(1)"
-        g.emit(node, f"{last}.unsqueeze_dim(0)", index=1, base=f"{field}_h")
-    if lstm and len(outs) > 2 and outs[2] and g.uses.get(outs[2]):
-        g.emit(node, f"{final}.cell.unsqueeze_dim(0)", index=2, base=f"{field}_c")
-    return [node]
-
-
-def _scalar_weight(g: Gen, name: str) -> float | None:
-    v = g.env.get(name)
-    if v is not None and not g.is_traced(v) and id(v) not in g.host_syms and v.num_elements() == 1:
-        return float(v.reshape([]).into_scalar())
-    data = g.constants.get(name)
-    if data is not None and int(np.prod(data.shape, dtype=np.int64)) == 1:
-        return float(data.to_numpy().reshape(-1)[0])
-    return None
-
-
-def _only_user(g: Gen, value: str, op: str) -> Node | None:
-    users = g.consumers.get(value, [])
-    if len(users) == 1 and g.uses.get(value, 0) == 1 and users[0].op_type == op:
-        return users[0]
-    return None
-
-
-def _other(node: Node, value: str) -> str:
-    return node.inputs[1] if node.inputs[0] == value else node.inputs[0]
-
-
-def gelu_erf(g: Gen, node: Node) -> list[Node] | None:
-    """The erf form of GELU that exporters write, ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (Div, Erf, Add, Mul,
-    Mul in either order of the two products) -> ``Gelu`` (Hendrycks & Gimpel 2016)."""
-    if node.op_type != "Div" or len(node.inputs) != 2:
-        return None
-    x = node.inputs[0]
-    c = _scalar_weight(g, node.inputs[1])
-    if c is None or abs(c - 2**0.5) > 1e-6:
-        return None
-    erf = _only_user(g, node.outputs[0], "Erf")
-    add = erf and _only_user(g, erf.outputs[0], "Add")
-    if erf is None or add is None or _scalar_weight(g, _other(add, erf.outputs[0])) != 1.0:
-        return None
-    m1 = _only_user(g, add.outputs[0], "Mul")
-    if m1 is None:
-        return None
-    if _other(m1, add.outputs[0]) == x:
-        m2 = _only_user(g, m1.outputs[0], "Mul")
-        if m2 is None or _scalar_weight(g, _other(m2, m1.outputs[0])) != 0.5:
-            return None
-    else:
-        return None
-    field = g.activation("Gelu", _plain("Gelu"))
-    xv = g.tensor(node, 0)
-    g.emit(m2, f"{field}({xv})", base="gelu")
-    return [node, erf, add, m1, m2]
-
-
-def _plain(cls: str) -> Expr:
-    return Call(Attr(Name("nn"), cls))
-
-
-def _fixed(cls: str) -> Callable[[Node], Expr]:
-    return lambda n: _plain(cls)
-
-
-def _gelu(node: Node) -> Expr:
-    approximate = node.attr("approximate", "none")
-    if approximate not in ("none", "tanh"):  # as the runtime converter (ops/_activation.py) refuses it
-        raise ModelGenError(f"{node.where()}: approximate must be 'none' or 'tanh', found {approximate!r:.80}.")
-    return _plain("Gelu") if approximate == "none" else layer("GeluConfig", approximate=True, device=False)
-
-
-def _alpha(cls: str, default: float) -> Callable[[Node], Expr]:
-    return lambda n: layer(f"{cls}Config", float(n.attr("alpha", default)), device=False)
-
-
-#: activation ops -> (layer class, its construction from the node)
-_ACTIVATIONS: dict[str, tuple[str, Callable[[Node], Expr]]] = {
-    **{op: (op, _fixed(op)) for op in ("Relu", "Sigmoid", "Tanh", "Softsign", "Mish", "HardSwish", "Softplus")},
-    "LeakyRelu": ("LeakyRelu", _alpha("LeakyRelu", 0.01)),
-    "Elu": ("Elu", _alpha("Elu", 1.0)),
-    "HardSigmoid": ("HardSigmoid", lambda n: layer("HardSigmoidConfig", float(n.attr("alpha", 0.2)),
-                                                   float(n.attr("beta", 0.5)), device=False)),
-    "Gelu": ("Gelu", lambda n: _gelu(n)),
-}
-
-
-def activation(g: Gen, node: Node) -> list[Node] | None:
-    """Element-wise activations -> one shared field per activation and configuration (``self.relu``)."""
-    spec = _ACTIVATIONS.get(node.op_type)
-    if spec is None or node.domain not in ("", "ai.onnx"):
-        return None
-    cls, make = spec
-    field = g.activation(cls, make(node))
-    g.emit(node, f"{field}({g.tensor(node, 0)})")
-    return [node]
-
-
-def dropout(g: Gen, node: Node) -> list[Node] | None:
-    """``Dropout`` (its mask output unused) -> ``Dropout`` (active only on an autodiff device, as in Burn)."""
-    if node.op_type != "Dropout" or (len(node.outputs) > 1 and node.outputs[1] and g.uses.get(node.outputs[1])):
-        return None
-    ratio = float(node.attr("ratio", 0.5))
-    if len(node.inputs) > 1 and node.inputs[1]:
-        ratio = float(g.const(node, 1))
-    field = g.activation("Dropout", layer("DropoutConfig", ratio, device=False))
-    g.emit(node, f"{field}({g.tensor(node, 0)})")
-    return [node]
-
-
-RECOGNIZERS: tuple[Recognizer, ...] = (
-    conv, conv_transpose, gemm, matmul_add, batch_norm, layer_norm, channel_norm, embedding, pool,
-    recurrent, gelu_erf, activation, dropout,
-)

@@ -19,9 +19,10 @@ from .._module import OnnxModule, load_model
 from .._passes import fold_constants, remove_dead_nodes
 from .._program import host_device
 from ._errors import ModelGenError
-from ._gen import Gen, Line
-from ._layers import RECOGNIZERS
+from ._gen import Gen
+from ._gen_state import Line
 from ._names import check_class_name, identifier
+from ._recognizers import RECOGNIZERS
 from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
 from ._sym import Sym, Var, parts_text
