@@ -28,11 +28,22 @@ def _device(backend: str) -> ember.Device:
     return ember.backend(backend).device()
 
 
-def _finish(nodes: list, inits: list, x_shape: list, y_name: str, y_type: int = TensorProto.FLOAT,
-            x_type: int = TensorProto.FLOAT, opset: int = 21) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", x_type, x_shape)],
-                              [helper.make_tensor_value_info(y_name, y_type, [None] * (2 if len(x_shape) == 2 else 4))],
-                              inits)
+def _finish(
+    nodes: list,
+    inits: list,
+    x_shape: list,
+    y_name: str,
+    y_type: int = TensorProto.FLOAT,
+    x_type: int = TensorProto.FLOAT,
+    opset: int = 21,
+) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "q",
+        [helper.make_tensor_value_info("x", x_type, x_shape)],
+        [helper.make_tensor_value_info(y_name, y_type, [None] * (2 if len(x_shape) == 2 else 4))],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10 if opset >= 21 else 9
     onnx.checker.check_model(model)
@@ -57,19 +68,29 @@ def _qdq_conv_model(per_channel: bool, uint8: bool, group: int, pads: list[int])
     w = rng.integers(0 if uint8 else -128, 256 if uint8 else 128, (m, c // group, 3, 3)).astype(dt)
     scale = (rng.uniform(0.002, 0.02, m) if per_channel else np.array(0.01)).astype(np.float32)
     zp = (np.full(m, 128 if uint8 else 0) if per_channel else np.array(130 if uint8 else -3)).astype(dt)
-    inits = [numpy_helper.from_array(w, "conv.weight"), numpy_helper.from_array(scale, "ws"),
-             numpy_helper.from_array(zp, "wz"), numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), "b"),
-             numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
-             numpy_helper.from_array(np.array(120, np.uint8), "xz")]
-    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
-             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
-             helper.make_node("DequantizeLinear", ["conv.weight", "ws", "wz"], ["wf"], axis=0),
-             helper.make_node("Conv", ["xf", "wf", "b"], ["y"], pads=pads, strides=[2, 1], group=group)]
+    inits = [
+        numpy_helper.from_array(w, "conv.weight"),
+        numpy_helper.from_array(scale, "ws"),
+        numpy_helper.from_array(zp, "wz"),
+        numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), "b"),
+        numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+        numpy_helper.from_array(np.array(120, np.uint8), "xz"),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+        helper.make_node("DequantizeLinear", ["conv.weight", "ws", "wz"], ["wf"], axis=0),
+        helper.make_node("Conv", ["xf", "wf", "b"], ["y"], pads=pads, strides=[2, 1], group=group),
+    ]
     return _finish(nodes, inits, ["batch", c, 7, 6], "y")
 
 
-QDQ_CONV = [(True, False, 1, [1, 1, 1, 1]), (False, True, 2, [0, 1, 2, 0]), (True, True, 1, [0, 0, 0, 0]),
-            (False, False, 2, [1, 0, 1, 0])]
+QDQ_CONV = [
+    (True, False, 1, [1, 1, 1, 1]),
+    (False, True, 2, [0, 1, 2, 0]),
+    (True, True, 1, [0, 0, 0, 0]),
+    (False, False, 2, [1, 0, 1, 0]),
+]
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
@@ -115,11 +136,15 @@ def _qlinear_model(op: str, per_channel: bool, uint8_w: bool) -> onnx.ModelProto
     w = rng.integers(lo, hi, shape_w).astype(wt)
     ws = (rng.uniform(0.005, 0.03, axis_n) if per_channel else np.array(0.01)).astype(np.float32)
     wz = (np.full(axis_n, 128 if uint8_w else 0) if per_channel else np.array(125 if uint8_w else 0)).astype(wt)
-    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(ws, "ws"), numpy_helper.from_array(wz, "wz"),
-             numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
-             numpy_helper.from_array(np.array(128, np.uint8), "xz"),
-             numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
-             numpy_helper.from_array(np.array(100, np.uint8), "yz")]
+    inits = [
+        numpy_helper.from_array(w, "w"),
+        numpy_helper.from_array(ws, "ws"),
+        numpy_helper.from_array(wz, "wz"),
+        numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+        numpy_helper.from_array(np.array(128, np.uint8), "xz"),
+        numpy_helper.from_array(np.array(0.05, np.float32), "ys"),
+        numpy_helper.from_array(np.array(100, np.uint8), "yz"),
+    ]
     ins = ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
     if op == "QLinearConv":
         inits.append(numpy_helper.from_array(rng.integers(-2000, 2000, n).astype(np.int32), "bias"))
@@ -132,10 +157,15 @@ def _qlinear_model(op: str, per_channel: bool, uint8_w: bool) -> onnx.ModelProto
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
-@pytest.mark.parametrize(("op", "per_channel", "uint8_w"), [("QLinearConv", True, False),
-                                                            ("QLinearConv", False, True),
-                                                            ("QLinearMatMul", True, False),
-                                                            ("QLinearMatMul", False, True)])
+@pytest.mark.parametrize(
+    ("op", "per_channel", "uint8_w"),
+    [
+        ("QLinearConv", True, False),
+        ("QLinearConv", False, True),
+        ("QLinearMatMul", True, False),
+        ("QLinearMatMul", False, True),
+    ],
+)
 def test_qlinear_keeps_int8_weight_and_matches_onnxruntime(backend, op, per_channel, uint8_w) -> None:  # type: ignore[no-untyped-def]
     dev = _device(backend)
     model = _qlinear_model(op, per_channel, uint8_w)
@@ -174,17 +204,24 @@ def _float_model() -> onnx.ModelProto:
     def f32(*s: int) -> np.ndarray:
         return (rng.standard_normal(s) * 0.3).astype(np.float32)
 
-    inits = [numpy_helper.from_array(f32(16, 3, 3, 3), "conv1.weight"), numpy_helper.from_array(f32(16), "conv1.bias"),
-             numpy_helper.from_array(f32(16, 16, 3, 3), "conv2.weight"), numpy_helper.from_array(f32(16), "conv2.bias"),
-             numpy_helper.from_array(f32(256, 64), "fc.weight"), numpy_helper.from_array(f32(64), "fc.bias"),
-             numpy_helper.from_array(np.array([0, -1], np.int64), "shape")]
-    nodes = [helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c1"], ["r1"]),
-             helper.make_node("Conv", ["r1", "conv2.weight", "conv2.bias"], ["c2"], strides=[2, 2], pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c2"], ["r2"]),
-             helper.make_node("Reshape", ["r2", "shape"], ["flat"]),
-             helper.make_node("MatMul", ["flat", "fc.weight"], ["mm"]),
-             helper.make_node("Add", ["mm", "fc.bias"], ["y"])]
+    inits = [
+        numpy_helper.from_array(f32(16, 3, 3, 3), "conv1.weight"),
+        numpy_helper.from_array(f32(16), "conv1.bias"),
+        numpy_helper.from_array(f32(16, 16, 3, 3), "conv2.weight"),
+        numpy_helper.from_array(f32(16), "conv2.bias"),
+        numpy_helper.from_array(f32(256, 64), "fc.weight"),
+        numpy_helper.from_array(f32(64), "fc.bias"),
+        numpy_helper.from_array(np.array([0, -1], np.int64), "shape"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "conv2.weight", "conv2.bias"], ["c2"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Reshape", ["r2", "shape"], ["flat"]),
+        helper.make_node("MatMul", ["flat", "fc.weight"], ["mm"]),
+        helper.make_node("Add", ["mm", "fc.bias"], ["y"]),
+    ]
     return _finish(nodes, inits, ["batch", 3, 8, 8], "y", opset=17)
 
 
@@ -205,9 +242,16 @@ def test_onnxruntime_quantize_static_imports_int8(tmp_path, fmt) -> None:  # typ
     dev = _device("numpy")
     float_path, q_path = tmp_path / "f.onnx", tmp_path / "q.onnx"
     onnx.save(_float_model(), float_path)
-    quantize_static(str(float_path), str(q_path), _Reader(), quant_format=getattr(QuantFormat, fmt),
-                    per_channel=True, weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8,
-                    op_types_to_quantize=["Conv", "MatMul"])
+    quantize_static(
+        str(float_path),
+        str(q_path),
+        _Reader(),
+        quant_format=getattr(QuantFormat, fmt),
+        per_channel=True,
+        weight_type=QuantType.QInt8,
+        activation_type=QuantType.QUInt8,
+        op_types_to_quantize=["Conv", "MatMul"],
+    )
     qmodel = onnx.load(q_path)
     m = load_model(q_path, dev)
     ops = {n.op_type for n in m.program.graph.nodes}

@@ -58,15 +58,22 @@ def recognise_qdq_conv(graph: Graph, qweights: QWeights) -> int:
             continue
         # a 1-D scale must be per output channel (axis 0); quantized_weight refuses one for axis None
         per_channel = int(dq.attrs.get("axis", 1)) % rank == 0
-        qw = quantized_weight(graph, graph_inputs, dq.inputs[0], dq.inputs[1], z_name, 0 if per_channel else None,
-                              rank=rank)
+        qw = quantized_weight(
+            graph, graph_inputs, dq.inputs[0], dq.inputs[1], z_name, 0 if per_channel else None, rank=rank
+        )
         if qw is None:
             continue
         w_name = register(graph, uses, qweights, dq.inputs[0], qw)
         dead.add(id(dq))
         inputs = [node.inputs[0], w_name, node.inputs[2] if len(node.inputs) > 2 else ""]
-        graph.nodes[k] = Node(op_type="QdqConv", domain=DOMAIN, name=node.name, inputs=inputs,
-                              outputs=list(node.outputs), attrs=dict(node.attrs))
+        graph.nodes[k] = Node(
+            op_type="QdqConv",
+            domain=DOMAIN,
+            name=node.name,
+            inputs=inputs,
+            outputs=list(node.outputs),
+            attrs=dict(node.attrs),
+        )
         count += 1
     graph.nodes[:] = [n for n in graph.nodes if id(n) not in dead]
     return count

@@ -48,7 +48,7 @@ def recognise_qlinear(graph: Graph, qweights: QWeights) -> int:
         if spec is None or node.domain not in ("", "ai.onnx") or len(node.inputs) < 8:
             continue
         i, rank, axis = spec
-        w_name, s_name, z_name = node.inputs[i: i + 3]
+        w_name, s_name, z_name = node.inputs[i : i + 3]
         w = graph.initializers.get(w_name)
         if w is None or (rank is not None and len(w.shape) != rank) or (rank is None and len(w.shape) < 3):
             continue
@@ -56,9 +56,15 @@ def recognise_qlinear(graph: Graph, qweights: QWeights) -> int:
         if qw is None:
             continue
         name = register(graph, uses, qweights, w_name, qw)
-        inputs = [*node.inputs[:i], name, *node.inputs[i + 3:]]
-        graph.nodes[k] = Node(op_type=node.op_type, domain=DOMAIN, name=node.name, inputs=inputs,
-                              outputs=list(node.outputs), attrs=dict(node.attrs))
+        inputs = [*node.inputs[:i], name, *node.inputs[i + 3 :]]
+        graph.nodes[k] = Node(
+            op_type=node.op_type,
+            domain=DOMAIN,
+            name=node.name,
+            inputs=inputs,
+            outputs=list(node.outputs),
+            attrs=dict(node.attrs),
+        )
         count += 1
     return count
 
@@ -69,16 +75,26 @@ def _parts(wq: Any) -> tuple[Tensor, Tensor, Tensor | None]:
 
 
 @converter("QLinearMatMul", since=1, domain=DOMAIN)
-def qlinear_matmul_q(ctx: Context, node: Node, a: Tensor, a_scale: Tensor, a_zp: Tensor, wq: Any,
-                     y_scale: Tensor, y_zp: Tensor) -> Tensor:
+def qlinear_matmul_q(
+    ctx: Context, node: Node, a: Tensor, a_scale: Tensor, a_zp: Tensor, wq: Any, y_scale: Tensor, y_zp: Tensor
+) -> Tensor:
     """``QLinearMatMul`` with ``B`` the quantized weight ``wq`` (``[K, N]``)."""
     b, b_scale, b_zp = _parts(wq)
     return _qlinear_matmul(ctx, node, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp)  # type: ignore[arg-type]
 
 
 @converter("QLinearConv", since=1, domain=DOMAIN)
-def qlinear_conv_q(ctx: Context, node: Node, x: Tensor, x_scale: Tensor, x_zp: Tensor, wq: Any, y_scale: Tensor,
-                   y_zp: Tensor, bias: Tensor | None = None) -> Tensor:
+def qlinear_conv_q(
+    ctx: Context,
+    node: Node,
+    x: Tensor,
+    x_scale: Tensor,
+    x_zp: Tensor,
+    wq: Any,
+    y_scale: Tensor,
+    y_zp: Tensor,
+    bias: Tensor | None = None,
+) -> Tensor:
     """``QLinearConv`` with ``W`` the quantized weight ``wq`` (``[M, C / group, *kernel]``)."""
     w, w_scale, w_zp = _parts(wq)
     return _qlinear_conv(ctx, node, x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias)  # type: ignore[arg-type]

@@ -48,8 +48,11 @@ class QWeight:
         n = 1 if self.axis < 0 else self.ints.shape[self.axis]
         value = QuantValue.Q8S if self.zero_point is None else QuantValue.Q8F
         scale = Tensor.from_data(TensorData(self.scale.reshape(n)), device, dtype=DType.FLOAT32)
-        zp = None if self.zero_point is None else Tensor.from_data(
-            TensorData(self.zero_point.reshape(n)), device, dtype=DType.INT8)
+        zp = (
+            None
+            if self.zero_point is None
+            else Tensor.from_data(TensorData(self.zero_point.reshape(n)), device, dtype=DType.INT8)
+        )
         values = Tensor.from_data(TensorData(self.ints), device, dtype=DType.INT8)
         return QuantizedTensor(values, tuple(self.ints.shape), QuantScheme(value, level), QParams(scale, zp))
 
@@ -63,8 +66,16 @@ def _host(graph: Graph, name: str) -> np.ndarray | None:
     return None if data is None else np.asarray(data.to_numpy())
 
 
-def quantized_weight(graph: Graph, graph_inputs: set[str], w_name: str, s_name: str, z_name: str, axis: int | None,
-                     rank: int | None = None, transpose: bool = False) -> QWeight | None:
+def quantized_weight(
+    graph: Graph,
+    graph_inputs: set[str],
+    w_name: str,
+    s_name: str,
+    z_name: str,
+    axis: int | None,
+    rank: int | None = None,
+    transpose: bool = False,
+) -> QWeight | None:
     """The :class:`QWeight` of initializer ``w_name`` with scale ``s_name`` and zero point ``z_name`` (``""``: none),
     per index of ``axis`` for a 1-D scale (``None``: the scale must have one element), or ``None`` when the pattern
     does not allow it: a non-initializer or an initializer that is also a graph input (a caller may override it),
@@ -102,8 +113,7 @@ def quantized_weight(graph: Graph, graph_inputs: set[str], w_name: str, s_name: 
     return QWeight(ints, s.ravel(), None if symmetric else zs.astype(np.int8), ax)
 
 
-def register(graph: Graph, uses: dict[str, int], qweights: QWeights, w_name: str, qw: QWeight,
-             suffix: str = "") -> str:
+def register(graph: Graph, uses: dict[str, int], qweights: QWeights, w_name: str, qw: QWeight, suffix: str = "") -> str:
     """Record ``qw`` in ``qweights`` and return the name the rewritten node reads: ``w_name`` itself (its initializer
     is dropped from the graph) when that initializer's only use is the node being rewritten, else
     ``w_name::quantized<suffix>`` (``suffix`` names another layout, ``"_T"`` for a transpose; the integer initializer
@@ -123,8 +133,12 @@ def register(graph: Graph, uses: dict[str, int], qweights: QWeights, w_name: str
 
 def _same(a: QWeight, b: QWeight) -> bool:
     za, zb = a.zero_point, b.zero_point
-    return a.axis == b.axis and np.array_equal(a.ints, b.ints) and np.array_equal(a.scale, b.scale) and (
-        (za is None and zb is None) or (za is not None and zb is not None and np.array_equal(za, zb)))
+    return (
+        a.axis == b.axis
+        and np.array_equal(a.ints, b.ints)
+        and np.array_equal(a.scale, b.scale)
+        and ((za is None and zb is None) or (za is not None and zb is not None and np.array_equal(za, zb)))
+    )
 
 
 def use_counts(graph: Graph) -> dict[str, int]:
