@@ -3,9 +3,9 @@
 
 - ``QdqMatMul`` (a QDQ ``MatMul`` / ``Gemm`` with ``alpha = 1``; its bias, or the ``Add`` of a bias ``[N]`` that
   follows a ``MatMul``) -> ``quantization.QuantizedLinear``;
-- ``QdqConv`` over 1 or 2 spatial dims (``auto_pad`` NOTSET/VALID; the ``Conv`` recognizer's rules,
-  :func:`._layers.conv`) -> ``quantization.QuantizedConv1d`` / ``QuantizedConv2d`` (the weight stored as the matrix
-  ``[c_out, c_in / groups * prod(kernel)]``, as :class:`~ember.quantization.Quantizer` stores it).
+- ``QdqConv`` over 1 or 2 spatial dims (symmetric pads, ``auto_pad`` NOTSET/VALID: the ``Conv`` recognizer's rules,
+  :func:`._layers.conv`) -> ``quantization.QuantizedConv1d`` / ``QuantizedConv2d`` (the weight stored as the
+  matrix ``[c_out, c_in / groups * prod(kernel)]``, as :class:`~ember.quantization.Quantizer` stores it).
 
 The field's ``init(device)`` is the float layer quantized with the weight's scheme
 (``quantization.Quantizer(scheme=INT8_...).quantize_weights(nn.LinearConfig(...).init(device))``: fresh weights
@@ -15,8 +15,8 @@ tensor code, in float) before the layer call: the generated code computes what t
 rounding (the runtime ``load_model`` runs the same product on the int8 kernel).
 
 Every other ``ai.ember`` node (``QLinearMatMul`` / ``QLinearConv`` with a quantized weight, a ``Gemm`` with
-``alpha != 1``, a 3-D convolution) is refused with a :class:`~._errors.ModelGenError`: generated code is right or
-refused.
+``alpha != 1``, a 3-D convolution or one with asymmetric pads) is refused with a
+:class:`~._errors.ModelGenError`: generated code is right or refused.
 """
 
 from __future__ import annotations
@@ -89,16 +89,20 @@ def _linear(g: Gen, node: Node) -> list[Node]:
     alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
     rank = g.rank(node.inputs[0])
     if alpha != 1.0 or rank is None or rank < 2:
-        raise ModelGenError(f"{node.where()}: generated code writes a quantized MatMul/Gemm as a QuantizedLinear, "
-                            f"which needs alpha = 1 and an input of rank >= 2 (found alpha {alpha}, rank {rank}).")
+        raise ModelGenError(
+            f"{node.where()}: generated code writes a quantized MatMul/Gemm as a QuantizedLinear, "
+            f"which needs alpha = 1 and an input of rank >= 2 (found alpha {alpha}, rank {rank})."
+        )
     bias: TensorData | None = None
     used, anchor = [node], node
     c = node.inputs[2] if len(node.inputs) > 2 else ""
     if c:
         bias = g.weights.get(c)
         if bias is None or list(bias.shape) != [d_out] or beta != 1.0:
-            raise ModelGenError(f"{node.where()}: generated code writes a quantized Gemm as a QuantizedLinear, which "
-                                f"needs a weight bias of shape [{d_out}] and beta = 1.")
+            raise ModelGenError(
+                f"{node.where()}: generated code writes a quantized Gemm as a QuantizedLinear, which "
+                f"needs a weight bias of shape [{d_out}] and beta = 1."
+            )
     else:
         out = node.outputs[0]
         users = g.consumers.get(out, [])
@@ -114,8 +118,7 @@ def _linear(g: Gen, node: Node) -> list[Node]:
     init = layer("LinearConfig", d_in, d_out) if bias is not None else layer("LinearConfig", d_in, d_out, bias=False)
     base, source = _base(node, node.inputs[1], "linear")
     state = {} if bias is None else {"bias": bias}
-    field = g.add_field(base, "quantization.QuantizedLinear", _quantized(g, qt, init), state, source,
-                        "QuantizedLinear")
+    field = g.add_field(base, "quantization.QuantizedLinear", _quantized(g, qt, init), state, source, "QuantizedLinear")
     g.quantized_state[field] = {"weight": qt}
     g.emit(anchor, f"self.{field}({x})", base=field)
     return used
@@ -125,13 +128,21 @@ def _conv(g: Gen, node: Node) -> list[Node]:
     name = node.inputs[1]
     qt = g.quantized[name]
     k = len(qt.shape) - 2
-    refusal = ModelGenError(f"{node.where()}: generated code writes a quantized Conv as QuantizedConv1d/2d, which "
-                            "need 1 or 2 spatial dims, symmetric or begin/end pads without auto_pad SAME, and a "
-                            "weight bias.")
+    refusal = ModelGenError(
+        f"{node.where()}: generated code writes a quantized Conv as QuantizedConv1d/2d, which "
+        "need 1 or 2 spatial dims, symmetric pads, auto_pad NOTSET or VALID and a weight "
+        "bias (or none)."
+    )
     if k not in (1, 2):
         raise refusal
-    view = Node(op_type="Conv", domain="", name=node.name, inputs=list(node.inputs), outputs=list(node.outputs),
-                attrs=dict(node.attrs))
+    view = Node(
+        op_type="Conv",
+        domain="",
+        name=node.name,
+        inputs=list(node.inputs),
+        outputs=list(node.outputs),
+        attrs=dict(node.attrs),
+    )
     g.weights[name] = TensorData(np.zeros(qt.shape, dtype=np.float32))  # the shape, for the float recognizer
     n_fields = len(g.fields)
     try:
@@ -159,8 +170,10 @@ def quantized_layer(g: Gen, node: Node) -> list[Node] | None:
         return _linear(g, node)
     if node.op_type == "QdqConv":
         return _conv(g, node)
-    raise ModelGenError(f"{node.where()}: generated code does not write {node.op_type} with a quantized weight yet "
-                        "(load_model runs it); QDQ MatMul/Gemm/Conv models generate quantized layers.")
+    raise ModelGenError(
+        f"{node.where()}: generated code does not write {node.op_type} with a quantized weight yet "
+        "(load_model runs it); QDQ MatMul/Gemm/Conv models generate quantized layers."
+    )
 
 
 def apply_quantized(net: Any, report: Any, gen: Gen) -> Any:
@@ -176,8 +189,10 @@ def apply_quantized(net: Any, report: Any, gen: Gen) -> Any:
 
     extra = sorted(set(report.missing) - {f"{field}.weight" for field in gen.quantized_state})
     if extra or report.unused or report.mismatched:
-        raise ModelGenError(f"generated module: the weights do not fit (missing {extra}, unused {report.unused}, "
-                            f"mismatched {report.mismatched}); this is a bug in ModelGen.")
+        raise ModelGenError(
+            f"generated module: the weights do not fit (missing {extra}, unused {report.unused}, "
+            f"mismatched {report.mismatched}); this is a bug in ModelGen."
+        )
     changes = {}
     for field, parts in gen.quantized_state.items():
         layer = getattr(net, field)
@@ -185,8 +200,10 @@ def apply_quantized(net: Any, report: Any, gen: Gen) -> Any:
         if len(qt.shape) > 2:  # a convolution's [c_out, c_in / groups, *kernel] as the layer's matrix
             qt = _as_matrix(qt)
         if tuple(qt.shape) != tuple(layer.weight.val().shape):
-            raise ModelGenError(f"generated field {field!r}: the quantized weight has shape {list(qt.shape)}, the "
-                                f"layer {list(layer.weight.val().shape)}; this is a bug in ModelGen.")
+            raise ModelGenError(
+                f"generated field {field!r}: the quantized weight has shape {list(qt.shape)}, the "
+                f"layer {list(layer.weight.val().shape)}; this is a bug in ModelGen."
+            )
         changes[field] = layer.replace(weight=Param(qt, layer.weight.id, require_grad=False))
     return net.replace(**changes) if changes else net
 
