@@ -148,8 +148,8 @@ def use_counts(graph: Graph) -> dict[str, int]:
         for i in n.inputs:
             uses[i] = uses.get(i, 0) + 1
         for sub in n.subgraphs():
-            for o in sub.outer:
-                uses[o] = uses.get(o, 0) + 1
-    for o in graph.outputs:
-        uses[o.name] = uses.get(o.name, 0) + 1
+            for name in sub.outer:
+                uses[name] = uses.get(name, 0) + 1
+    for out in graph.outputs:
+        uses[out.name] = uses.get(out.name, 0) + 1
     return uses

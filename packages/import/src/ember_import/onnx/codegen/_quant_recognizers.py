@@ -78,7 +78,7 @@ def _input(g: Gen, node: Node) -> str:
     x = g.value(node.inputs[0])
     scale, zp = g.raw_value(node.inputs[3]), g.raw_value(node.inputs[4])
     q = Node(op_type="QuantizeLinear", domain="", name=node.name, inputs=[], outputs=[], attrs={})
-    xq = quantize_linear(None, q, x, scale, zp)  # type: ignore[arg-type]  (the converters read no context)
+    xq = quantize_linear(None, q, x, scale, zp)  # type: ignore[arg-type]  # the converters read no context
     xf = dequantize_linear(None, q, xq, scale, zp)  # type: ignore[arg-type]
     return parts_text(g.arg(xf))
 

@@ -56,7 +56,8 @@ def save_weights(gen: Gen, class_name: str, record: Path, record_type: str, half
             flat[f"{f.name}.{key}" if key else f.name] = data
     record_in = ImportedRecord(flat, origins={}, values={}, pytorch=True, adapter=None, device=device, source=source)
     if gen.quantized_state:  # the float weights, then the quantized ones
-        net = apply_quantized(*net.load_record(record_in, strict=False), gen)
+        loaded, report = net.load_record(record_in, strict=False)
+        net = apply_quantized(loaded, report, gen)
     else:
         net = net.load_record(record_in)
     recorder = getattr(rec, RECORDERS[record_type])(HalfPrecisionSettings() if half else None)
