@@ -296,3 +296,32 @@ def test_onnxruntime_quantize_dynamic_matches(tmp_path) -> None:  # type: ignore
     for batch in (1, 3):
         x = rng.standard_normal((batch, 3, 8, 8)).astype(np.float32)
         np.testing.assert_allclose(_run(m, x, dev), _ort(onnx.load(q_path), {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+def test_quantized_weights_under_autodiff_and_jax_jit() -> None:
+    """The quantized weight is an untracked parameter: gradients reach the float bias; a jitted forward carries it."""
+    from ember.autodiff import Autodiff
+
+    model = _qdq_conv_model(True, False, 1, [1, 1, 1, 1])
+    host = _device("numpy")
+    ref = load_model(model.SerializeToString(), host)
+    dev = Autodiff(ember.backend("numpy")).device()
+    m = load_model(model.SerializeToString(), dev)
+    x = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)
+    y = m(ember.Tensor.from_data(x, dev))
+    np.testing.assert_array_equal(y.to_numpy(), _run(ref, x, host))
+    grads = y.sum().backward()
+    bias_grad = grads.get(m.weights["b"].val())
+    assert bias_grad is not None  # d sum / d bias[c] = the number of output positions of channel c
+    np.testing.assert_allclose(bias_grad.to_numpy(), np.full(6, y.shape[0] * y.shape[2] * y.shape[3]), rtol=1e-6)
+    if "jax" not in BACKENDS:
+        return
+    import ember_jax
+
+    jdev = ember.backend("jax").device()
+    mj = load_model(model.SerializeToString(), jdev)
+    step = ember_jax.jit(lambda mod, a: mod(a))
+    for batch in (2, 3):
+        xb = rng.standard_normal((batch, 4, 7, 6)).astype(np.float32)
+        got = step(mj, ember.Tensor.from_data(xb, jdev)).to_numpy()
+        np.testing.assert_allclose(got, _run(ref, xb, host), rtol=1e-5, atol=1e-5)
