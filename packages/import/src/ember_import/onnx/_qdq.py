@@ -34,12 +34,11 @@ from ember import DType, Tensor
 
 from ._context import Context
 from ._ir import Graph, Node
-from ._qweights import QWeights, quantized_weight, register, use_counts
+from ._qweights import DOMAIN, QWeights, ember_node, facts, quantized_weight, register
 from ._registry import converter
 
 __all__ = ["recognise_qdq", "weight_dq", "DOMAIN"]
 
-DOMAIN = "ai.ember"
 _WEIGHT_OPS = ("MatMul", "Gemm")
 
 
@@ -66,9 +65,7 @@ def recognise_qdq(graph: Graph, qweights: QWeights) -> int:
     ``ai.ember.QdqMatMul`` nodes reading a quantized weight recorded in ``qweights`` (:mod:`._qweights`; a ``Gemm``
     with ``transB`` gets the transposed integers); the weight's ``DequantizeLinear`` is removed. Returns how many.
     The caller re-resolves the converters."""
-    producers = {o: n for n in graph.nodes for o in n.outputs if o}
-    uses = use_counts(graph)
-    graph_inputs = {i.name for i in graph.inputs}
+    producers, uses, graph_inputs = facts(graph)
     dead: set[int] = set()
     count = 0
     for k, node in enumerate(graph.nodes):
@@ -104,8 +101,7 @@ def recognise_qdq(graph: Graph, qweights: QWeights) -> int:
                     inputs[3] = xdq.inputs[1]
                     inputs[4] = xdq.inputs[2]
                     attrs["x_uint8"] = int(xz.dtype == np.uint8)
-        graph.nodes[k] = Node(op_type="QdqMatMul", domain=DOMAIN, name=node.name, inputs=inputs,
-                              outputs=list(node.outputs), attrs=attrs)
+        graph.nodes[k] = ember_node(node, "QdqMatMul", inputs, attrs)
         count += 1
     graph.nodes[:] = [n for n in graph.nodes if id(n) not in dead]
     return count

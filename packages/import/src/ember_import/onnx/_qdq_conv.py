@@ -30,7 +30,7 @@ from ember import Tensor
 from ._context import Context
 from ._ir import Graph, Node
 from ._qdq import DOMAIN, weight_dq
-from ._qweights import QWeights, quantized_weight, register, use_counts
+from ._qweights import QWeights, ember_node, facts, quantized_weight, register
 from ._registry import converter
 from .ops._conv import conv
 
@@ -40,9 +40,7 @@ __all__ = ["recognise_qdq_conv", "conv_quantized_weight"]
 def recognise_qdq_conv(graph: Graph, qweights: QWeights) -> int:
     """Rewrite the QDQ ``Conv`` patterns of the main graph (see the module docstring) into ``ai.ember.QdqConv``
     nodes; returns how many."""
-    producers = {o: n for n in graph.nodes for o in n.outputs if o}
-    uses = use_counts(graph)
-    graph_inputs = {i.name for i in graph.inputs}
+    producers, uses, graph_inputs = facts(graph)
     dead: set[int] = set()
     count = 0
     for k, node in enumerate(graph.nodes):
@@ -66,14 +64,7 @@ def recognise_qdq_conv(graph: Graph, qweights: QWeights) -> int:
         w_name = register(graph, uses, qweights, dq.inputs[0], qw)
         dead.add(id(dq))
         inputs = [node.inputs[0], w_name, node.inputs[2] if len(node.inputs) > 2 else ""]
-        graph.nodes[k] = Node(
-            op_type="QdqConv",
-            domain=DOMAIN,
-            name=node.name,
-            inputs=inputs,
-            outputs=list(node.outputs),
-            attrs=dict(node.attrs),
-        )
+        graph.nodes[k] = ember_node(node, "QdqConv", inputs)
         count += 1
     graph.nodes[:] = [n for n in graph.nodes if id(n) not in dead]
     return count

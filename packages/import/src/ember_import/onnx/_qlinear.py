@@ -26,7 +26,7 @@ from ember import Tensor
 from ._context import Context
 from ._ir import Graph, Node
 from ._qdq import DOMAIN
-from ._qweights import QWeights, quantized_weight, register, use_counts
+from ._qweights import QWeights, ember_node, facts, quantized_weight, register
 from ._registry import converter
 from .ops._quantize import qlinear_conv as _qlinear_conv
 from .ops._quantize import qlinear_matmul as _qlinear_matmul
@@ -40,8 +40,7 @@ _WEIGHT = {"QLinearMatMul": (3, 2, 1), "QLinearConv": (3, None, 0)}
 def recognise_qlinear(graph: Graph, qweights: QWeights) -> int:
     """Rewrite ``QLinearMatMul`` / ``QLinearConv`` nodes with a constant weight (see the module docstring) into
     ``ai.ember`` nodes of the same name whose inputs ``3:6`` are replaced by one quantized weight; returns how many."""
-    uses = use_counts(graph)
-    graph_inputs = {i.name for i in graph.inputs}
+    _, uses, graph_inputs = facts(graph)
     count = 0
     for k, node in enumerate(graph.nodes):
         spec = _WEIGHT.get(node.op_type)
@@ -57,14 +56,7 @@ def recognise_qlinear(graph: Graph, qweights: QWeights) -> int:
             continue
         name = register(graph, uses, qweights, w_name, qw)
         inputs = [*node.inputs[:i], name, *node.inputs[i + 3 :]]
-        graph.nodes[k] = Node(
-            op_type=node.op_type,
-            domain=DOMAIN,
-            name=node.name,
-            inputs=inputs,
-            outputs=list(node.outputs),
-            attrs=dict(node.attrs),
-        )
+        graph.nodes[k] = ember_node(node, node.op_type, inputs)
         count += 1
     return count
 

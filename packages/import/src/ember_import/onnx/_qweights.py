@@ -24,9 +24,12 @@ import numpy as np
 
 from ember import DType, Tensor, TensorData
 
-from ._ir import Graph
+from ._ir import Graph, Node
 
-__all__ = ["QWeight", "QWeights", "quantized_weight", "register", "use_counts"]
+__all__ = ["DOMAIN", "QWeight", "QWeights", "quantized_weight", "register", "use_counts", "ember_node", "facts"]
+
+#: the domain of the nodes the quantization passes write (converters in ``_qdq.py``, ``_qdq_conv.py``, ``_qlinear.py``)
+DOMAIN = "ai.ember"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,3 +156,22 @@ def use_counts(graph: Graph) -> dict[str, int]:
     for out in graph.outputs:
         uses[out.name] = uses.get(out.name, 0) + 1
     return uses
+
+
+def facts(graph: Graph) -> tuple[dict[str, Node], dict[str, int], set[str]]:
+    """What a pass reads of the main graph: each value's producer, each value's use count, the graph inputs."""
+    producers = {o: n for n in graph.nodes for o in n.outputs if o}
+    return producers, use_counts(graph), {i.name for i in graph.inputs}
+
+
+def ember_node(node: Node, op_type: str, inputs: list[str], attrs: dict[str, Any] | None = None) -> Node:
+    """``node`` rewritten as ``op_type`` of the ``ai.ember`` domain on ``inputs`` (same name, outputs and, unless
+    given, attributes)."""
+    return Node(
+        op_type=op_type,
+        domain=DOMAIN,
+        name=node.name,
+        inputs=inputs,
+        outputs=list(node.outputs),
+        attrs=dict(node.attrs) if attrs is None else attrs,
+    )
