@@ -325,3 +325,63 @@ def test_quantized_weights_under_autodiff_and_jax_jit() -> None:
         xb = rng.standard_normal((batch, 4, 7, 6)).astype(np.float32)
         got = step(mj, ember.Tensor.from_data(xb, jdev)).to_numpy()
         np.testing.assert_allclose(got, _run(ref, xb, host), rtol=1e-5, atol=1e-5)
+
+
+def _elementwise_model(op: str, uint8: bool) -> onnx.ModelProto:
+    """``op`` (com.microsoft) of the input ``a`` and a constant ``b`` broadcast along rows, with scales whose ratios
+    make many results land halfway between two integers (the rounding order decides them)."""
+    dt, tp = (np.uint8, TensorProto.UINT8) if uint8 else (np.int8, TensorProto.INT8)
+    scales = (0.02, 0.03, 0.04) if op == "QLinearAdd" else (0.25, 0.5, 2.0)
+    inits = [numpy_helper.from_array(np.array(s, np.float32), n) for n, s in zip(("as", "bs", "cs"), scales)]
+    inits += [numpy_helper.from_array(np.array(z, dt), n) for n, z in (("az", 3), ("bz", 5), ("cz", 7))]
+    inits.append(numpy_helper.from_array(rng.integers(0, 20, (5,)).astype(dt), "b"))
+    node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["c"], domain="com.microsoft")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("a", tp, ["n", 5])],
+        [helper.make_tensor_value_info("c", tp, ["n", 5])],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+@pytest.mark.parametrize("op", ["QLinearAdd", "QLinearMul"])
+@pytest.mark.parametrize("uint8", [True, False])
+def test_com_microsoft_qlinear_elementwise_equals_onnxruntime(backend, op, uint8) -> None:  # type: ignore[no-untyped-def]
+    dev = _device(backend)
+    model = _elementwise_model(op, uint8)
+    m = load_model(model.SerializeToString(), dev)
+    lo, hi = (0, 256) if uint8 else (-128, 128)
+    for rows in (1, 64):
+        a = rng.integers(lo, hi, (rows, 5)).astype(np.uint8 if uint8 else np.int8)
+        got = m(ember.Tensor.from_data(a, dev)).to_numpy()
+        np.testing.assert_array_equal(got, _ort(model, {"a": a}))  # exactly, halfway values included
+
+
+def test_onnxruntime_qoperator_model_with_qlinear_add_equals_onnxruntime(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``quantize_static`` in the QOperator format without restricting the operators writes a ``QLinearAdd``."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    dev = _device("numpy")
+    onnx.save(_float_model(), tmp_path / "f.onnx")
+    quantize_static(
+        str(tmp_path / "f.onnx"),
+        str(tmp_path / "q.onnx"),
+        _Reader(),
+        quant_format=QuantFormat.QOperator,
+        per_channel=True,
+        weight_type=QuantType.QInt8,
+        activation_type=QuantType.QUInt8,
+    )
+    qmodel = onnx.load(tmp_path / "q.onnx")
+    assert "QLinearAdd" in {n.op_type for n in qmodel.graph.node}
+    m = load_model(tmp_path / "q.onnx", dev)
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, 3, 8, 8)).astype(np.float32)
+        np.testing.assert_array_equal(_run(m, x, dev), _ort(qmodel, {"x": x}))
