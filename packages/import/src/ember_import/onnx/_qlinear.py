@@ -12,9 +12,9 @@ weight instead of the three (``QLinearConv``: scale per tensor or per output cha
 ``a_scale * w_scale / y_scale`` in float64, rounded half to even. onnxruntime's kernels requantize in float32
 (MLAS), so a value that lands on a rounding boundary may differ by one quantum from onnxruntime's, never more.
 
-``QLinearAdd`` / ``QLinearMul`` and the other ``com.microsoft`` operators have no converter (``load_model`` refuses
-them, listing them); the integer ``ConvInteger`` / ``MatMulInteger`` of ``quantize_dynamic`` take a weight as an
-integer constant of the program.
+onnxruntime's ``QLinearAdd`` / ``QLinearMul`` (``com.microsoft``) are converted in :mod:`.ops._quantize_ms` (no
+weight); the integer ``ConvInteger`` / ``MatMulInteger`` of ``quantize_dynamic`` take a weight as an integer
+constant of the program (its scale is a separate ``Mul``).
 """
 
 from __future__ import annotations
