@@ -232,14 +232,27 @@ def test_onnxruntime_quantize_static_model_generates(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_qlinear_and_unsupported_quantized_patterns_are_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("op", "per_channel", "uint8_w"), [("QLinearMatMul", True, False), ("QLinearConv", False, True)]
+)
+def test_qlinear_models_generate_integer_code(tmp_path: Path, op: str, per_channel: bool, uint8_w: bool) -> None:
+    """QLinearMatMul / QLinearConv: integer tensor code on the int8 weight, equal to onnxruntime to the integer."""
     from test_onnx_quantized_import import _qlinear_model
 
-    model = _qlinear_model("QLinearMatMul", True, False)
-    onnx.save(model, tmp_path / "ql.onnx")
-    with pytest.raises(ModelGenError, match="QLinearMatMul with a quantized weight"):
-        ModelGen().input(tmp_path / "ql.onnx").out_dir(tmp_path / "ql").run()
-    assert not (tmp_path / "ql").exists()
+    path, py, mod = _generate(_qlinear_model(op, per_channel, uint8_w), tmp_path, "qlinear")
+    dev = ember.backend("numpy").device()
+    net = mod.Model.from_record(str(py.parent / "model.mpk"), dev)
+    shapes = [(1, 12), (5, 12)] if op == "QLinearMatMul" else [(1, 3, 6, 6), (3, 3, 6, 6)]
+    for shape in shapes:
+        x = (rng.standard_normal(shape) * 2).astype(np.float32)
+        np.testing.assert_array_equal(net(ember.Tensor.from_data(x, dev)).to_numpy(), _ort(path, x))
+    # the weight is an integer field holding the ONNX integers (uint8 shifted by -128 with its zero points)
+    w = numpy_helper.to_array(next(t for t in onnx.load(path).graph.initializer if t.name == "w")).astype(np.int64)
+    np.testing.assert_array_equal(net.w.val().to_numpy(), w - (128 if uint8_w else 0))
+    assert not net.w.val().dtype.is_float
+
+
+def test_unsupported_quantized_patterns_are_refused(tmp_path: Path) -> None:
     gemm = _mlp(False)
     for node in gemm.graph.node:
         if node.op_type == "Gemm":

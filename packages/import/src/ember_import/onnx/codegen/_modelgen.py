@@ -22,6 +22,7 @@ from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
 from ._names import check_class_name, identifier
+from ._quant_recognizers import restore_qlinear
 from ._recognizers import RECOGNIZERS
 from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
@@ -115,6 +116,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     weights, constants = _fold_weights(module)
     g = Gen(graph, weights, constants, module.opset, True)
     g.quantized = {k: p.val() for k, p in module.weights.items() if not isinstance(p.val(), Tensor)}
+    restore_qlinear(module, g)  # QLinearMatMul / QLinearConv: integer tensor code on the int8 weights
     for info in graph.outputs:
         if info.kind != "tensor":
             raise ModelGenError(f"{info.describe()}: generated code returns tensors; this output is a sequence or "

@@ -14,9 +14,11 @@ through a per-tensor ``QuantizeLinear`` -> ``DequantizeLinear`` pair is written 
 tensor code, in float) before the layer call: the generated code computes what the graph does, up to float
 rounding (the runtime ``load_model`` runs the same product on the int8 kernel).
 
-Every other ``ai.ember`` node (``QLinearMatMul`` / ``QLinearConv`` with a quantized weight, a ``Gemm`` with
-``alpha != 1``, a 3-D convolution or one with asymmetric pads) is refused with a
-:class:`~._errors.ModelGenError`: generated code is right or refused.
+``QLinearMatMul`` / ``QLinearConv`` (integer in, integer out: no quantized layer computes them) go back to their
+``ai.onnx`` form before the trace (:func:`restore_qlinear`): generated code runs them as integer tensor code on the
+weight's int8 values, scales and zero points (frozen ``Param`` fields, int8 in the record). Every other
+``ai.ember`` node (a ``Gemm`` with ``alpha != 1``, a 3-D convolution or one with asymmetric pads) is refused with
+a :class:`~._errors.ModelGenError`: generated code is right or refused.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from ._layers import conv
 from ._names import scope_path
 from ._sym import parts_text
 
-__all__ = ["quantized_layer", "apply_quantized"]
+__all__ = ["quantized_layer", "apply_quantized", "restore_qlinear"]
 
 
 def _q(name: str) -> Attr:
@@ -214,3 +216,38 @@ def _as_matrix(qt: Any) -> Any:
     n = int(qt.shape[0])
     values = qt.values.reshape([n, -1])
     return QuantizedTensor(values, tuple(values.shape), qt.scheme, qt.qparams)
+
+
+def restore_qlinear(module: Any, g: Gen) -> None:
+    """Give the ``ai.ember`` ``QLinearMatMul`` / ``QLinearConv`` nodes of ``module``'s graph their ``ai.onnx`` form
+    back: the quantized weight's int8 values, float32 scales and int8 zero points (zeros for a symmetric scheme)
+    as three values: the integers under the weight's name (a weight of the generation: a frozen ``Param`` field of
+    the generated module, int8 in its record), ``<weight>::scale`` and ``<weight>::zero_point`` (constants), also constants of the module's
+    program (the integers are those of the weight: uint8 ones shifted with their zero points, which
+    leaves ``w - w_zero_point`` and so every result unchanged), and the ``ai.onnx`` converters."""
+    from .._registry import lookup
+
+    program = module.program
+    for node in program.graph.nodes:
+        if node.domain != DOMAIN or node.op_type not in ("QLinearMatMul", "QLinearConv"):
+            continue
+        name = node.inputs[3]
+        qt = g.quantized[name]
+        scale = qt.qparams.scale.to_data()
+        zp = qt.qparams.zero_point
+        parts = {  # the integers under the weight's own name (the field's), its parameters beside them
+            name: qt.values.to_data(),
+            f"{name}::scale": scale,
+            f"{name}::zero_point": TensorData(np.zeros(scale.shape, np.int8)) if zp is None else zp.to_data(),
+        }
+        values, *params = parts
+        g.weights[values] = parts[values]  # a field of its own (int8 in the record), read by traced code
+        del g.quantized[name]
+        g.constants.update({k: parts[k] for k in params})
+        program.constants.update(parts)
+        node.domain = ""
+        node.inputs = [*node.inputs[:3], *parts, *node.inputs[4:]]
+        found = lookup(node.op_type, "", program.opsets.get("ai.onnx", 1))
+        if found is None:  # the opset predates the operator: the model would not have loaded
+            raise ModelGenError(f"{node.where()}: no ai.onnx converter at this opset; this is a bug in ModelGen.")
+        program.converters[id(node)] = found
