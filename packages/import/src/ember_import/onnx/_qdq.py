@@ -11,17 +11,19 @@ matrix product as::
 
 Without this pass, constant folding turns ``w_f`` into a float32 constant (4x the memory) and the activation pair
 runs as float ops. :func:`recognise_qdq` rewrites each such ``MatMul`` / ``Gemm`` into one ``ai.ember`` node,
-``QdqMatMul``, whose converter builds an :class:`ember.quantization.QuantizedTensor` from the int8 weight (uint8
-weights and activations are shifted by -128, which is exact) and calls :func:`ember.quantization.quantized_linear`
-(weight-only: dequantize, then float) or, when the input is a per-tensor ``Q -> DQ`` pair with constant
-parameters, quantizes the input with those parameters and runs :func:`ember.quantization.quantized_matmul` (the
-int8 kernel where the scheme allows, see its docs). The numbers are those of the ONNX graph: ``(q - zp) * scale``
-for both operands, the product accumulated exactly in int32 or in float.
+``QdqMatMul``, that reads the weight as an :class:`ember.quantization.QuantizedTensor` parameter of the module
+(``[d_input, d_output]``, Ember's layout; :mod:`._qweights`: uint8 weights and zero points shifted by -128, which
+is exact) and drops the weight's ``DequantizeLinear``. The converter calls
+:func:`ember.quantization.quantized_linear` (weight-only: dequantize, then float) or, when the input is a
+per-tensor ``Q -> DQ`` pair with constant parameters, quantizes the input with those parameters and runs
+:func:`ember.quantization.quantized_matmul` (the int8 kernel where the scheme allows, see its docs). The numbers are
+those of the ONNX graph: ``(q - zp) * scale`` for both operands, the product accumulated exactly in int32 or in
+float.
 
 Not recognised (left to the float converters): a weight with a block size, a weight that is not a 2-D
-initializer, ``Gemm`` with ``transA``, a ``DequantizeLinear`` whose output has other consumers, ``Conv`` (a
-quantized convolution dequantizes its weight anyway: see ``ember.quantization.QuantizedConv2d``). ``ModelGen``
-(code generation) does not run this pass.
+initializer or is also a graph input, ``Gemm`` with ``transA``, a ``DequantizeLinear`` whose output has other
+consumers, a scale that is not positive and finite. ``Conv`` is :mod:`._qdq_conv`'s; ``ModelGen`` writes
+``QdqMatMul`` as a ``QuantizedLinear`` (``codegen/_quant_recognizers.py``).
 """
 
 from __future__ import annotations
