@@ -16,7 +16,7 @@ rounding (the runtime ``load_model`` runs the same product on the int8 kernel).
 
 ``QLinearMatMul`` / ``QLinearConv`` (integer in, integer out: no quantized layer computes them) go back to their
 ``ai.onnx`` form before the trace (:func:`restore_qlinear`): generated code runs them as integer tensor code on the
-weight's int8 values, scales and zero points (frozen ``Param`` fields, int8 in the record). Every other
+weight's integers (an integer ``Param`` field), scales and zero points. Every other
 ``ai.ember`` node (a ``Gemm`` with ``alpha != 1``, a 3-D convolution or one with asymmetric pads) is refused with
 a :class:`~._errors.ModelGenError`: generated code is right or refused.
 """
@@ -220,11 +220,12 @@ def _as_matrix(qt: Any) -> Any:
 
 def restore_qlinear(module: Any, g: Gen) -> None:
     """Give the ``ai.ember`` ``QLinearMatMul`` / ``QLinearConv`` nodes of ``module``'s graph their ``ai.onnx`` form
-    back: the quantized weight's int8 values, float32 scales and int8 zero points (zeros for a symmetric scheme)
-    as three values: the integers under the weight's name (a weight of the generation: a frozen ``Param`` field of
-    the generated module, int8 in its record), ``<weight>::scale`` and ``<weight>::zero_point`` (constants), also constants of the module's
-    program (the integers are those of the weight: uint8 ones shifted with their zero points, which
-    leaves ``w - w_zero_point`` and so every result unchanged), and the ``ai.onnx`` converters."""
+    back, the quantized weight split in three values: its int8 integers under the weight's name (a weight of the
+    generation: an integer ``Param`` field of the generated module, held in the backend's integer type),
+    ``<weight>::scale`` (float32) and ``<weight>::zero_point`` (int8, zeros for a symmetric scheme) as constants;
+    all three are also constants of the module's program. The integers are the weight's (uint8 ones shifted with
+    their zero points, which leaves ``w - w_zero_point`` and every result unchanged); the nodes get the ``ai.onnx``
+    converters back."""
     from .._registry import lookup
 
     program = module.program
@@ -241,7 +242,7 @@ def restore_qlinear(module: Any, g: Gen) -> None:
             f"{name}::zero_point": TensorData(np.zeros(scale.shape, np.int8)) if zp is None else zp.to_data(),
         }
         values, *params = parts
-        g.weights[values] = parts[values]  # a field of its own (int8 in the record), read by traced code
+        g.weights[values] = parts[values]  # a field of its own, read by traced code
         del g.quantized[name]
         g.constants.update({k: parts[k] for k in params})
         program.constants.update(parts)
