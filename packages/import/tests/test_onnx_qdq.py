@@ -12,6 +12,7 @@ from _onnx_backends import BACKENDS  # noqa: F401  (the import checks the backen
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from ember.quantization import QuantizedTensor  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 
 rng = np.random.default_rng(33)
@@ -65,11 +66,12 @@ def test_qdq_matmul_runs_quantized(backend, op, w_dtype, per_channel, activation
     m = load_model(model.SerializeToString(), dev)
     fused = [n for n in m.program.graph.nodes if n.op_type == "QdqMatMul"]
     assert len(fused) == 1 and not any(n.op_type == "DequantizeLinear" for n in m.program.graph.nodes)
-    # the weight stays int8/uint8 (transposed once for a Gemm with transB): no float32 copy of it is held
-    held = {k: v for k, v in m.program.constants.items() if v.num_elements == 96}
-    assert list(held) == (["W::ember_T"] if trans_b else ["W"])
-    assert held[list(held)[0]].dtype is (ember.DType.INT8 if w_dtype is np.int8 else ember.DType.UINT8)
-    assert not any(p.val().num_elements() == 96 for p in m.weights.values())
+    # the weight is a QuantizedTensor parameter (int8; transposed once for a Gemm with transB): no float32 copy
+    assert not any(v.num_elements == 96 for v in m.program.constants.values())
+    wq = m.weights["W"].val()
+    assert isinstance(wq, QuantizedTensor) and wq.values.dtype is ember.DType.INT8
+    assert wq.shape == (16, 6) and not m.weights["W"].require_grad
+    assert not any(isinstance(p.val(), ember.Tensor) and p.val().num_elements() == 96 for p in m.weights.values())
     x = rng.standard_normal((4, 16)).astype(np.float32)
     want = ReferenceEvaluator(model).run(None, {"x": x})[0]
     got = m(ember.Tensor.from_data(x, dev))

@@ -17,7 +17,8 @@ from ._ir import Graph, ValueInfo
 from ._parse import read_model
 from ._passes import fold_constants, remove_dead_nodes
 from ._program import Program, host_device
-from ._qdq import DOMAIN, recognise_qdq
+from ._qdq import DOMAIN
+from ._quantized_graph import recognise_quantized
 
 __all__ = ["OnnxModule", "load_model"]
 
@@ -26,9 +27,10 @@ class OnnxModule(Module):
     """An imported ONNX model: Ember tensor ops on Ember parameters.
 
     Float initializers are :class:`~ember.module.Param`\\ s keyed by their ONNX names (``weights["conv1.weight"]``,
-    ``ParamId`` derived from the name), so the model trains, saves and loads like any module; integer and bool
-    initializers and folded values are constants of the :class:`~._program.Program` (a plain field, shared by
-    every copy of the module).
+    ``ParamId`` derived from the name), so the model trains, saves and loads like any module; the int8 weights of
+    quantized patterns are ``Param``\\ s holding :class:`ember.quantization.QuantizedTensor`\\ s (integers and
+    scales in the record); other integer and bool initializers and folded values are constants of the
+    :class:`~._program.Program` (a plain field, shared by every copy of the module).
 
     Attributes:
         weights: ONNX initializer name -> parameter (named ``weights``: ``Module.params()`` lists every ``Param``).
@@ -200,9 +202,12 @@ def load_model(
         The module; ``module(*inputs)`` runs it. Float initializers become ``Param``s (``ParamId`` = the
         initializer's name) in their own float type where the backend holds it, else in the backend's float
         type; integer and bool initializers, and float ones read only as shapes or counts, are constants.
-        The pipeline follows Burn's onnx-ir: parse and check (``onnx``), typed IR, QDQ recognition (int8
-        ``MatMul``/``Gemm`` weights kept as quantized tensors, ``_qdq.py``), constant folding, dead-node removal,
-        then one converter per node (``ember_import/onnx/ops``).
+        Quantized weights (the int8/uint8 weight of a QDQ ``MatMul``/``Gemm``/``Conv`` or of a
+        ``QLinearMatMul``/``QLinearConv``, see ``_quantized_graph.py``) become ``Param``s holding an
+        :class:`ember.quantization.QuantizedTensor` (``require_grad=False``, ``ParamId`` = the initializer's name),
+        stored as integers and scales in records.
+        The pipeline follows Burn's onnx-ir: parse and check (``onnx``), typed IR, quantized-pattern recognition,
+        constant folding, dead-node removal, then one converter per node (``ember_import/onnx/ops``).
 
     Raises:
         OnnxImportError: unreadable or malformed file (see :func:`~._parse.read_model`), operators without
@@ -215,7 +220,8 @@ def load_model(
     if limit < 0:
         raise ValueError(f"load_model: max_tensor_bytes must be >= 0, got {max_tensor_bytes}.")
     opsets = parsed.opsets
-    if recognise_qdq(graph):  # before folding, which would turn the int8 weights into float32 constants
+    qweights = recognise_quantized(graph)  # before folding, which would turn int8 weights into float32 constants
+    if qweights:
         opsets = {**opsets, DOMAIN: 1}
     program = Program(graph, opsets, {}, source=parsed.source, max_tensor_bytes=limit)
     static_only = _static_only(graph, program)
@@ -225,6 +231,8 @@ def load_model(
             params[name] = Param(Tensor.from_data(data, device, dtype=_param_dtype(data, device)), id=ParamId(name))
         else:
             program.constants[name] = data
+    for name, qw in qweights.items():  # int8 weights and their scales, stored as they are in records
+        params[name] = Param(qw.tensor(device), id=ParamId(name), require_grad=False)
     host = host_device()
     if fold:
         ctx = Context(program, host, host)

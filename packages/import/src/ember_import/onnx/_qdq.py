@@ -11,17 +11,19 @@ matrix product as::
 
 Without this pass, constant folding turns ``w_f`` into a float32 constant (4x the memory) and the activation pair
 runs as float ops. :func:`recognise_qdq` rewrites each such ``MatMul`` / ``Gemm`` into one ``ai.ember`` node,
-``QdqMatMul``, whose converter builds an :class:`ember.quantization.QuantizedTensor` from the int8 weight (uint8
-weights and activations are shifted by -128, which is exact) and calls :func:`ember.quantization.quantized_linear`
-(weight-only: dequantize, then float) or, when the input is a per-tensor ``Q -> DQ`` pair with constant
-parameters, quantizes the input with those parameters and runs :func:`ember.quantization.quantized_matmul` (the
-int8 kernel where the scheme allows, see its docs). The numbers are those of the ONNX graph: ``(q - zp) * scale``
-for both operands, the product accumulated exactly in int32 or in float.
+``QdqMatMul``, that reads the weight as an :class:`ember.quantization.QuantizedTensor` parameter of the module
+(``[d_input, d_output]``, Ember's layout; :mod:`._qweights`: uint8 weights and zero points shifted by -128, which
+is exact) and drops the weight's ``DequantizeLinear``. The converter calls
+:func:`ember.quantization.quantized_linear` (weight-only: dequantize, then float) or, when the input is a
+per-tensor ``Q -> DQ`` pair with constant parameters, quantizes the input with those parameters and runs
+:func:`ember.quantization.quantized_matmul` (the int8 kernel where the scheme allows, see its docs). The numbers are
+those of the ONNX graph: ``(q - zp) * scale`` for both operands, the product accumulated exactly in int32 or in
+float.
 
 Not recognised (left to the float converters): a weight with a block size, a weight that is not a 2-D
-initializer, ``Gemm`` with ``transA``, a ``DequantizeLinear`` whose output has other consumers, ``Conv`` (a
-quantized convolution dequantizes its weight anyway: see ``ember.quantization.QuantizedConv2d``). ``ModelGen``
-(code generation) does not run this pass.
+initializer or is also a graph input, ``Gemm`` with ``transA``, a ``DequantizeLinear`` whose output has other
+consumers, a scale that is not positive and finite. ``Conv`` is :mod:`._qdq_conv`'s; ``ModelGen`` writes
+``QdqMatMul`` as a ``QuantizedLinear`` (``codegen/_quant_recognizers.py``).
 """
 
 from __future__ import annotations
@@ -30,15 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from ember import DType, Int, Tensor, TensorData
+from ember import DType, Tensor
 
 from ._context import Context
 from ._ir import Graph, Node
+from ._qweights import DOMAIN, QWeights, ember_node, facts, quantized_weight, register
 from ._registry import converter
 
-__all__ = ["recognise_qdq", "DOMAIN"]
+__all__ = ["recognise_qdq", "weight_dq", "DOMAIN"]
 
-DOMAIN = "ai.ember"
 _WEIGHT_OPS = ("MatMul", "Gemm")
 
 
@@ -51,50 +53,42 @@ def _host(graph: Graph, name: str) -> np.ndarray | None:
     return None if data is None else np.asarray(data.to_numpy())
 
 
-def recognise_qdq(graph: Graph) -> int:
+def weight_dq(graph: Graph, producers: dict[str, Node], uses: dict[str, int], name: str) -> Node | None:
+    """The ``ai.onnx`` ``DequantizeLinear`` producing ``name`` when ``name`` has no other use and the node has no
+    ``block_size``, else ``None``."""
+    dq = producers.get(name)
+    if dq is None or dq.op_type != "DequantizeLinear" or not _onnx(dq) or uses.get(name, 0) != 1:
+        return None
+    return None if int(dq.attrs.get("block_size", 0)) else dq
+
+
+def recognise_qdq(graph: Graph, qweights: QWeights) -> int:
     """Rewrite the QDQ ``MatMul`` / ``Gemm`` patterns of the main graph (see the module docstring) into
-    ``ai.ember.QdqMatMul`` nodes; returns how many. Transposed ``Gemm`` weights get a transposed copy as a new
-    initializer (``<name>::ember_T``). The caller re-resolves the converters."""
-    producers = {o: n for n in graph.nodes for o in n.outputs if o}
-    uses: dict[str, int] = {}
-    for n in graph.walk():
-        for i in n.inputs:
-            uses[i] = uses.get(i, 0) + 1
-    for o in graph.outputs:
-        uses[o.name] = uses.get(o.name, 0) + 1
-    graph_inputs = {i.name for i in graph.inputs}
+    ``ai.ember.QdqMatMul`` nodes reading a quantized weight recorded in ``qweights`` (:mod:`._qweights`; a ``Gemm``
+    with ``transB`` gets the transposed integers); the weight's ``DequantizeLinear`` is removed. Returns how many.
+    The caller re-resolves the converters."""
+    producers, uses, graph_inputs = facts(graph)
+    dead: set[int] = set()
     count = 0
     for k, node in enumerate(graph.nodes):
         if node.op_type not in _WEIGHT_OPS or not _onnx(node) or len(node.inputs) < 2:
             continue
         if node.op_type == "Gemm" and int(node.attrs.get("transA", 0)):
             continue
-        dq = producers.get(node.inputs[1])
-        if dq is None or dq.op_type != "DequantizeLinear" or not _onnx(dq) or uses.get(dq.outputs[0], 0) != 1:
-            continue
-        w_name, s_name = dq.inputs[0], dq.inputs[1]
-        z_name = dq.inputs[2] if len(dq.inputs) > 2 else ""
-        w, s = _host(graph, w_name), _host(graph, s_name)
-        z = _host(graph, z_name) if z_name else None
-        if w is None or s is None or (z_name and z is None) or w.ndim != 2 or w.dtype not in (np.int8, np.uint8):
-            continue
-        if w_name in graph_inputs or int(dq.attrs.get("block_size", 0)):
-            continue
-        axis = int(dq.attrs.get("axis", 1)) % 2
-        if s.size != 1 and (s.ndim != 1 or s.shape[0] != w.shape[axis]):
+        dq = weight_dq(graph, producers, uses, node.inputs[1])
+        if dq is None:
             continue
         trans_b = node.op_type == "Gemm" and bool(int(node.attrs.get("transB", 0)))
-        if trans_b:  # Ember's layout is [d_input, d_output]: store the transposed integers once
-            t_name = f"{w_name}::ember_T"
-            graph.initializers[t_name] = TensorData(np.ascontiguousarray(w.T))
-            w_name, axis = t_name, 1 - axis
-        zs = np.zeros(1, dtype=np.int64) if z is None else z.astype(np.int64).ravel()
-        ints = w.astype(np.int64) - (128 if w.dtype == np.uint8 else 0)
-        zs = zs - (128 if w.dtype == np.uint8 else 0)
-        symmetric = not zs.any() and int(ints.min()) >= -127
-        inputs = [node.inputs[0], w_name, s_name, z_name, node.inputs[2] if len(node.inputs) > 2 else "", "", ""]
-        attrs: dict[str, Any] = {"axis": axis if s.size != 1 else -1, "symmetric": int(symmetric),
-                                 "alpha": float(node.attrs.get("alpha", 1.0)),
+        z_name = dq.inputs[2] if len(dq.inputs) > 2 else ""
+        qw = quantized_weight(graph, graph_inputs, dq.inputs[0], dq.inputs[1], z_name, int(dq.attrs.get("axis", 1)),
+                              rank=2, transpose=trans_b)
+        if qw is None:
+            continue
+        # Ember's layout is [d_input, d_output]: a Gemm with transB stores the transposed integers once
+        w_name = register(graph, uses, qweights, dq.inputs[0], qw, "_T" if trans_b else "")
+        dead.add(id(dq))
+        inputs = [node.inputs[0], w_name, node.inputs[2] if len(node.inputs) > 2 else "", "", ""]
+        attrs: dict[str, Any] = {"alpha": float(node.attrs.get("alpha", 1.0)),
                                  "beta": float(node.attrs.get("beta", 1.0))}
         xdq = producers.get(node.inputs[0])
         if xdq is not None and xdq.op_type == "DequantizeLinear" and _onnx(xdq):
@@ -106,53 +100,28 @@ def recognise_qdq(graph: Graph) -> int:
                 if xs is not None and xs.size == 1 and xz is not None and xz.size == 1 and xz.dtype in (np.int8,
                                                                                                       np.uint8):
                     inputs[0] = q.inputs[0]
-                    inputs[5] = xdq.inputs[1]
-                    inputs[6] = xdq.inputs[2]
+                    inputs[3] = xdq.inputs[1]
+                    inputs[4] = xdq.inputs[2]
                     attrs["x_uint8"] = int(xz.dtype == np.uint8)
-        graph.nodes[k] = Node(op_type="QdqMatMul", domain=DOMAIN, name=node.name, inputs=inputs,
-                              outputs=list(node.outputs), attrs=attrs)
+        graph.nodes[k] = ember_node(node, "QdqMatMul", inputs, attrs)
         count += 1
+    graph.nodes[:] = [n for n in graph.nodes if id(n) not in dead]
     return count
 
 
-def _scheme(level: Any, symmetric: bool) -> Any:
-    from ember.quantization import QuantScheme, QuantValue
-
-    return QuantScheme(QuantValue.Q8S if symmetric else QuantValue.Q8F, level)
-
-
 @converter("QdqMatMul", since=1, domain=DOMAIN)
-def qdq_matmul(ctx: Context, node: Node, x: Tensor, w: Tensor, w_scale: Tensor, w_zp: Tensor | None = None,
-               bias: Tensor | None = None, x_scale: Tensor | None = None, x_zp: Tensor | None = None) -> Tensor:
-    """``alpha * (x @ dequant(w)) + beta * bias`` with ``w`` as a QuantizedTensor (see the module docstring)."""
-    from ember.quantization import QParams, QuantizedTensor, QuantLevel, quantized_linear, quantized_matmul
+def qdq_matmul(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Tensor | None = None,
+               x_scale: Tensor | None = None, x_zp: Tensor | None = None) -> Tensor:
+    """``alpha * (x @ dequant(wq)) + beta * bias`` with ``wq`` the QuantizedTensor ``[d_input, d_output]`` (see the
+    module docstring)."""
+    from ember.quantization import QParams, QuantLevel, QuantScheme, QuantValue, quantized_linear, quantized_matmul
 
-    axis = int(node.attrs["axis"])
-    level = QuantLevel.tensor() if axis < 0 else QuantLevel.axis(axis)
-    sym = bool(node.attrs["symmetric"])
-    shift = 128 if w.dtype is DType.UINT8 else 0
-
-    def int8(t: Tensor, n: int) -> Tensor:
-        t = t.reshape([n]) if t.rank != 2 else t
-        return (t.cast("int64") - shift).cast("int8") if shift else t.cast("int8")
-
-    n_scale = 1 if axis < 0 else w.shape[axis]
-    scale = w_scale.reshape([n_scale]).cast("float32")
-    if sym:
-        zp = None
-    elif w_zp is not None:
-        zp = int8(w_zp, n_scale)
-    else:
-        zp = Tensor.from_data(np.zeros(n_scale, dtype=np.int8), w.device, Int)
-    wq = QuantizedTensor(int8(w, 0), tuple(w.shape), _scheme(level, sym), QParams(scale, zp))
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
     lead = list(x.shape[:-1])
     x2 = x.reshape([-1, x.shape[-1]]) if x.rank != 2 else x
     if x_scale is None:
-        y = quantized_linear(x2.cast(scale.dtype) if x2.dtype is not scale.dtype else x2, wq)
+        y = quantized_linear(x2.cast("float32") if x2.dtype is not DType.FLOAT32 else x2, wq)
     else:
-        from ember.quantization import QuantScheme, QuantValue
-
         xshift = 128 if int(node.attrs.get("x_uint8", 0)) else 0
         assert x_zp is not None  # recognise_qdq fuses an activation pair only with a zero point
         xz = (x_zp.reshape([1]).cast("int64") - xshift).cast("int8")

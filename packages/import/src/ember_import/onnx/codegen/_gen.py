@@ -79,6 +79,8 @@ class Gen(GenState):
 
     def raw_value(self, name: str) -> Any:
         """The value of ``name`` without making a field of a weight (a recognised layer owns it)."""
+        if name in self.quantized:
+            return self.quantized[name]
         if name in self.weights and name not in self.env and name not in self._weight_vals:
             hit = self._raw.get(name)
             if hit is None:

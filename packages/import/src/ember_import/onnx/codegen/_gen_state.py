@@ -78,6 +78,9 @@ class GenState:
         self.constants_src: list[str] = []
         self._shared: dict[str, str] = {}
         self.imports: set[tuple[str, str]] = set()
+        # quantized weights (ONNX name -> QuantizedTensor) and the quantized fields' weights (field -> key -> it)
+        self.quantized: dict[str, Any] = {}
+        self.quantized_state: dict[str, dict[str, Any]] = {}
         # the trace
         self.depth = 0
         self.traced: dict[int, tuple[Tensor, Var]] = {}

@@ -22,6 +22,7 @@ from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
 from ._names import check_class_name, identifier
+from ._quant_recognizers import restore_qlinear
 from ._recognizers import RECOGNIZERS
 from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
@@ -114,6 +115,8 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     graph = module.program.graph
     weights, constants = _fold_weights(module)
     g = Gen(graph, weights, constants, module.opset, True)
+    g.quantized = {k: p.val() for k, p in module.weights.items() if not isinstance(p.val(), Tensor)}
+    restore_qlinear(module, g)  # QLinearMatMul / QLinearConv: integer tensor code on the int8 weights
     for info in graph.outputs:
         if info.kind != "tensor":
             raise ModelGenError(f"{info.describe()}: generated code returns tensors; this output is a sequence or "
@@ -126,6 +129,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
                             f"of this model: {exc}") from exc
     n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
                    if f_data.dtype.is_float)
+    n_params += sum(int(np.prod(q.shape, dtype=np.int64)) for qs in g.quantized_state.values() for q in qs.values())
     name = source_name or (os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "model")
     source = render(g, body, class_name=class_name, source_file=name, record_file=record_file,
                     record_type=record_type, half=half, inputs=inputs, outputs=outputs, n_params=n_params)
@@ -171,7 +175,7 @@ def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, 
     """
     program = module.program
     graph = program.graph
-    weights = {name: p.val().to_data() for name, p in module.weights.items()}
+    weights = {name: p.val().to_data() for name, p in module.weights.items() if isinstance(p.val(), Tensor)}
     constants = dict(program.constants)
     merged = {**constants, **weights}
     program.constants = merged

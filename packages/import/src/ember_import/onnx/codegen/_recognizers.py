@@ -13,6 +13,7 @@ from .._ir import Node
 from ._activations import activation, dropout, gelu_erf
 from ._gen import Gen
 from ._layers import batch_norm, channel_norm, conv, conv_transpose, embedding, gemm, layer_norm, matmul_add, pool
+from ._quant_recognizers import quantized_layer
 from ._recurrent import recurrent
 
 __all__ = ["RECOGNIZERS"]
@@ -21,6 +22,6 @@ Recognizer = Callable[[Gen, Node], "list[Node] | None"]
 
 
 RECOGNIZERS: tuple[Recognizer, ...] = (
-    conv, conv_transpose, gemm, matmul_add, batch_norm, layer_norm, channel_norm, embedding, pool,
+    quantized_layer, conv, conv_transpose, gemm, matmul_add, batch_norm, layer_norm, channel_norm, embedding, pool,
     recurrent, gelu_erf, activation, dropout,
 )

@@ -153,6 +153,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
                          | {n for n in from_ember if re.search(rf"\b{n}\b", used)})
     if any(f.annotation.startswith("nn.") or "nn." in f.init for f in g.fields):
         ember_names.append("nn")
+    ember_names.sort(key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))  # isort's order by type
     tensor_mods = [m for m in ("activation", "functional") if re.search(rf"\b{m}\.", body)]
     record_names = sorted({recorder} | ({"HalfPrecisionSettings"} if half else set()))
     uses_param = any(f.annotation == "Param" for f in g.fields)

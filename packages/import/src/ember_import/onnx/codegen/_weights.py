@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from ember import Int, Tensor, nn
+from ember import Int, Tensor, nn, quantization
 from ember.backend import Device
 from ember.module import Module, Param
 from ember.record import HalfPrecisionSettings
@@ -21,6 +21,7 @@ from ..._recorder import ImportedRecord
 from .._program import host_device
 from ._expr import build
 from ._gen import Gen
+from ._quant_recognizers import apply_quantized
 from ._source import RECORDERS
 
 __all__ = ["build_module", "save_weights"]
@@ -29,7 +30,7 @@ __all__ = ["build_module", "save_weights"]
 def build_module(gen: Gen, class_name: str, device: Device) -> Module:
     """The generated module with fresh weights, as its config's ``init(device)`` builds it, made from the
     generation state alone (a class of the same name and fields; no generated code runs)."""
-    names = {"nn": nn, "Tensor": Tensor, "Int": Int, "Param": Param, "device": device}
+    names = {"nn": nn, "Tensor": Tensor, "Int": Int, "Param": Param, "device": device, "quantization": quantization}
     values = {f.name: build(f.ctor, names) for f in gen.fields}
     annotations = {name: type(v) for name, v in values.items()}
     cls: Any = types.new_class(class_name, (Module,),
@@ -54,6 +55,10 @@ def save_weights(gen: Gen, class_name: str, record: Path, record_type: str, half
         for key, data in f.state.items():
             flat[f"{f.name}.{key}" if key else f.name] = data
     record_in = ImportedRecord(flat, origins={}, values={}, pytorch=True, adapter=None, device=device, source=source)
-    net = net.load_record(record_in)
+    if gen.quantized_state:  # the float weights, then the quantized ones
+        loaded, report = net.load_record(record_in, strict=False)
+        net = apply_quantized(loaded, report, gen)
+    else:
+        net = net.load_record(record_in)
     recorder = getattr(rec, RECORDERS[record_type])(HalfPrecisionSettings() if half else None)
     return net.save_file(record, recorder)  # type: ignore[no-any-return]
