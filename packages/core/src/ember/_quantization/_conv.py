@@ -30,7 +30,7 @@ from ._quantize import apply_quantize
 from ._scheme import QParams, QuantScheme, QuantValue
 from ._validate import check_qparams
 
-__all__ = ["quantized_conv2d", "conv_int_path_applies", "int_conv2d", "MAX_CONV_K"]
+__all__ = ["quantized_conv2d", "conv_int_path_applies", "int_conv2d", "channel_scale", "MAX_CONV_K"]
 
 #: channels_in / groups * kernel_h * kernel_w * 255 * 128 must stay below 2**31 for an exact int32 accumulation
 MAX_CONV_K = (2**31 - 1) // (255 * 128)
@@ -141,7 +141,7 @@ def quantized_conv2d(
     if conv_int_path_applies(x.scheme, weight.scheme, cg * kh * kw):
         wi = weight.inner()
         values = wi.int_values()
-        scale = weight.derived("conv-scale", lambda: _per_channel_scale(wi, o))
+        scale = weight.derived("conv-scale", lambda: channel_scale(wi, o))
         return int_conv2d(x, values, scale, bias, stride, padding, dilation, groups, output, weight.kernel_cache())
     y = conv2d(x.dequantize(), weight.dequantize(), bias, ConvOptions(stride, padding, dilation, groups))
     if output is None:
@@ -149,7 +149,7 @@ def quantized_conv2d(
     return apply_quantize(y, OUTPUT_SCHEME, _output_qparams(output, x.device), layout(op, OUTPUT_SCHEME, y.shape))
 
 
-def _per_channel_scale(w: QuantizedTensor, o: int) -> Tensor:
-    """The float32 ``[o]`` scales of an inner weight quantized per tensor or along axis 0."""
+def channel_scale(w: QuantizedTensor, o: int) -> Tensor:
+    """The float32 ``[o]`` scales of an inner weight (any shape) quantized per tensor or along axis 0."""
     s = w.qparams.scale.cast("float32").reshape([-1])
     return s if s.shape[0] == o else s.expand([o])
