@@ -134,9 +134,11 @@ def _int_conv(nd: int, conv: Any, wq: Any, x: Tensor, b: Tensor | None, pad: tup
     if nd == 1:
         x = x.unsqueeze_dim(2)
     xq = conv.input.quantize(x.detach())
-    two = (lambda t: tuple(t)) if nd == 2 else (lambda t: (1, *t))
-    y: Any = int_conv2d(xq, values, scale, b, two(conv.stride), two(pad), two(conv.dilation), conv.groups, None,
-                        wq.kernel_cache())
+    def two(t: tuple[int, ...], lead: int) -> tuple[int, int]:
+        return (int(t[0]), int(t[1])) if nd == 2 else (lead, int(t[0]))
+
+    y: Any = int_conv2d(xq, values, scale, b, two(conv.stride, 1), two(pad, 0), two(conv.dilation, 1), conv.groups,
+                        None, wq.kernel_cache())
     if y.dtype is not x.dtype:
         y = y.cast(x.dtype)
     return y if nd == 2 else y.squeeze_dim(2)
