@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._kind import Float, Int
 from ..tensor import _core
 from ..tensor._functional_checks import _fits, _groups, _ints
@@ -78,7 +80,7 @@ def int_conv2d(x: QuantizedTensor, w_values: Tensor, w_scale: Tensor, bias: Tens
 def _output_qparams(output: QParams, dev: Any) -> QParams:
     if output.zero_point is not None:
         return output
-    return QParams(output.scale, Tensor.zeros([1], dev, Int, dtype="int8"))
+    return QParams(output.scale, Tensor.from_data(np.zeros(1, np.int8), dev, Int, dtype="int8"))
 
 
 def quantized_conv2d(

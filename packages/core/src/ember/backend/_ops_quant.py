@@ -119,12 +119,14 @@ class QuantOps:
             ``h_out = (height + 2 * padding[0] - dilation[0] * (kernel_h - 1) - 1) // stride[0] + 1``.
 
         The default is the documented fallback: the integers ``x - zx`` and ``w`` convolve in float with
-        :meth:`conv2d` (float32, or float64 for a float64 result), exact while
-        ``channels_in / groups * kernel_h * kernel_w * 255 * 127 < 2**24`` and within float32 rounding of the
-        int32 accumulator beyond, which is what dequantizing both and convolving in float gives. Backends route
-        it to an int8 kernel (torch's oneDNN ``qconv2d_pointwise``, XLA's integer convolution).
+        :meth:`conv2d`, float32 while ``channels_in / groups * kernel_h * kernel_w * 255 * 128 <= 2**24`` (every
+        partial sum an exact float32 integer) and float64 beyond, so the accumulator is exact either way and costs
+        what a float convolution does (numpy's BLAS has no int8 product). Backends route it to an int8 kernel
+        (torch's oneDNN ``qconv2d_pointwise``, XLA's integer convolution).
         """
-        ct = _compute_type(dtype)
+        w_shape = self.shape(weight)  # type: ignore[attr-defined]
+        k = w_shape[1] * w_shape[2] * w_shape[3]
+        ct = DType.FLOAT32 if k * 255 * 128 <= 2**24 else DType.FLOAT64
         four = (1, 1, 1, 1)
         xv = self.cast(x, ct)  # type: ignore[attr-defined]
         if x_zero_point is not None:

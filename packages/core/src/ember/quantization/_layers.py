@@ -14,8 +14,11 @@ held by a :class:`~ember.module.Param` (``require_grad=False``, the float weight
   :func:`~ember.quantization.quantized_linear`.
 - ``input=InputQuant(scheme, scale, zero_point)`` (static: a range calibrated beforehand, stored in the record as
   running states): Linear quantizes its input with those qparams and runs
-  :func:`~ember.quantization.quantized_matmul`; Conv quantizes and dequantizes its input with them (the integers
-  an int8 convolution would see, computed in float: documented fallback, there is no int8 convolution kernel).
+  :func:`~ember.quantization.quantized_matmul`; Conv quantizes its input with them and runs the int8 convolution
+  (:meth:`~ember.backend.contract.QuantOps.quantized_conv2d`, float result; Conv1d as a Conv2d of height 1) when
+  the weight is ``Q8S`` per tensor or per output channel; other weights (int4, blocks) take the documented
+  fallback: the input is quantized and dequantized with the qparams and the float convolution runs on the
+  dequantized weight.
 
 Shapes, layouts and errors are the float layer's (Ember's ``Linear`` weight is ``[d_input, d_output]``).
 """
@@ -168,16 +171,16 @@ class _QuantizedConv(Module):
 
 
 class QuantizedConv1d(_QuantizedConv):
-    """:class:`~ember.nn.Conv1d` with a quantized weight (dequantized for the float convolution); shapes and errors
-    are ``Conv1d``'s."""
+    """:class:`~ember.nn.Conv1d` with a quantized weight (int8 convolution for a static int8 layer, else the weight
+    dequantized for the float convolution; see the module docstring); shapes and errors are ``Conv1d``'s."""
 
     def forward(self, x: Tensor) -> Tensor:
         return _conv_forward("QuantizedConv1d", 1, self, x)
 
 
 class QuantizedConv2d(_QuantizedConv):
-    """:class:`~ember.nn.Conv2d` with a quantized weight (dequantized for the float convolution); shapes and errors
-    are ``Conv2d``'s."""
+    """:class:`~ember.nn.Conv2d` with a quantized weight (int8 convolution for a static int8 layer, else the weight
+    dequantized for the float convolution; see the module docstring); shapes and errors are ``Conv2d``'s."""
 
     def forward(self, x: Tensor) -> Tensor:
         return _conv_forward("QuantizedConv2d", 2, self, x)
