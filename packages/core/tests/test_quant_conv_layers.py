@@ -57,8 +57,9 @@ def _x_fake(x: np.ndarray, layer: Any) -> np.ndarray:
     return (np.clip(np.rint(x / s) + zp, -128, 127) - zp) * s
 
 
-def _conv64(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pads: tuple[int, int, int, int],
-            groups: int) -> np.ndarray:
+def _conv64(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pads: tuple[int, int, int, int], groups: int
+) -> np.ndarray:
     """Cross-correlation in float64 by kernel taps; ``pads`` = (top, bottom, left, right)."""
     x = np.pad(x, ((0, 0), (0, 0), pads[:2], pads[2:]))
     n, c, h, wd = x.shape
@@ -69,8 +70,13 @@ def _conv64(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pads: tupl
     for g in range(groups):
         for i in range(kh):
             for j in range(kw):
-                patch = x[:, g * cg:(g + 1) * cg, i:i + stride * (ho - 1) + 1:stride, j:j + stride * (wo - 1) + 1:stride]
-                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og:(g + 1) * og, :, i, j])
+                patch = x[
+                    :,
+                    g * cg : (g + 1) * cg,
+                    i : i + stride * (ho - 1) + 1 : stride,
+                    j : j + stride * (wo - 1) + 1 : stride,
+                ]
+                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, w[g * og : (g + 1) * og, :, i, j])
     return out + b[None, :, None, None]
 
 
@@ -112,8 +118,9 @@ def test_static_conv1d_runs_the_int8_kernel(backend_name: str, monkeypatch: pyte
 def test_static_int4_conv_takes_the_float_fallback(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     dev = plain_device(backend_name)
     conv = nn.Conv2dConfig((2, 3), (3, 3)).init(dev)
-    q4 = Quantizer(Calibration.min_max(), QuantScheme(QuantValue.Q4S, QuantLevel.axis(0)),
-                   activation=QuantScheme(QuantValue.Q8F))
+    q4 = Quantizer(
+        Calibration.min_max(), QuantScheme(QuantValue.Q4S, QuantLevel.axis(0)), activation=QuantScheme(QuantValue.Q8F)
+    )
     xs = [rng.standard_normal((2, 2, 5, 5))]
     q = q4.convert(calibrate(q4.prepare(conv), [tensor(x, dev) for x in xs]))
     calls = _calls(monkeypatch, dev)

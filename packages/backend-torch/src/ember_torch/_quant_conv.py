@@ -30,20 +30,34 @@ MAX_PACKS = 8
 
 def onednn_applies(x: Any, float_result: torch.dtype | None) -> bool:
     """Whether the oneDNN kernel runs: CPU tensors, oneDNN present, a float32 result (or an int8 one)."""
-    return (x.device.type == "cpu" and torch.backends.mkldnn.is_available()
-            and (float_result is None or float_result is torch.float32))
+    return (
+        x.device.type == "cpu"
+        and torch.backends.mkldnn.is_available()
+        and (float_result is None or float_result is torch.float32)
+    )
 
 
-def _pack(cache: dict[Any, Any] | None, weight: Any, weight_scale: Any, sx: float, zu: int, stride: list[int],
-          padding: list[int], dilation: list[int], groups: int, x_shape: list[int]) -> tuple[Any, Any, Any]:
+def _pack(
+    cache: dict[Any, Any] | None,
+    weight: Any,
+    weight_scale: Any,
+    sx: float,
+    zu: int,
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    groups: int,
+    x_shape: list[int],
+) -> tuple[Any, Any, Any]:
     key = ("onednn-qconv2d", tuple(x_shape), sx, zu)
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
     ws = weight_scale.to(torch.float32).contiguous()
-    packed = torch.ops.onednn.qconv_prepack(weight.to(torch.int8).contiguous(), ws, sx, zu, stride, padding,
-                                            dilation, groups, x_shape)
+    packed = torch.ops.onednn.qconv_prepack(
+        weight.to(torch.int8).contiguous(), ws, sx, zu, stride, padding, dilation, groups, x_shape
+    )
     out = (packed, ws, torch.zeros(ws.shape[0], dtype=torch.int64))
     if cache is not None:
         if len(cache) >= MAX_PACKS:
@@ -52,9 +66,21 @@ def _pack(cache: dict[Any, Any] | None, weight: Any, weight_scale: Any, sx: floa
     return out
 
 
-def onednn_qconv2d(x: Any, x_scale: Any, x_zero_point: Any, weight: Any, weight_scale: Any, bias: Any,
-                   stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], groups: int,
-                   out_scale: Any, out_zero_point: Any, cache: dict[Any, Any] | None) -> Any:
+def onednn_qconv2d(
+    x: Any,
+    x_scale: Any,
+    x_zero_point: Any,
+    weight: Any,
+    weight_scale: Any,
+    bias: Any,
+    stride: tuple[int, int],
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    out_scale: Any,
+    out_zero_point: Any,
+    cache: dict[Any, Any] | None,
+) -> Any:
     """The convolution on ``torch.ops.onednn.qconv2d_pointwise`` (arguments as ``QuantOps.quantized_conv2d``):
     float32 for ``out_scale=None``, else int8."""
     sx = float(x_scale.reshape(-1)[0])
@@ -64,10 +90,12 @@ def onednn_qconv2d(x: Any, x_scale: Any, x_zero_point: Any, weight: Any, weight_
     packed, ws, wz = _pack(cache, weight, weight_scale, sx, zu, st, pd, dl, groups, list(xu.shape))
     b = None if bias is None else bias.to(torch.float32)
     if out_scale is None:
-        return torch.ops.onednn.qconv2d_pointwise(xu, sx, zu, packed, ws, wz, b, st, pd, dl, groups, 1.0, 0,
-                                                  torch.float32, "none", [], "")
+        return torch.ops.onednn.qconv2d_pointwise(
+            xu, sx, zu, packed, ws, wz, b, st, pd, dl, groups, 1.0, 0, torch.float32, "none", [], ""
+        )
     sy = float(out_scale.reshape(-1)[0])
     zy = 128 + (0 if out_zero_point is None else int(out_zero_point.reshape(-1)[0]))
-    yu = torch.ops.onednn.qconv2d_pointwise(xu, sx, zu, packed, ws, wz, b, st, pd, dl, groups, sy, zy, None,
-                                            "none", [], "")
+    yu = torch.ops.onednn.qconv2d_pointwise(
+        xu, sx, zu, packed, ws, wz, b, st, pd, dl, groups, sy, zy, None, "none", [], ""
+    )
     return torch.bitwise_xor(yu, 128).view(torch.int8)

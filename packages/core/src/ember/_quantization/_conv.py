@@ -48,9 +48,18 @@ def conv_int_path_applies(x_scheme: QuantScheme, w_scheme: QuantScheme, k: int) 
     return x_scheme.value.bits == 8 and x_scheme.level.kind == "tensor" and ok_w and k <= MAX_CONV_K
 
 
-def int_conv2d(x: QuantizedTensor, w_values: Tensor, w_scale: Tensor, bias: Tensor | None, stride: tuple[int, int],
-               padding: tuple[int, int], dilation: tuple[int, int], groups: int, output: QParams | None,
-               cache: dict[Any, Any] | None) -> Tensor | QuantizedTensor:
+def int_conv2d(
+    x: QuantizedTensor,
+    w_values: Tensor,
+    w_scale: Tensor,
+    bias: Tensor | None,
+    stride: tuple[int, int],
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    output: QParams | None,
+    cache: dict[Any, Any] | None,
+) -> Tensor | QuantizedTensor:
     """The integer path without the checks: ``w_values`` the int8 ``[o, c / groups, kh, kw]`` weight and
     ``w_scale`` its float32 ``[o]`` scales, both on the inner device; ``cache`` a dict kept with the weight."""
     dev = x.device
@@ -66,8 +75,22 @@ def int_conv2d(x: QuantizedTensor, w_values: Tensor, w_scale: Tensor, bias: Tens
     if cache is not None and not inner.backend.is_concrete(xi.values.primitive):
         cache = None  # inside a trace: nothing packed from traced values may outlive it
     ops = inner.ops[Float.index]
-    p = ops.quantized_conv2d(xi.values.primitive, qp.scale.primitive, zx, w_values.primitive, w_scale.primitive, b,
-                             stride, padding, dilation, groups, inner.backend.float_dtype, sy, zy, cache)
+    p = ops.quantized_conv2d(
+        xi.values.primitive,
+        qp.scale.primitive,
+        zx,
+        w_values.primitive,
+        w_scale.primitive,
+        b,
+        stride,
+        padding,
+        dilation,
+        groups,
+        inner.backend.float_dtype,
+        sy,
+        zy,
+        cache,
+    )
     if output is None:
         out = _core.new(p, inner, Float, ops)
         return out if inner is dev else out.from_inner(out, dev)
@@ -137,14 +160,20 @@ def quantized_conv2d(
     if bias is not None and bias.device is not x.device:
         raise QuantizationError(f"{op}: the bias is on {bias.device} and x on {x.device}.")
     if output is not None:
-        check_qparams(op, OUTPUT_SCHEME, output if output.zero_point is not None else
-                      _output_qparams(output, x.device), (1,), x.device)
+        check_qparams(
+            op,
+            OUTPUT_SCHEME,
+            output if output.zero_point is not None else _output_qparams(output, x.device),
+            (1,),
+            x.device,
+        )
     _fits(op, x, (kh, kw), padding, dilation)
     if conv_int_path_applies(x.scheme, weight.scheme, cg * kh * kw):
         wi = weight.inner()
         values = wi.int_values()
         scale = weight.derived("conv-scale", lambda: channel_scale(wi, o))
-        return int_conv2d(x, values, scale, bias, stride, padding, dilation, groups, output, weight.kernel_cache())
+        st, pd, dl = (stride[0], stride[1]), (padding[0], padding[1]), (dilation[0], dilation[1])
+        return int_conv2d(x, values, scale, bias, st, pd, dl, groups, output, weight.kernel_cache())
     y = conv2d(x.dequantize(), weight.dequantize(), bias, ConvOptions(stride, padding, dilation, groups))
     if output is None:
         return y

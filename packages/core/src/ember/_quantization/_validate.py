@@ -14,9 +14,10 @@ from ._scheme import QParams, QuantScheme
 
 __all__ = ["check_qparams", "check_parts"]
 
-#: qparams whose values were read and found valid, by the ids of their tensors and the integer range (Ember tensors are immutable, so a
-#: tensor checked once stays valid): a static layer's calibrated qparams are read on its first call only, not on
-#: every call (four host reads each). The entries hold the tensors, so an id is never reused while it is listed.
+#: qparams whose values were read and found valid, by the ids of their tensors and the integer range (Ember
+#: tensors are immutable, so a tensor checked once stays valid): a static layer's calibrated qparams are read on
+#: its first call only, not on every call (four host reads each). The entries hold the tensors, so an id is never
+#: reused while it is listed.
 _VALUES_OK: dict[tuple[int, int, int, int], tuple[Any, Any]] = {}
 _MAX_VALUES_OK = 4096
 

@@ -32,27 +32,36 @@ from ember.testing import assert_close, assert_equal
 pytestmark = pytest.mark.filterwarnings("error")
 
 
-def _acc64(x: np.ndarray, zx: int, w: np.ndarray, stride: tuple[int, int], padding: tuple[int, int],
-           dilation: tuple[int, int], groups: int) -> np.ndarray:
+def _acc64(
+    x: np.ndarray,
+    zx: int,
+    w: np.ndarray,
+    stride: tuple[int, int],
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+    groups: int,
+) -> np.ndarray:
     """ONNX ConvInteger in int64: ``sum((x_pad - zx) * w)`` over each window, by kernel taps."""
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     ph, pw = padding
     xp = np.full((n, c, h + 2 * ph, wd + 2 * pw), zx, np.int64)
-    xp[:, :, ph:ph + h, pw:pw + wd] = x
+    xp[:, :, ph : ph + h, pw : pw + wd] = x
     xp -= zx
     ho = (h + 2 * ph - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     wo = (wd + 2 * pw - dilation[1] * (kw - 1) - 1) // stride[1] + 1
     out = np.zeros((n, o, ho, wo), np.int64)
     og = o // groups
     for g in range(groups):
-        xs = xp[:, g * cg:(g + 1) * cg]
-        ws = w[g * og:(g + 1) * og].astype(np.int64)
+        xs = xp[:, g * cg : (g + 1) * cg]
+        ws = w[g * og : (g + 1) * og].astype(np.int64)
         for i in range(kh):
             for j in range(kw):
                 r0, c0 = i * dilation[0], j * dilation[1]
-                patch = xs[:, :, r0:r0 + stride[0] * (ho - 1) + 1:stride[0], c0:c0 + stride[1] * (wo - 1) + 1:stride[1]]
-                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+                patch = xs[
+                    :, :, r0 : r0 + stride[0] * (ho - 1) + 1 : stride[0], c0 : c0 + stride[1] * (wo - 1) + 1 : stride[1]
+                ]
+                out[:, g * og : (g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
     return out
 
 
@@ -83,9 +92,18 @@ def _case(name: str, seed: int = 3) -> dict[str, Any]:
     w = rng.integers(-127, 128, (o, c // groups, *k)).astype(np.int8)
     w[0] = 127
     w[-1, 0] = -127
-    return dict(x=x, zx=zx, w=w, sx=np.float32(0.031), sw=(rng.random(o) * 0.02 + 0.001).astype(np.float32),
-                b=rng.standard_normal(o).astype(np.float32), stride=stride, padding=padding, dilation=dilation,
-                groups=groups)
+    return dict(
+        x=x,
+        zx=zx,
+        w=w,
+        sx=np.float32(0.031),
+        sw=(rng.random(o) * 0.02 + 0.001).astype(np.float32),
+        b=rng.standard_normal(o).astype(np.float32),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+    )
 
 
 def _ref(cs: dict[str, Any], bias: bool) -> np.ndarray:
@@ -101,10 +119,22 @@ def _prim(device: Any, cs: dict[str, Any], bias: bool, out: tuple[float, int | N
     if out is not None:
         sy = _f32([out[0]], device).primitive
         zy = None if out[1] is None else _i8([out[1]], device).primitive
-    return ops.quantized_conv2d(_i8(cs["x"], device).primitive, _f32([cs["sx"]], device).primitive, zx,
-                                _i8(cs["w"], device).primitive, _f32(cs["sw"], device).primitive,
-                                _f32(cs["b"], device).primitive if bias else None, cs["stride"], cs["padding"],
-                                cs["dilation"], cs["groups"], device.backend.float_dtype, sy, zy, {})
+    return ops.quantized_conv2d(
+        _i8(cs["x"], device).primitive,
+        _f32([cs["sx"]], device).primitive,
+        zx,
+        _i8(cs["w"], device).primitive,
+        _f32(cs["sw"], device).primitive,
+        _f32(cs["b"], device).primitive if bias else None,
+        cs["stride"],
+        cs["padding"],
+        cs["dilation"],
+        cs["groups"],
+        device.backend.float_dtype,
+        sy,
+        zy,
+        {},
+    )
 
 
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
@@ -146,8 +176,18 @@ def test_quantized_conv2d_long_reduction(device):
     w = rng.integers(-127, 128, (3, 512, 3, 3)).astype(np.int8)
     x[0, :, :, :] = 127
     w[0] = 127
-    cs = dict(x=x, zx=-128, w=w, sx=np.float32(1.0), sw=np.ones(3, np.float32), b=np.zeros(3, np.float32),
-              stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
+    cs = dict(
+        x=x,
+        zx=-128,
+        w=w,
+        sx=np.float32(1.0),
+        sw=np.ones(3, np.float32),
+        b=np.zeros(3, np.float32),
+        stride=(1, 1),
+        padding=(0, 0),
+        dilation=(1, 1),
+        groups=1,
+    )
     y = np.asarray(Tensor(_prim(device, cs, False), device, ember.Float).to_numpy()).astype(np.float64)
     want = _ref(cs, False)
     assert want[0, 0, 0, 0] == 4608 * 255 * 127  # above 2**24
@@ -195,7 +235,7 @@ def test_quantized_conv2d_fallback_schemes(device):
     xp = np.pad(xd, ((0, 0), (0, 0), (1, 1), (1, 1)))
     for i in range(2):
         for j in range(2):
-            want += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 6, j:j + 6], wd[:, :, i, j])
+            want += np.einsum("nchw,oc->nohw", xp[:, :, i : i + 6, j : j + 6], wd[:, :, i, j])
     assert_close(y, want, rtol=1e-5, atol=1e-5)
     assert cs  # (the reference above is the float conv of the dequantized values)
 
