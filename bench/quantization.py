@@ -179,8 +179,8 @@ def section_size(models: dict[str, Any], rows: list[tuple[str, str, str, str]]) 
                          TARGETS[target], "met" if r <= limit else "NOT met"))
 
 
-def _interleaved(fns: dict[str, Any], rounds: int, batch_s: float, best: bool = False) -> dict[str, float]:
-    """Seconds per call of each function over ``rounds`` interleaved rounds: the median, or the best round."""
+def _rounds(fns: dict[str, Any], rounds: int, batch_s: float) -> dict[str, list[float]]:
+    """Seconds per call of each function in each of ``rounds`` interleaved rounds."""
     for f in fns.values():
         f()
         f()
@@ -188,7 +188,12 @@ def _interleaved(fns: dict[str, Any], rounds: int, batch_s: float, best: bool = 
     for _ in range(rounds):
         for k, f in fns.items():
             times[k].append(time_per_call(f, batch_s))
-    return {k: min(v) if best else statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def _interleaved(fns: dict[str, Any], rounds: int, batch_s: float) -> dict[str, float]:
+    """The median seconds per call of each function over ``rounds`` interleaved rounds."""
+    return {k: statistics.median(v) for k, v in _rounds(fns, rounds, batch_s).items()}
 
 
 def section_linear(args: argparse.Namespace, rows: list[tuple[str, str, str, str]]) -> None:
@@ -228,8 +233,9 @@ def section_resnet(args: argparse.Namespace, rows: list[tuple[str, str, str, str
         agree += int((model(x).argmax(1) == qm(x).argmax(1)).int().sum().into_scalar())
     x = images(8)
     fns = {"float32": lambda: model(x).to_data(), "int8": lambda: qm(x).to_data()}
-    for label, best in (("median", False), ("best round", True)):
-        t = _interleaved(fns, args.rounds, 0.5, best)
+    times = _rounds(fns, args.rounds, 0.5)
+    for label, agg in (("median", statistics.median), ("best round", min)):
+        t = {k: agg(v) for k, v in times.items()}
         r = t["float32"] / t["int8"]
         rows.append((f"ResNet-18 int8 static, torch, batch 8, {label} ({t['int8'] * 1e3:.1f} ms vs "
                      f"{t['float32'] * 1e3:.1f} ms); top-1 agreement {100 * agree / 256:.1f} %", f"{r:.2f}x",
