@@ -89,7 +89,7 @@ def check_finite(op: str, t: TensorBase, what: str) -> None:
         return
     # the sum is NaN or +-inf when an element is: one reduction and one host read (finite values whose sum
     # overflows, or an f16 sum, take the exact check below)
-    if math.isfinite(float(t.sum().into_scalar())):
+    if math.isfinite(float(t.sum().into_scalar())):  # type: ignore[attr-defined]
         return
     # min and max propagate NaN and are +-inf when an element is
     ends = t.cat([t.min(), t.max()], 0) if t.num_elements() > 2 else t.reshape((-1,))
