@@ -120,13 +120,21 @@ class QuantOps:
 
         The default is the documented fallback: the integers ``x - zx`` and ``w`` convolve in float with
         :meth:`conv2d`, float32 while ``channels_in / groups * kernel_h * kernel_w * 255 * 128 <= 2**24`` (every
-        partial sum an exact float32 integer) and float64 beyond, so the accumulator is exact either way and costs
-        what a float convolution does (numpy's BLAS has no int8 product). Backends route it to an int8 kernel
-        (torch's oneDNN ``qconv2d_pointwise``, XLA's integer convolution).
+        partial sum an exact float32 integer) and float64 beyond, so the accumulator is exact either way (torch on
+        CUDA and other backends without an override). Backends route it to an int8 kernel (torch's oneDNN
+        ``qconv2d_pointwise``, XLA's integer convolution); numpy keeps float32 throughout, which costs what a float
+        convolution does and rounds long windows' sums as float32 does (see :mod:`ember_numpy._quant`).
         """
         w_shape = self.shape(weight)  # type: ignore[attr-defined]
         k = w_shape[1] * w_shape[2] * w_shape[3]
         ct = DType.FLOAT32 if k * 255 * 128 <= 2**24 else DType.FLOAT64
+        return self._qconv2d_in_float(x, x_scale, x_zero_point, weight, weight_scale, bias, stride, padding,
+                                      dilation, groups, dtype, out_scale, out_zero_point, ct)
+
+    def _qconv2d_in_float(self, x: Any, x_scale: Any, x_zero_point: Any, weight: Any, weight_scale: Any, bias: Any,
+                          stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], groups: int,
+                          dtype: DType, out_scale: Any, out_zero_point: Any, ct: DType) -> Any:
+        """:meth:`quantized_conv2d` with the integers convolved in float type ``ct`` (see its fallback)."""
         four = (1, 1, 1, 1)
         xv = self.cast(x, ct)  # type: ignore[attr-defined]
         if x_zero_point is not None:

@@ -40,7 +40,8 @@ memory of the stored weight, not time.
 CPU (``torch.ops.onednn.qconv2d_pointwise``, the weight prepacked once and kept with the quantized weight), XLA's
 integer convolution (``lax.conv_general_dilated`` with an int32 result) on jax, and on numpy the documented
 fallback: the integer values convolve in float32 BLAS, which runs at float speed and gives nothing over
-dequantizing (exact while ``channels_in / groups * kernel_h * kernel_w * 255 * 127 < 2**24``). The
+dequantizing (exact while ``channels_in / groups * kernel_h * kernel_w * 255 * 128 <= 2**24``, float32's rounding
+of the sums beyond). The
 :func:`quantized_conv2d` function takes the int8 kernel for those schemes and the float fallback for others; a
 static :class:`QuantizedConv2d` / :class:`QuantizedConv1d` (calibrated input qparams) runs on it.
 
