@@ -14,7 +14,9 @@ Sections (``--only acc,size,linear,resnet,rss``; all by default):
 - ``linear``: ``Linear [64, 1024] x [1024, 1024]``, int8 dynamic (``Quantizer.quantize_dynamic``) against the
   float32 Linear, both Ember on torch CPU, interleaved rounds, medians.
 - ``resnet``: ResNet-18 (``bench/_resnet_ember.py``, random weights, batch 8, 64x64 random images), int8 static
-  (calibrated on 8 random batches) against float32 on torch: speed ratio and top-1 agreement over 256 images.
+  (calibrated on 8 random batches; every convolution on the int8 kernel ``QuantOps.quantized_conv2d``, oneDNN's
+  on torch CPU, batch norms in float) against float32 on torch: speed ratio of the medians and of the best rounds
+  (the machine is shared: the best round is the least disturbed), and top-1 agreement over 256 images.
 - ``rss``: peak RSS of inference of a weight-dominated MLP (6 x Linear 4096x4096, 384 MiB of float32 weights, so
   that the weights outweigh the ~250 MiB the process takes with torch imported) loaded from its record, float32
   against int8 dynamic, each in a fresh child process.
@@ -177,7 +179,8 @@ def section_size(models: dict[str, Any], rows: list[tuple[str, str, str, str]]) 
                          TARGETS[target], "met" if r <= limit else "NOT met"))
 
 
-def _interleaved(fns: dict[str, Any], rounds: int, batch_s: float) -> dict[str, float]:
+def _rounds(fns: dict[str, Any], rounds: int, batch_s: float) -> dict[str, list[float]]:
+    """Seconds per call of each function in each of ``rounds`` interleaved rounds."""
     for f in fns.values():
         f()
         f()
@@ -185,7 +188,12 @@ def _interleaved(fns: dict[str, Any], rounds: int, batch_s: float) -> dict[str, 
     for _ in range(rounds):
         for k, f in fns.items():
             times[k].append(time_per_call(f, batch_s))
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def _interleaved(fns: dict[str, Any], rounds: int, batch_s: float) -> dict[str, float]:
+    """The median seconds per call of each function over ``rounds`` interleaved rounds."""
+    return {k: statistics.median(v) for k, v in _rounds(fns, rounds, batch_s).items()}
 
 
 def section_linear(args: argparse.Namespace, rows: list[tuple[str, str, str, str]]) -> None:
@@ -224,11 +232,14 @@ def section_resnet(args: argparse.Namespace, rows: list[tuple[str, str, str, str
         x = images(8)
         agree += int((model(x).argmax(1) == qm(x).argmax(1)).int().sum().into_scalar())
     x = images(8)
-    med = _interleaved({"float32": lambda: model(x).to_data(), "int8": lambda: qm(x).to_data()}, args.rounds, 0.5)
-    r = med["float32"] / med["int8"]
-    rows.append((f"ResNet-18 int8 static, torch, batch 8 ({med['int8'] * 1e3:.1f} ms vs {med['float32'] * 1e3:.1f} "
-                 f"ms); top-1 agreement {100 * agree / 256:.1f} %", f"{r:.2f}x", TARGETS["resnet"],
-                 "met" if r >= 1.3 and agree >= 0.98 * 256 else "NOT met"))
+    fns = {"float32": lambda: model(x).to_data(), "int8": lambda: qm(x).to_data()}
+    times = _rounds(fns, args.rounds, 0.5)
+    for label, agg in (("median", statistics.median), ("best round", min)):
+        t = {k: agg(v) for k, v in times.items()}
+        r = t["float32"] / t["int8"]
+        rows.append((f"ResNet-18 int8 static, torch, batch 8, {label} ({t['int8'] * 1e3:.1f} ms vs "
+                     f"{t['float32'] * 1e3:.1f} ms); top-1 agreement {100 * agree / 256:.1f} %", f"{r:.2f}x",
+                     TARGETS["resnet"], "met" if r >= 1.3 and agree >= 0.98 * 256 else "NOT met"))
 
 
 RSS_DIM, RSS_LAYERS = 4096, 6

@@ -5,6 +5,7 @@ right operands, the leading dims of the left one folded into its rows; on CUDA `
 and ``k``, ``n`` multiples of 8. Other shapes (a batched right operand, small CUDA products) multiply the int8
 values in float BLAS, exact for these sizes (see :mod:`ember_numpy._quant`), and cast back to int32.
 ``quantize`` / ``dequantize`` are a few fused element-wise calls (``torch.round`` rounds half to even).
+``quantized_conv2d`` is oneDNN's int8 convolution on CPU (see :mod:`ember_torch._quant_conv`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import torch
 
 from ember import DType
 from ember.backend.contract import QuantOps
+
+from ._quant_conv import onednn_applies, onednn_qconv2d
 
 __all__ = ["TorchQuantOps"]
 
@@ -68,3 +71,13 @@ class TorchQuantOps(QuantOps):
             return out.reshape(*lead, b8.shape[1])
         ft = torch.float32 if a.shape[-1] <= F32_EXACT_K else torch.float64
         return torch.matmul(a8.to(ft), b8.to(ft)).to(torch.int32)
+
+    def quantized_conv2d(self, x: Any, x_scale: Any, x_zero_point: Any, weight: Any, weight_scale: Any, bias: Any,
+                         stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int], groups: int,
+                         dtype: DType, out_scale: Any = None, out_zero_point: Any = None,
+                         cache: dict[Any, Any] | None = None) -> Any:
+        if onednn_applies(x, None if out_scale is not None else to_torch(dtype)):
+            return onednn_qconv2d(x, x_scale, x_zero_point, weight, weight_scale, bias, stride, padding, dilation,
+                                  groups, out_scale, out_zero_point, cache)
+        return super().quantized_conv2d(x, x_scale, x_zero_point, weight, weight_scale, bias, stride, padding,
+                                        dilation, groups, dtype, out_scale, out_zero_point, cache)

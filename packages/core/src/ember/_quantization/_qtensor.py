@@ -91,6 +91,17 @@ class QuantizedTensor(Generic[TensorT]):
             cache[key] = out
         return out
 
+    def kernel_cache(self) -> dict[Any, Any]:
+        """A dict kept with this quantized tensor where backends keep prepacked forms of its values (torch's
+        prepacked int8 convolution weights; see :meth:`~ember.backend.contract.QuantOps.quantized_conv2d`).
+        Never saved; callers pass it only for concrete (not traced) values."""
+        try:
+            cache = self._derived
+        except AttributeError:
+            cache = {}
+            object.__setattr__(self, "_derived", cache)
+        return cache.setdefault("kernel-cache", {})  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ properties
     @property
     def shape(self) -> tuple[int, ...]:

@@ -56,7 +56,7 @@ DELEGATED: frozenset[str] = frozenset({
     "bitwise_right_shift", "logical_and", "logical_or", "logical_xor", "logical_not",
     "bool_into_int", "float_into_int", "to_numpy", "dtype", "device_handle", "index_bounds",
     # quantization: Int results (ember.quantization calls them on the inner backend)
-    "quantize", "int_matmul",
+    "quantize", "int_matmul", "quantized_conv2d",
 })
 """Primitives whose result is not Float, or which read data: Autodiff unwraps the arguments and calls the inner op."""
 #: creation ops: the inner result, wrapped untracked when it is Float

@@ -35,6 +35,16 @@ documented fallback, dequantize and multiply in float (the same numbers up to fl
 :func:`quantized_linear` (no activation scheme) always dequantizes the weight and multiplies in float: it saves the
 memory of the stored weight, not time.
 
+``quantized_conv2d`` (int8 activations per tensor, affine or symmetric, x int8 weights symmetric per output channel
+-> int32 accumulation -> float, or int8 requantized; ONNX ``QLinearConv``) is oneDNN's int8 convolution on torch
+CPU (``torch.ops.onednn.qconv2d_pointwise``, the weight prepacked once and kept with the quantized weight), XLA's
+integer convolution (``lax.conv_general_dilated`` with an int32 result) on jax, and on numpy the documented
+fallback: the integer values convolve in float32 BLAS, which runs at float speed and gives nothing over
+dequantizing (exact while ``channels_in / groups * kernel_h * kernel_w * 255 * 128 <= 2**24``, float32's rounding
+of the sums beyond). The
+:func:`quantized_conv2d` function takes the int8 kernel for those schemes and the float fallback for others; a
+static :class:`QuantizedConv2d` / :class:`QuantizedConv1d` (calibrated input qparams) runs on it.
+
 **Autodiff.** Quantized tensors carry no graph; under ``Autodiff`` the primitives run on the inner backend and the
 results live on the autodiff device, untracked. :func:`fake_quantize` is the differentiable one: quantize then
 dequantize, with the straight-through gradient (zero where the value saturates), for quantization-aware training.
@@ -56,6 +66,7 @@ Every other tensor op on a :class:`QuantizedTensor` raises :class:`QuantizationE
 
 from __future__ import annotations
 
+from .._quantization._conv import quantized_conv2d
 from .._quantization._errors import QuantizationError
 from .._quantization._fake import fake_quantize
 from .._quantization._matmul import int_path_applies, quantized_linear, quantized_matmul
@@ -87,6 +98,7 @@ __all__ = [
     "quantized_matmul",
     "quantized_linear",
     "int_path_applies",
+    "quantized_conv2d",
     "fake_quantize",
     "pack_int4",
     "unpack_int4",

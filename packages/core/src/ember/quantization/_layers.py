@@ -14,8 +14,11 @@ held by a :class:`~ember.module.Param` (``require_grad=False``, the float weight
   :func:`~ember.quantization.quantized_linear`.
 - ``input=InputQuant(scheme, scale, zero_point)`` (static: a range calibrated beforehand, stored in the record as
   running states): Linear quantizes its input with those qparams and runs
-  :func:`~ember.quantization.quantized_matmul`; Conv quantizes and dequantizes its input with them (the integers
-  an int8 convolution would see, computed in float: documented fallback, there is no int8 convolution kernel).
+  :func:`~ember.quantization.quantized_matmul`; Conv quantizes its input with them and runs the int8 convolution
+  (:meth:`~ember.backend.contract.QuantOps.quantized_conv2d`, float result; Conv1d as a Conv2d of height 1) when
+  the weight is ``Q8S`` per tensor or per output channel; other weights (int4, blocks) take the documented
+  fallback: the input is quantized and dequantized with the qparams and the float convolution runs on the
+  dequantized weight.
 
 Shapes, layouts and errors are the float layer's (Ember's ``Linear`` weight is ``[d_input, d_output]``).
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._quantization._conv import channel_scale, conv_int_path_applies, int_conv2d
 from .._quantization._matmul import quantized_linear, quantized_matmul
 from .._quantization._scheme import QParams, QuantScheme
 from ..module import Module, Param, RunningState
@@ -103,19 +107,51 @@ def _conv_forward(layer: str, nd: int, conv: Any, x: Tensor) -> Tensor:
     check_float(layer, x)
     layout = "[batch, channels_in, length]" if nd == 1 else "[batch, channels_in, height, width]"
     check_rank(layer, x, nd + 2, layout)
-    w = _qt(conv.weight).dequantize().reshape(list(conv.shape))
-    if w.dtype is not x.dtype:
-        w = w.cast(x.dtype)
-    check_dim(layer, x, 1, w.shape[1] * conv.groups, layout, "channels_in")
-    if conv.input is not None:
-        x = conv.input.fake(x)
+    wq = _qt(conv.weight)
+    check_dim(layer, x, 1, conv.shape[1] * conv.groups, layout, "channels_in")
     pad = conv.padding
     if conv.padding_right != pad:
         x = x.pad([(0, 0), (0, 0), *zip(conv.padding, conv.padding_right)])
         pad = (0,) * nd
     b = conv.bias.val() if conv.bias is not None else None
+    inp = conv.input
+    k = conv.shape[1] * _prod(conv.shape[2:])
+    if inp is not None and inp.static and conv_int_path_applies(inp.scheme, wq.scheme, k):
+        return _int_conv(nd, conv, wq, x, b, pad)
+    w = wq.dequantize().reshape(list(conv.shape))
+    if w.dtype is not x.dtype:
+        w = w.cast(x.dtype)
+    if inp is not None:
+        x = inp.fake(x)
     return M._conv_prechecked("conv1d" if nd == 1 else "conv2d", x, w, b, conv.stride, pad, conv.dilation,
                               conv.groups)
+
+
+def _int_conv(nd: int, conv: Any, wq: Any, x: Tensor, b: Tensor | None, pad: tuple[int, ...]) -> Tensor:
+    """The static int8 path: ``x`` quantized with the calibrated qparams, then the int8 convolution kernel
+    (:func:`~ember.quantization.quantized_conv2d`'s), a float result; Conv1d runs as a Conv2d of height 1."""
+    shape = tuple(conv.shape) if nd == 2 else (conv.shape[0], conv.shape[1], 1, conv.shape[2])
+    wi = wq.inner()
+    values = wq.derived("conv-values", lambda: wi.int_values().reshape(list(shape)))
+    scale = wq.derived("conv-scale", lambda: channel_scale(wi, shape[0]))
+    if nd == 1:
+        x = x.unsqueeze_dim(2)
+    xq = conv.input.quantize(x.detach())
+    def two(t: tuple[int, ...], lead: int) -> tuple[int, int]:
+        return (int(t[0]), int(t[1])) if nd == 2 else (lead, int(t[0]))
+
+    y: Any = int_conv2d(xq, values, scale, b, two(conv.stride, 1), two(pad, 0), two(conv.dilation, 1), conv.groups,
+                        None, wq.kernel_cache())
+    if y.dtype is not x.dtype:
+        y = y.cast(x.dtype)
+    return y if nd == 2 else y.squeeze_dim(2)
+
+
+def _prod(dims: Any) -> int:
+    out = 1
+    for d in dims:
+        out *= int(d)
+    return out
 
 
 class _QuantizedConv(Module):
@@ -135,16 +171,16 @@ class _QuantizedConv(Module):
 
 
 class QuantizedConv1d(_QuantizedConv):
-    """:class:`~ember.nn.Conv1d` with a quantized weight (dequantized for the float convolution); shapes and errors
-    are ``Conv1d``'s."""
+    """:class:`~ember.nn.Conv1d` with a quantized weight (int8 convolution for a static int8 layer, else the weight
+    dequantized for the float convolution; see the module docstring); shapes and errors are ``Conv1d``'s."""
 
     def forward(self, x: Tensor) -> Tensor:
         return _conv_forward("QuantizedConv1d", 1, self, x)
 
 
 class QuantizedConv2d(_QuantizedConv):
-    """:class:`~ember.nn.Conv2d` with a quantized weight (dequantized for the float convolution); shapes and errors
-    are ``Conv2d``'s."""
+    """:class:`~ember.nn.Conv2d` with a quantized weight (int8 convolution for a static int8 layer, else the weight
+    dequantized for the float convolution; see the module docstring); shapes and errors are ``Conv2d``'s."""
 
     def forward(self, x: Tensor) -> Tensor:
         return _conv_forward("QuantizedConv2d", 2, self, x)
