@@ -78,6 +78,7 @@ class GenState:
         self.constants_src: list[str] = []
         self._shared: dict[str, str] = {}
         self.imports: set[tuple[str, str]] = set()
+        self.methods: list[Any] = []  # generated methods (control flow, :mod:`._control`)
         # the trace
         self.depth = 0
         self.traced: dict[int, tuple[Tensor, Var]] = {}
