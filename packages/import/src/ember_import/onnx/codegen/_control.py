@@ -53,8 +53,11 @@ class Method:
     body: Callable[[], list[str]]
 
     def lines(self) -> list[str]:
-        sig = ", ".join(["self", *(f"{v.name}: {a}" for v, a in self.params)])
-        return [f"def {self.name}({sig}) -> {self.returns}:", f'    """{self.doc}"""',
+        params = ["self", *(f"{v.name}: {a}" for v, a in self.params)]
+        head = f"def {self.name}({', '.join(params)}) -> {self.returns}:"
+        if len(head) > 110:  # black's style: one parameter a line
+            head = "\n".join([f"def {self.name}(", *(f"    {p}," for p in params), f") -> {self.returns}:"])
+        return [*head.split("\n"), f'    """{self.doc}"""',
                 *("    " + ln if ln else "" for ln in self.body())]
 
 
