@@ -71,15 +71,23 @@ class _Body:
     out_parts: list[Parts]
     out_dims: list[tuple[Any, ...] | None]
     free: list[Var]
+    consts: list[Any]
 
 
 def wants_control(g: Gen, node: Node, args: list[Any]) -> bool:
     """Whether ``node`` (``If``/``Loop``/``Scan`` 9+) involves traced values: its inputs or what its
     sub-graphs read from the enclosing scope."""
-    if node.op_type not in CONTROL_OPS or (node.op_type == "Scan" and g.opset < 9):
+    if node.op_type not in CONTROL_OPS:
         return False
     names = [n for sub in node.subgraphs() for n in sub.outer if n in g.env]
-    return any(_dynamic(g, v) for v in [*args, *(g.env[n] for n in names)])
+    dynamic = any(_dynamic(g, v) for v in [*args, *(g.env[n] for n in names)])
+    if dynamic and node.op_type == "Scan" and g.opset < 9:
+        if any(isinstance(a, Tensor) and id(a) in g.sym_shapes for a in args):
+            raise ModelGenError(f"{node.where()}: a Scan 8 over inputs with run-time sizes; generated code writes "
+                                "Scan 9 and later as a loop. Re-export at opset 9 or later, or use "
+                                "ember_import.onnx.load_model.")
+        return False  # static sizes: the runtime converter's steps are the same for every input
+    return dynamic
 
 
 def _dynamic(g: Gen, v: Any) -> bool:
@@ -165,6 +173,7 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
                 raise ModelGenError(f"{node.where()}: sub-graph output "
                                     f"{o.name!r:.80} is a {type(v).__name__}; generated code carries tensors only "
                                     "out of a sub-graph. Use ember_import.onnx.load_model.")
+        consts = [None if _dynamic(g, v) else _scalar(v) for v in outs]
         out_parts = [g.arg(v) for v in outs]
         out_dims = [_forward_dims(g, v) for v in outs]
         lines = g.lines
@@ -180,7 +189,13 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
             continue
         seen.add(id(v))
         free.append(v)
-    return _Body(lines, outs, out_parts, out_dims, free)
+    return _Body(lines, outs, out_parts, out_dims, free, consts)
+
+
+def _scalar(v: Tensor) -> Any:
+    """The value of a one-element constant, else ``None``."""
+    with untraced():
+        return v.into_scalar() if v.num_elements() == 1 else None
 
 
 def _trace_fixed(g: Gen, ctx: Any, node: Node, graph: Graph, fixed: list[tuple[str, Tensor]],
@@ -319,6 +334,11 @@ def _empty_stack(g: Gen, info: Any, steps: str, axis: int, device: Var) -> str |
 # ---------------------------------------------------------------------------------------------------- If
 def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     cond = args[0]
+    if not _dynamic(g, cond):  # a constant condition: the taken branch's lines, inline
+        with untraced():
+            taken = bool(cond.into_scalar())
+        _inline(g, ctx, node, node.attr("then_branch" if taken else "else_branch"))
+        return
     device = Var("device")
     then_b = _trace(g, ctx, node, node.attr("then_branch"), [], device)
     else_b = _trace(g, ctx, node, node.attr("else_branch"), [], device)
@@ -351,6 +371,26 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     _call(g, node, name, [cond], free, uses_device, out_vars)
 
 
+def _inline(g: Gen, ctx: Any, node: Node, graph: Graph) -> None:
+    """Trace ``graph``'s nodes into the current lines and bind ``node``'s outputs to its outputs."""
+    from ._run import convert_node
+
+    saved_env = g.env
+    g.env = dict(saved_env)
+    try:
+        for name, data in graph.initializers.items():
+            with untraced():
+                g.env[name] = Tensor.from_data(data, ctx.host, dtype=data.dtype)
+        for n in graph.nodes:
+            convert_node(g, ctx, n)
+        outs = [g.value(o.name) for o in graph.outputs]
+    finally:
+        g.env, g.node = saved_env, node
+    for name, value in zip(node.outputs, outs):
+        if name:
+            g.env[name] = value
+
+
 # ---------------------------------------------------------------------------------------------------- Loop
 def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     graph: Graph = node.attr("body")
@@ -370,8 +410,11 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
                                   list(zip(names[2:], carried)), [], 1, device)
     name = _method_name(g, node, "Loop")
     uses_device = _uses(body.lines, body.out_parts, device)
-    m_var = g.new_var(node.inputs[0]) if m is not None else None
-    cond_var = g.new_var(node.inputs[1]) if cond is not None else None
+    m_const = None if m is None or _dynamic(g, m) else int(_scalar(m))
+    c_const = True if cond is None else None if _dynamic(g, cond) else bool(_scalar(cond))
+    m_var = g.new_var(node.inputs[0]) if m is not None and m_const is None else None
+    cond_var = g.new_var(node.inputs[1]) if c_const is None else None
+    out_const = body.consts[0]
     trips, keep, step = g.new_var("trips"), g.new_var("keep_going"), g.new_var("step")
     scan_lists = [g.new_var(f"{o.name}_steps") for o in graph.outputs[1 + n_c:]]
     i_used = _uses(body.lines, body.out_parts, i_var)
@@ -385,21 +428,32 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         lines = []
         if m_var is not None:
             lines.append(f"{trips.name} = int({m_var.name}.into_scalar())")
-        lines.append(f"{keep.name} = " + (f"bool({cond_var.name}.into_scalar())" if cond_var is not None else "True"))
+        elif m_const is not None:
+            lines.append(f"{trips.name} = {m_const}")
+        counted = c_const is True and out_const is not None and bool(out_const) and m is not None
+        if not counted:
+            lines.append(f"{keep.name} = " + (f"bool({cond_var.name}.into_scalar())" if cond_var is not None
+                                              else str(c_const)))
         lines += [f"{s.name}: list[Tensor] = []" for s in scan_lists]
-        lines.append(f"{step.name} = 0")
-        test = keep.name + (f" and {step.name} < {trips.name}" if m_var is not None else "")
-        lines.append(f"while {test}:")
+        if counted:  # no condition: a counted loop
+            lines.append(f"for {step.name if i_used else '_'} in range({trips.name}):")
+        else:
+            lines += [f"{step.name} = 0", f"while {keep.name}" + (f" and {step.name} < {trips.name}:" if m is not None
+                                                                  else ":")]
         inner = []
         if i_used:
             inner.append(f"{i_var.name} = Tensor.from_data({step.name}, device, dtype={literal(str(it_dtype))})")
         if c_used:
             inner.append(f"{c_var.name} = Tensor.from_data(True, device, dtype=\"bool\")")
-        inner += _body_lines(g, body.lines, outs)
-        inner.append(f"{keep.name} = bool({outs[0]}.into_scalar())")
+        inner += _body_lines(g, body.lines, outs if out_const is None else outs[1:])
+        if out_const is None:
+            inner.append(f"{keep.name} = bool({outs[0]}.into_scalar())")
+        elif not out_const:
+            inner.append(f"{keep.name} = False")
         inner += [f"{s.name}.append({o})" for s, o in zip(scan_lists, outs[1 + n_c:])]
         inner += _reassign(cvars, outs[1:1 + n_c])
-        inner.append(f"{step.name} += 1")
+        if not counted:
+            inner.append(f"{step.name} += 1")
         lines += ["    " + ln for ln in inner]
         rets = [v.name for v in cvars]
         for s, e in zip(scan_lists, empties):
@@ -424,7 +478,8 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     if not values:
         raise ModelGenError(f"{node.where()}: a Loop without outputs has no effect to generate.")
     out_vars = _bind_outputs(g, node, values, dims)
-    _call(g, node, name, [a for a in (m, cond) if a is not None] + list(carried), body.free, uses_device,
+    _call(g, node, name, [a for a, v in ((m, m_var), (cond, cond_var)) if v is not None] + list(carried),
+          body.free, uses_device,
           out_vars)
 
 
