@@ -9,8 +9,10 @@ inputs show; the source is also checked for the control flow itself and passes r
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +40,9 @@ def _model(graph: Any, opset: int = 17) -> Any:
 
 def _const(name: str, value: Any, dtype: Any = F) -> Any:
     arr = np.asarray(value)
-    return helper.make_node("Constant", [], [name], value=helper.make_tensor(name + "_v", dtype, arr.shape,
-                                                                              arr.flatten().tolist()))
+    return helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name + "_v", dtype, arr.shape, arr.flatten().tolist())
+    )
 
 
 def _generate(model: Any, tmp_path: Path, tag: str) -> tuple[Any, str]:
@@ -73,30 +76,57 @@ def _ruff(py_text: str, tmp_path: Path) -> None:
         return
     f = tmp_path / "ruff_check.py"
     f.write_text(py_text)
-    methods = py_text[py_text.index("    def _"):]
+    methods = py_text[py_text.index("    def _") :]
     assert max(len(ln) for ln in methods.splitlines()) <= 120
     # E501: forward's one-line shapes docstring (written by the renderer for every model) may pass 120 here
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
-                           str(ROOT / "pyproject.toml"), "--extend-ignore", "E501", str(f)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            "--extend-ignore",
+            "E501",
+            str(f),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def _if_model() -> Any:
     """``y = x + w`` (then) or ``concat(x, -x)`` (else, another length) on ``sum(x) > 0``; both branches read
     the outer ``x`` and the then-branch an initializer."""
-    then_g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["t"])], "then_b", [],
-                               [helper.make_tensor_value_info("t", F, [None])])
-    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["nx"]),
-                                helper.make_node("Concat", ["x", "nx"], ["e"], axis=0)], "else_b", [],
-                               [helper.make_tensor_value_info("e", F, [None])])
-    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), _const("zero", 0.0),
-             helper.make_node("Greater", ["s", "zero"], ["c"]),
-             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
-             helper.make_node("Mul", ["y", "y"], ["out"])]
+    then_g = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["t"])], "then_b", [], [helper.make_tensor_value_info("t", F, [None])]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["nx"]), helper.make_node("Concat", ["x", "nx"], ["e"], axis=0)],
+        "else_b",
+        [],
+        [helper.make_tensor_value_info("e", F, [None])],
+    )
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        _const("zero", 0.0),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Mul", ["y", "y"], ["out"]),
+    ]
     w = helper.make_tensor("w", F, [3], [0.5, -1.0, 2.0])
-    return _model(helper.make_graph(nodes, "if_data", [helper.make_tensor_value_info("x", F, [3])],
-                                    [helper.make_tensor_value_info("out", F, [None])], [w]))
+    return _model(
+        helper.make_graph(
+            nodes,
+            "if_data",
+            [helper.make_tensor_value_info("x", F, [3])],
+            [helper.make_tensor_value_info("out", F, [None])],
+            [w],
+        )
+    )
 
 
 def test_if_on_data_takes_both_branches(tmp_path: Path) -> None:
@@ -112,40 +142,67 @@ def _loop_model() -> Any:
     """``for i in range(M) while sum(y) < limit: y = y * x + i`` with the per-iteration ``y`` as a scan
     output; ``x`` is read from the outer scope."""
     body = helper.make_graph(
-        [helper.make_node("Cast", ["i"], ["fi"], to=F),
-         helper.make_node("Mul", ["y_in", "x"], ["yx"]),
-         helper.make_node("Add", ["yx", "fi"], ["y_out"]),
-         helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
-         helper.make_node("Less", ["s", "limit"], ["c_out"]),
-         helper.make_node("Identity", ["y_out"], ["scan"])],
-        "body", [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("c_in", B, []),
-                 helper.make_tensor_value_info("y_in", F, [2])],
-        [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("y_out", F, [2]),
-         helper.make_tensor_value_info("scan", F, [2])])
-    nodes = [_const("go", True, B), _const("y0", [1.0, 1.0]),
-             helper.make_node("Loop", ["m", "go", "y0"], ["y", "ys"], body=body)]
-    return _model(helper.make_graph(
-        nodes, "loop_data", [helper.make_tensor_value_info("m", I64, []), helper.make_tensor_value_info("x", F, [2]),
-                             helper.make_tensor_value_info("limit", F, [])],
-        [helper.make_tensor_value_info("y", F, [2]), helper.make_tensor_value_info("ys", F, [None, 2])]))
+        [
+            helper.make_node("Cast", ["i"], ["fi"], to=F),
+            helper.make_node("Mul", ["y_in", "x"], ["yx"]),
+            helper.make_node("Add", ["yx", "fi"], ["y_out"]),
+            helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+            helper.make_node("Less", ["s", "limit"], ["c_out"]),
+            helper.make_node("Identity", ["y_out"], ["scan"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("c_in", B, []),
+            helper.make_tensor_value_info("y_in", F, [2]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", B, []),
+            helper.make_tensor_value_info("y_out", F, [2]),
+            helper.make_tensor_value_info("scan", F, [2]),
+        ],
+    )
+    nodes = [
+        _const("go", True, B),
+        _const("y0", [1.0, 1.0]),
+        helper.make_node("Loop", ["m", "go", "y0"], ["y", "ys"], body=body),
+    ]
+    return _model(
+        helper.make_graph(
+            nodes,
+            "loop_data",
+            [
+                helper.make_tensor_value_info("m", I64, []),
+                helper.make_tensor_value_info("x", F, [2]),
+                helper.make_tensor_value_info("limit", F, []),
+            ],
+            [helper.make_tensor_value_info("y", F, [2]), helper.make_tensor_value_info("ys", F, [None, 2])],
+        )
+    )
 
 
-@pytest.mark.parametrize(("m", "x", "limit"), [(3, [2.0, 0.5], 1e6), (0, [1.0, 1.0], 1e6), (10, [2.0, 3.0], 50.0),
-                                               (1, [-1.0, 0.0], -5.0), (6, [1.5, -0.5], 1e6)])
+@pytest.mark.parametrize(
+    ("m", "x", "limit"),
+    [(3, [2.0, 0.5], 1e6), (0, [1.0, 1.0], 1e6), (10, [2.0, 3.0], 50.0), (1, [-1.0, 0.0], -5.0), (6, [1.5, -0.5], 1e6)],
+)
 def test_loop_trip_count_and_condition_read_at_run_time(tmp_path: Path, m: int, x: list[float], limit: float) -> None:
     model = _loop_model()
     made, src = _generate(model, tmp_path, "loop")
     assert "while " in src and "def _loop" in src and src.count(".append(") == 1
-    _check(made, model, {"m": np.array(m, np.int64), "x": np.array(x, np.float32),
-                         "limit": np.array(limit, np.float32)})
+    _check(
+        made, model, {"m": np.array(m, np.int64), "x": np.array(x, np.float32), "limit": np.array(limit, np.float32)}
+    )
 
 
 def test_loop_source_passes_ruff_and_is_one_loop(tmp_path: Path) -> None:
     made, src = _generate(_loop_model(), tmp_path, "loop_src")
     net, dev = made
     for m in (0, 2, 7):  # one generated module, three trip counts
-        got = net(Tensor.from_data(np.array(m, np.int64), dev), Tensor.from_data(np.ones(2, np.float32), dev),
-                  Tensor.from_data(np.array(1e9, np.float32), dev))
+        got = net(
+            Tensor.from_data(np.array(m, np.int64), dev),
+            Tensor.from_data(np.ones(2, np.float32), dev),
+            Tensor.from_data(np.array(1e9, np.float32), dev),
+        )
         assert got[1].to_numpy().shape == (m, 2)
     _ruff(src, tmp_path)
 
@@ -154,17 +211,32 @@ def _growing_model() -> Any:
     """A loop-carried value that grows each iteration (``acc = concat(acc, x * i)``): its length is a run-time
     size in the body."""
     body = helper.make_graph(
-        [helper.make_node("Cast", ["i"], ["fi"], to=F), helper.make_node("Mul", ["x", "fi"], ["xi"]),
-         helper.make_node("Concat", ["acc_in", "xi"], ["acc_out"], axis=0),
-         helper.make_node("Identity", ["c_in"], ["c_out"])],
-        "grow", [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("c_in", B, []),
-                 helper.make_tensor_value_info("acc_in", F, [None])],
-        [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("acc_out", F, [None])])
-    nodes = [helper.make_node("Loop", ["m", "", "x"], ["acc"], body=body),
-             helper.make_node("ReduceSum", ["acc"], ["total"], keepdims=1)]
-    return _model(helper.make_graph(
-        nodes, "grow_data", [helper.make_tensor_value_info("m", I64, []), helper.make_tensor_value_info("x", F, [2])],
-        [helper.make_tensor_value_info("acc", F, [None]), helper.make_tensor_value_info("total", F, [1])]))
+        [
+            helper.make_node("Cast", ["i"], ["fi"], to=F),
+            helper.make_node("Mul", ["x", "fi"], ["xi"]),
+            helper.make_node("Concat", ["acc_in", "xi"], ["acc_out"], axis=0),
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+        ],
+        "grow",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("c_in", B, []),
+            helper.make_tensor_value_info("acc_in", F, [None]),
+        ],
+        [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("acc_out", F, [None])],
+    )
+    nodes = [
+        helper.make_node("Loop", ["m", "", "x"], ["acc"], body=body),
+        helper.make_node("ReduceSum", ["acc"], ["total"], keepdims=1),
+    ]
+    return _model(
+        helper.make_graph(
+            nodes,
+            "grow_data",
+            [helper.make_tensor_value_info("m", I64, []), helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("acc", F, [None]), helper.make_tensor_value_info("total", F, [1])],
+        )
+    )
 
 
 def test_loop_carried_value_that_grows(tmp_path: Path) -> None:
@@ -179,15 +251,25 @@ def _scan_model(reverse: bool) -> Any:
     ``scale`` (outer scope) as a scan output."""
     body = helper.make_graph(
         [helper.make_node("Add", ["s_in", "row"], ["s_out"]), helper.make_node("Mul", ["s_out", "scale"], ["y"])],
-        "scan_body", [helper.make_tensor_value_info("s_in", F, [2]), helper.make_tensor_value_info("row", F, [2])],
-        [helper.make_tensor_value_info("s_out", F, [2]), helper.make_tensor_value_info("y", F, [2])])
-    scan = helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1,
-                            scan_input_directions=[1 if reverse else 0])
-    return _model(helper.make_graph(
-        [scan], "scan_data", [helper.make_tensor_value_info("s0", F, [2]),
-                              helper.make_tensor_value_info("xs", F, ["T", 2]),
-                              helper.make_tensor_value_info("scale", F, [])],
-        [helper.make_tensor_value_info("s", F, [2]), helper.make_tensor_value_info("ys", F, ["T", 2])]))
+        "scan_body",
+        [helper.make_tensor_value_info("s_in", F, [2]), helper.make_tensor_value_info("row", F, [2])],
+        [helper.make_tensor_value_info("s_out", F, [2]), helper.make_tensor_value_info("y", F, [2])],
+    )
+    scan = helper.make_node(
+        "Scan", ["s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1, scan_input_directions=[1 if reverse else 0]
+    )
+    return _model(
+        helper.make_graph(
+            [scan],
+            "scan_data",
+            [
+                helper.make_tensor_value_info("s0", F, [2]),
+                helper.make_tensor_value_info("xs", F, ["T", 2]),
+                helper.make_tensor_value_info("scale", F, []),
+            ],
+            [helper.make_tensor_value_info("s", F, [2]), helper.make_tensor_value_info("ys", F, ["T", 2])],
+        )
+    )
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -197,31 +279,53 @@ def test_scan_over_a_run_time_length(tmp_path: Path, reverse: bool) -> None:
     assert "for step in range(" in src
     rng = np.random.default_rng(3)
     for t in (1, 3, 6):
-        _check(made, model, {"s0": rng.standard_normal(2).astype(np.float32),
-                             "xs": rng.standard_normal((t, 2)).astype(np.float32),
-                             "scale": np.array(t - 1.5, np.float32)})
+        _check(
+            made,
+            model,
+            {
+                "s0": rng.standard_normal(2).astype(np.float32),
+                "xs": rng.standard_normal((t, 2)).astype(np.float32),
+                "scale": np.array(t - 1.5, np.float32),
+            },
+        )
     _ruff(src, tmp_path)
 
 
 def _nested_model() -> Any:
     """An ``If`` on the loop counter's parity inside a ``Loop`` body, its branches reading the main graph's
     ``x`` two scopes up."""
-    then_g = helper.make_graph([helper.make_node("Add", ["v_in", "x"], ["t"])], "even", [],
-                               [helper.make_tensor_value_info("t", F, [2])])
-    else_g = helper.make_graph([helper.make_node("Sub", ["v_in", "x"], ["e"])], "odd", [],
-                               [helper.make_tensor_value_info("e", F, [2])])
+    then_g = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "x"], ["t"])], "even", [], [helper.make_tensor_value_info("t", F, [2])]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Sub", ["v_in", "x"], ["e"])], "odd", [], [helper.make_tensor_value_info("e", F, [2])]
+    )
     body = helper.make_graph(
-        [_const("two", 2, I64), _const("zero_i", 0, I64), helper.make_node("Mod", ["i", "two"], ["r"]),
-         helper.make_node("Equal", ["r", "zero_i"], ["even"]),
-         helper.make_node("If", ["even"], ["v_out"], then_branch=then_g, else_branch=else_g),
-         helper.make_node("Identity", ["c_in"], ["c_out"])],
-        "nest", [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("c_in", B, []),
-                 helper.make_tensor_value_info("v_in", F, [2])],
-        [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("v_out", F, [2])])
+        [
+            _const("two", 2, I64),
+            _const("zero_i", 0, I64),
+            helper.make_node("Mod", ["i", "two"], ["r"]),
+            helper.make_node("Equal", ["r", "zero_i"], ["even"]),
+            helper.make_node("If", ["even"], ["v_out"], then_branch=then_g, else_branch=else_g),
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+        ],
+        "nest",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("c_in", B, []),
+            helper.make_tensor_value_info("v_in", F, [2]),
+        ],
+        [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("v_out", F, [2])],
+    )
     nodes = [_const("v0", [0.0, 0.0]), helper.make_node("Loop", ["m", "", "v0"], ["v"], body=body)]
-    return _model(helper.make_graph(
-        nodes, "nested", [helper.make_tensor_value_info("m", I64, []), helper.make_tensor_value_info("x", F, [2])],
-        [helper.make_tensor_value_info("v", F, [2])]))
+    return _model(
+        helper.make_graph(
+            nodes,
+            "nested",
+            [helper.make_tensor_value_info("m", I64, []), helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("v", F, [2])],
+        )
+    )
 
 
 def test_if_nested_in_a_loop_reads_the_outer_scope(tmp_path: Path) -> None:
@@ -231,3 +335,74 @@ def test_if_nested_in_a_loop_reads_the_outer_scope(tmp_path: Path) -> None:
     for m, x in ((0, [1.0, 2.0]), (1, [1.0, 2.0]), (2, [3.0, -1.0]), (5, [0.5, 4.0])):
         _check(made, model, {"m": np.array(m, np.int64), "x": np.array(x, np.float32)})
     _ruff(src, tmp_path)
+
+
+def _torch_case(tmp_path: Path, tag: str, export: Any) -> tuple[Any, Any]:
+    path = tmp_path / f"{tag}.onnx"
+    with warnings.catch_warnings():  # the exporters' own deprecation notices
+        warnings.simplefilter("ignore")
+        export(path)
+    py = ModelGen().input(path).out_dir(tmp_path / tag).run()
+    spec = importlib.util.spec_from_file_location(f"_control_{tag}", py)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    dev = ember.backend("numpy").device()
+    return mod.Model.from_record(str(py.parent / "model.mpk"), dev), dev
+
+
+def test_torch_scripted_loop_with_a_run_time_trip_count(tmp_path: Path) -> None:
+    """A TorchScript loop over a tensor-valued count exports as ``Loop``; one generated module runs 0, 1 and 5
+    iterations like PyTorch."""
+    torch = pytest.importorskip("torch")
+
+    class Halve(torch.nn.Module):
+        # TorchScript reads unannotated arguments as tensors
+        def forward(self, x, n):  # type: ignore[no-untyped-def]
+            y = x
+            for _ in range(int(n)):
+                y = y * 0.5 + x
+            return y
+
+    def export(path: Path) -> None:
+        x0, n0 = torch.randn(2, 3), torch.tensor(3)
+        torch.onnx.export(torch.jit.script(Halve()), (x0, n0), str(path), dynamo=False, input_names=["x", "n"])
+
+    net, dev = _torch_case(tmp_path, "scripted_loop", export)
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 5):
+        x = rng.standard_normal((2, 3)).astype(np.float32)
+        want = Halve()(torch.from_numpy(x), torch.tensor(n)).numpy()
+        got = net(Tensor.from_data(x, dev), Tensor.from_data(np.array(n, np.int64), dev)).to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not os.environ.get("EMBER_SLOW_TESTS"), reason="the dynamo export takes ~40 s: EMBER_SLOW_TESTS=1")
+def test_torch_cond_export_generates_both_branches(tmp_path: Path) -> None:
+    """``torch.cond`` on a value of the data (the dynamo exporter writes ``If``): the generated module takes
+    the branch PyTorch takes for each input, the then-branch's ``Linear`` weights included."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    torch.manual_seed(0)
+
+    class Gate(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 3)
+
+        def forward(self, x: Any) -> Any:
+            return torch.cond(x.sum() > 0, lambda v: self.lin(v).relu(), lambda v: v * 2.0 - 1.0, (x,))
+
+    model = Gate().eval()
+
+    def export(path: Path) -> None:
+        torch.onnx.export(model, (torch.randn(2, 3),), str(path), dynamo=True)
+
+    net, dev = _torch_case(tmp_path, "torch_cond", export)
+    for sign in (1.0, -1.0, 1.0):
+        x = (np.abs(np.random.default_rng(int(sign + 2)).standard_normal((2, 3))) * sign).astype(np.float32)
+        with torch.no_grad():
+            want = model(torch.from_numpy(x)).numpy()
+        got = net(Tensor.from_data(x, dev)).to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -57,8 +57,7 @@ class Method:
         head = f"def {self.name}({', '.join(params)}) -> {self.returns}:"
         if len(head) > 110:  # black's style: one parameter a line
             head = "\n".join([f"def {self.name}(", *(f"    {p}," for p in params), f") -> {self.returns}:"])
-        return [*head.split("\n"), f'    """{self.doc}"""',
-                *("    " + ln if ln else "" for ln in self.body())]
+        return [*head.split("\n"), f'    """{self.doc}"""', *("    " + ln if ln else "" for ln in self.body())]
 
 
 @dataclasses.dataclass
@@ -83,9 +82,11 @@ def wants_control(g: Gen, node: Node, args: list[Any]) -> bool:
     dynamic = any(_dynamic(g, v) for v in [*args, *(g.env[n] for n in names)])
     if dynamic and node.op_type == "Scan" and g.opset < 9:
         if any(isinstance(a, Tensor) and id(a) in g.sym_shapes for a in args):
-            raise ModelGenError(f"{node.where()}: a Scan 8 over inputs with run-time sizes; generated code writes "
-                                "Scan 9 and later as a loop. Re-export at opset 9 or later, or use "
-                                "ember_import.onnx.load_model.")
+            raise ModelGenError(
+                f"{node.where()}: a Scan 8 over inputs with run-time sizes; generated code writes "
+                "Scan 9 and later as a loop. Re-export at opset 9 or later, or use "
+                "ember_import.onnx.load_model."
+            )
         return False  # static sizes: the runtime converter's steps are the same for every input
     return dynamic
 
@@ -139,14 +140,18 @@ def _param(g: Gen, node: Node, name: str, value: Any, dyn_axes: set[int] | None 
     """A fresh traced stand-in of ``value`` held by a parameter named after ``name``: a dim is a run-time size
     (``name.shape[i]``) where it is one in the enclosing scope or listed in ``dyn_axes``."""
     if not isinstance(value, Tensor):
-        raise ModelGenError(f"{node.where()}: {name!r:.80} is a {type(value).__name__} (a sequence or an optional) "
-                            "crossing a sub-graph; generated code carries tensors only there. Use "
-                            "ember_import.onnx.load_model.")
+        raise ModelGenError(
+            f"{node.where()}: {name!r:.80} is a {type(value).__name__} (a sequence or an optional) "
+            "crossing a sub-graph; generated code carries tensors only there. Use "
+            "ember_import.onnx.load_model."
+        )
     var = g.new_var(name)
     t = _copy(value)
     src = _forward_dims(g, value) if g.is_traced(value) else tuple(_shape(value))
-    dims = tuple(Sym(int(d), (var, f".shape[{i}]")) if isinstance(d, Sym) or i in (dyn_axes or ()) else int(d)
-                 for i, d in enumerate(src))
+    dims = tuple(
+        Sym(int(d), (var, f".shape[{i}]")) if isinstance(d, Sym) or i in (dyn_axes or ()) else int(d)
+        for i, d in enumerate(src)
+    )
     g.bind(t, var, dims)
     return var, t
 
@@ -155,32 +160,42 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
     """Trace ``graph``'s nodes into lines of their own, its inputs bound to ``params`` (name, stand-in)."""
     from ._run import convert_node
 
-    saved = (g.lines, g.reads, g.env, g.node, g.device_var, dict(g.traced), dict(g.sym_shapes),
-             dict(g.host_syms), dict(g._weight_vals))
+    saved = (
+        g.lines,
+        g.reads,
+        g.env,
+        g.node,
+        g.device_var,
+        dict(g.traced),
+        dict(g.sym_shapes),
+        dict(g.host_syms),
+        dict(g._weight_vals),
+    )
     g.lines, g.reads, g.device_var = [], [], device
     g.env = dict(g.env)
     try:
         for name, data in graph.initializers.items():
             with untraced():
                 g.env[name] = Tensor.from_data(data, ctx.host, dtype=data.dtype)
-        for info, (pname, value) in zip(graph.inputs, params):
+        for info, (_, value) in zip(graph.inputs, params):
             g.env[info.name] = value
         for n in graph.nodes:
             convert_node(g, ctx, n)
         outs = [g.value(o.name) for o in graph.outputs]
         for o, v in zip(graph.outputs, outs):
             if not isinstance(v, Tensor):
-                raise ModelGenError(f"{node.where()}: sub-graph output "
-                                    f"{o.name!r:.80} is a {type(v).__name__}; generated code carries tensors only "
-                                    "out of a sub-graph. Use ember_import.onnx.load_model.")
+                raise ModelGenError(
+                    f"{node.where()}: sub-graph output "
+                    f"{o.name!r:.80} is a {type(v).__name__}; generated code carries tensors only "
+                    "out of a sub-graph. Use ember_import.onnx.load_model."
+                )
         consts = [None if _dynamic(g, v) else _scalar(v) for v in outs]
         out_parts = [g.arg(v) for v in outs]
         out_dims = [_forward_dims(g, v) for v in outs]
         lines = g.lines
         params_vars = {id(g.traced[id(v)][1]) for _, v in params}
     finally:
-        (g.lines, g.reads, g.env, g.node, g.device_var, g.traced, g.sym_shapes, g.host_syms,
-         g._weight_vals) = saved
+        (g.lines, g.reads, g.env, g.node, g.device_var, g.traced, g.sym_shapes, g.host_syms, g._weight_vals) = saved
     defined = {id(t) for ln in lines for t in ln.targets} | params_vars | {id(device)}
     free: list[Var] = []
     seen: set[int] = set()
@@ -198,9 +213,17 @@ def _scalar(v: Tensor) -> Any:
         return v.into_scalar() if v.num_elements() == 1 else None
 
 
-def _trace_fixed(g: Gen, ctx: Any, node: Node, graph: Graph, fixed: list[tuple[str, Tensor]],
-                 carried: list[tuple[str, Any]], rest: list[tuple[str, Tensor]], out_of: int,
-                 device: Var) -> tuple[_Body, list[Var], list[Var]]:
+def _trace_fixed(
+    g: Gen,
+    ctx: Any,
+    node: Node,
+    graph: Graph,
+    fixed: list[tuple[str, Tensor]],
+    carried: list[tuple[str, Any]],
+    rest: list[tuple[str, Tensor]],
+    out_of: int,
+    device: Var,
+) -> tuple[_Body, list[Var], list[Var]]:
     """Trace a loop body whose inputs are ``fixed`` (already bound), the loop-carried values ``carried``
     (outputs ``out_of``...) and ``rest``; a carried dim the body changes is traced again as a run-time size.
     Returns the body and the carried parameters' variables."""
@@ -216,17 +239,20 @@ def _trace_fixed(g: Gen, ctx: Any, node: Node, graph: Graph, fixed: list[tuple[s
         for k, (v, axes) in enumerate(zip(cvals, dyn)):
             before, after = g.sym_shapes.get(id(v)) or tuple(_shape(v)), body.out_dims[out_of + k]
             if after is None or len(after) != len(before):
-                raise ModelGenError(f"{node.where()}: the loop-carried value {carried[k][0]!r:.80} changes rank "
-                                    "across iterations; generated code needs a fixed rank. Use "
-                                    "ember_import.onnx.load_model.")
+                raise ModelGenError(
+                    f"{node.where()}: the loop-carried value {carried[k][0]!r:.80} changes rank "
+                    "across iterations; generated code needs a fixed rank. Use "
+                    "ember_import.onnx.load_model."
+                )
             for i, (b, a) in enumerate(zip(before, after)):
                 if not isinstance(b, Sym) and (isinstance(a, Sym) or int(a) != int(b)):
                     axes.add(i)
                     changed = True
         if not changed:
             return body, cvars, [g.traced[id(p[1])][1] for p in fixed]
-    raise ModelGenError(f"{node.where()}: the shapes of its loop-carried values do not settle; use "
-                        "ember_import.onnx.load_model.")
+    raise ModelGenError(
+        f"{node.where()}: the shapes of its loop-carried values do not settle; use ember_import.onnx.load_model."
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- writing
@@ -238,7 +264,7 @@ def _method_name(g: Gen, node: Node, op: str) -> str:
 
 
 def _annotation(g: Gen, v: Var) -> str:
-    for t, var in g.traced.values():
+    for _, var in g.traced.values():
         if var is v:
             return "Tensor"
     for ln in g.lines:
@@ -271,8 +297,9 @@ def _bind_outputs(g: Gen, node: Node, values: list[Tensor], dims: list[list[Any]
     return out_vars
 
 
-def _call(g: Gen, node: Node, name: str, args: list[Any], free: list[Var], uses_device: bool,
-          out_vars: list[Var]) -> None:
+def _call(
+    g: Gen, node: Node, name: str, args: list[Any], free: list[Var], uses_device: bool, out_vars: list[Var]
+) -> None:
     parts: list[Any] = [f"self.{name}("]
     items: list[Parts] = [g.arg(a) for a in args] + [(v,) for v in free]
     if uses_device:
@@ -348,10 +375,16 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     for k, (a, b) in enumerate(zip(then_b.outs, else_b.outs)):
         da, db = then_b.out_dims[k], else_b.out_dims[k]
         if a.dtype is not b.dtype or da is None or db is None or len(da) != len(db):
-            raise ModelGenError(f"{node.where()}: output {k} has a different rank or element type in each branch; "
-                                "generated code needs one. Use ember_import.onnx.load_model.")
-        dims.append([int(x) if not isinstance(x, Sym) and not isinstance(y, Sym) and int(x) == int(y) else None
-                     for x, y in zip(da, db)])
+            raise ModelGenError(
+                f"{node.where()}: output {k} has a different rank or element type in each branch; "
+                "generated code needs one. Use ember_import.onnx.load_model."
+            )
+        dims.append(
+            [
+                int(x) if not isinstance(x, Sym) and not isinstance(y, Sym) and int(x) == int(y) else None
+                for x, y in zip(da, db)
+            ]
+        )
     name = _method_name(g, node, "If")
     free = _merge_free(then_b, else_b)
     uses_device = any(_uses(b.lines, b.out_parts, device) for b in (then_b, else_b))
@@ -361,9 +394,13 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     def body() -> list[str]:
         then_ret = [parts_text(p) for p in then_b.out_parts]
         else_ret = [parts_text(p) for p in else_b.out_parts]
-        return [f"if bool({cond_var.name}.into_scalar()):",
-                *("    " + ln for ln in _body_lines(g, then_b.lines, then_ret)), "    " + _ret(then_ret),
-                *_body_lines(g, else_b.lines, else_ret), _ret(else_ret)]
+        return [
+            f"if bool({cond_var.name}.into_scalar()):",
+            *("    " + ln for ln in _body_lines(g, then_b.lines, then_ret)),
+            "    " + _ret(then_ret),
+            *_body_lines(g, else_b.lines, else_ret),
+            _ret(else_ret),
+        ]
 
     params = _params(g, cond_param, free, uses_device, device)
     g.methods.append(Method(name, params, _returns(len(dims)), f"``If`` node {literal(node.name)[:80]}.", body))
@@ -406,8 +443,9 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     names = [i.name for i in graph.inputs]
     i_var, i_t = _param(g, node, names[0] or "iteration", it_val)
     c_var, c_t = _param(g, node, names[1] or "cond_in", c_val)
-    body, cvars, _ = _trace_fixed(g, ctx, node, graph, [(names[0], i_t), (names[1], c_t)],
-                                  list(zip(names[2:], carried)), [], 1, device)
+    body, cvars, _ = _trace_fixed(
+        g, ctx, node, graph, [(names[0], i_t), (names[1], c_t)], list(zip(names[2:], carried)), [], 1, device
+    )
     name = _method_name(g, node, "Loop")
     uses_device = _uses(body.lines, body.out_parts, device)
     m_const = None if m is None or _dynamic(g, m) else int(_scalar(m))
@@ -416,7 +454,7 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     cond_var = g.new_var(node.inputs[1]) if c_const is None else None
     out_const = body.consts[0]
     trips, keep, step = g.new_var("trips"), g.new_var("keep_going"), g.new_var("step")
-    scan_lists = [g.new_var(f"{o.name}_steps") for o in graph.outputs[1 + n_c:]]
+    scan_lists = [g.new_var(f"{o.name}_steps") for o in graph.outputs[1 + n_c :]]
     i_used = _uses(body.lines, body.out_parts, i_var)
     c_used = _uses(body.lines, body.out_parts, c_var)
     uses_device = uses_device or i_used or c_used
@@ -432,26 +470,29 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
             lines.append(f"{trips.name} = {m_const}")
         counted = c_const is True and out_const is not None and bool(out_const) and m is not None
         if not counted:
-            lines.append(f"{keep.name} = " + (f"bool({cond_var.name}.into_scalar())" if cond_var is not None
-                                              else str(c_const)))
+            lines.append(
+                f"{keep.name} = " + (f"bool({cond_var.name}.into_scalar())" if cond_var is not None else str(c_const))
+            )
         lines += [f"{s.name}: list[Tensor] = []" for s in scan_lists]
         if counted:  # no condition: a counted loop
             lines.append(f"for {step.name if i_used else '_'} in range({trips.name}):")
         else:
-            lines += [f"{step.name} = 0", f"while {keep.name}" + (f" and {step.name} < {trips.name}:" if m is not None
-                                                                  else ":")]
+            lines += [
+                f"{step.name} = 0",
+                f"while {keep.name}" + (f" and {step.name} < {trips.name}:" if m is not None else ":"),
+            ]
         inner = []
         if i_used:
             inner.append(f"{i_var.name} = Tensor.from_data({step.name}, device, dtype={literal(str(it_dtype))})")
         if c_used:
-            inner.append(f"{c_var.name} = Tensor.from_data(True, device, dtype=\"bool\")")
+            inner.append(f'{c_var.name} = Tensor.from_data(True, device, dtype="bool")')
         inner += _body_lines(g, body.lines, outs if out_const is None else outs[1:])
         if out_const is None:
             inner.append(f"{keep.name} = bool({outs[0]}.into_scalar())")
         elif not out_const:
             inner.append(f"{keep.name} = False")
-        inner += [f"{s.name}.append({o})" for s, o in zip(scan_lists, outs[1 + n_c:])]
-        inner += _reassign(cvars, outs[1:1 + n_c])
+        inner += [f"{s.name}.append({o})" for s, o in zip(scan_lists, outs[1 + n_c :])]
+        inner += _reassign(cvars, outs[1 : 1 + n_c])
         if not counted:
             inner.append(f"{step.name} += 1")
         lines += ["    " + ln for ln in inner]
@@ -462,8 +503,7 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
 
     named = [v for v in (m_var, cond_var) if v is not None] + cvars
     params = _params(g, named, body.free, uses_device, device)
-    g.methods.append(Method(name, params, _returns(n_c + n_scan), f"``Loop`` node {literal(node.name)[:80]}.",
-                            text))
+    g.methods.append(Method(name, params, _returns(n_c + n_scan), f"``Loop`` node {literal(node.name)[:80]}.", text))
     values: list[Tensor] = []
     dims: list[list[Any]] = []
     for k in range(n_c):
@@ -478,9 +518,15 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     if not values:
         raise ModelGenError(f"{node.where()}: a Loop without outputs has no effect to generate.")
     out_vars = _bind_outputs(g, node, values, dims)
-    _call(g, node, name, [a for a, v in ((m, m_var), (cond, cond_var)) if v is not None] + list(carried),
-          body.free, uses_device,
-          out_vars)
+    _call(
+        g,
+        node,
+        name,
+        [a for a, v in ((m, m_var), (cond, cond_var)) if v is not None] + list(carried),
+        body.free,
+        uses_device,
+        out_vars,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- Scan
@@ -494,7 +540,7 @@ def _axis_list(node: Node, attr: str, n: int, ranks: list[int]) -> list[int]:
 def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     graph: Graph = node.attr("body")
     n_scan_in = int(node.attr("num_scan_inputs"))
-    states, xs = args[:len(args) - n_scan_in], args[len(args) - n_scan_in:]
+    states, xs = args[: len(args) - n_scan_in], args[len(args) - n_scan_in :]
     if not xs or any(not isinstance(x, Tensor) for x in xs):
         raise ModelGenError(f"{node.where()}: a Scan needs tensor scan inputs.")
     n_st = len(states)
@@ -514,8 +560,11 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         del dims[a]
         var = g.new_var(names[n_st + k])
         t = _copy(piece)
-        g.bind(t, var, tuple(Sym(int(d), (var, f".shape[{i}]")) if isinstance(d, Sym) else int(d)
-                             for i, d in enumerate(dims)))
+        g.bind(
+            t,
+            var,
+            tuple(Sym(int(d), (var, f".shape[{i}]")) if isinstance(d, Sym) else int(d) for i, d in enumerate(dims)),
+        )
         slices.append((names[n_st + k], t))
         slice_vars.append(var)
     body, cvars, _ = _trace_fixed(g, ctx, node, graph, [], list(zip(names[:n_st], states)), slices, 0, device)
@@ -531,9 +580,11 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         outs = [parts_text(p) for p in body.out_parts]
         lines = [f"{steps.name} = {x_vars[0].name}.shape[{in_axes[0]}]"]
         for xv, a in zip(x_vars[1:], in_axes[1:]):
-            lines += [f"if {xv.name}.shape[{a}] != {steps.name}:",
-                      f"    raise ValueError(f\"Scan: scan input {xv.name} has {{{xv.name}.shape[{a}]}} steps on "
-                      f"axis {a}, the first has {{{steps.name}}}; they must be equal.\")"]
+            lines += [
+                f"if {xv.name}.shape[{a}] != {steps.name}:",
+                f'    raise ValueError(f"Scan: scan input {xv.name} has {{{xv.name}.shape[{a}]}} steps on '
+                f'axis {a}, the first has {{{steps.name}}}; they must be equal.")',
+            ]
         lines += [f"{s.name}: list[Tensor] = []" for s in scan_lists]
         lines.append(f"for {step.name} in range({steps.name}):")
         inner = []
@@ -553,8 +604,7 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         return [*lines, _ret(rets)]
 
     params = _params(g, [*cvars, *x_vars], body.free, uses_device, device)
-    g.methods.append(Method(name, params, _returns(n_st + n_out), f"``Scan`` node {literal(node.name)[:80]}.",
-                            text))
+    g.methods.append(Method(name, params, _returns(n_st + n_out), f"``Scan`` node {literal(node.name)[:80]}.", text))
     n_steps = _forward_dims(g, xs[0])[in_axes[0]] if g.is_traced(xs[0]) else _shape(xs[0])[in_axes[0]]
     values: list[Tensor] = []
     dims: list[list[Any]] = []
@@ -565,8 +615,11 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     for k in range(n_out):
         v, d = body.outs[n_st + k], body.out_dims[n_st + k] or ()
         with untraced():
-            stacked = Tensor.stack([v] * int(n_steps), out_axes[k]) if int(n_steps) else \
-                Tensor.stack([v], out_axes[k]).narrow(out_axes[k], 0, 0)
+            stacked = (
+                Tensor.stack([v] * int(n_steps), out_axes[k])
+                if int(n_steps)
+                else Tensor.stack([v], out_axes[k]).narrow(out_axes[k], 0, 0)
+            )
         values.append(stacked)
         inner: list[Any] = [None if isinstance(x, Sym) else int(x) for x in d]
         inner.insert(out_axes[k], None if isinstance(n_steps, Sym) else int(n_steps))
