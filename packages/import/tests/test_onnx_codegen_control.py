@@ -8,6 +8,7 @@ inputs show; the source is also checked for the control flow itself and passes r
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import subprocess
@@ -406,3 +407,39 @@ def test_torch_cond_export_generates_both_branches(tmp_path: Path) -> None:
             want = model(torch.from_numpy(x)).numpy()
         got = net(Tensor.from_data(x, dev)).to_numpy()
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_hostile_node_and_value_names_stay_data(tmp_path: Path) -> None:
+    """Names of a Loop node, its body's values and the method's parameters come from the file: they reach the
+    source only as sanitised identifiers or escaped docstring text."""
+    model = _loop_model()
+    evil = 'Loop"""\nimport os; os.system("echo pwned")  # \\x0'
+    g = model.graph
+    g.node[-1].name = evil
+    body = g.node[-1].attribute[0].g
+    rename = {"y_in": "y_in'); os.remove('x", "s": 'def s():\n  """'}
+    for n in body.node:
+        n.input[:] = [rename.get(i, i) for i in n.input]
+        n.output[:] = [rename.get(o, o) for o in n.output]
+    for vi in body.input:
+        vi.name = rename.get(vi.name, vi.name)
+    made, src = _generate(model, tmp_path, "hostile")
+    tree = ast.parse(src)
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert modules <= {
+        "__future__",
+        "ember",
+        "ember.backend",
+        "ember.config",
+        "ember.module",
+        "ember.record",
+        "ember.tensor",
+    }
+    assert not any(isinstance(n, ast.Import) for n in ast.walk(tree))
+    assert "os" not in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    for m in (0, 3):
+        _check(
+            made,
+            model,
+            {"m": np.array(m, np.int64), "x": np.array([1.5, -0.5], np.float32), "limit": np.array(1e6, np.float32)},
+        )

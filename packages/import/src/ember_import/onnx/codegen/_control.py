@@ -31,7 +31,7 @@ from ._errors import ModelGenError
 from ._expr import literal
 from ._gen import Gen
 from ._gen_state import Line
-from ._names import identifier
+from ._names import doc_text, identifier
 from ._sym import Parts, Sym, Var, parts_text
 from ._trace import untraced
 
@@ -171,6 +171,7 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
         dict(g.host_syms),
         dict(g._weight_vals),
     )
+    params_vars = {id(g.traced[id(v)][1]) for _, v in params}  # before a call re-binds a returned input
     g.lines, g.reads, g.device_var = [], [], device
     g.env = dict(g.env)
     try:
@@ -191,9 +192,8 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
                 )
         consts = [None if _dynamic(g, v) else _scalar(v) for v in outs]
         out_parts = [g.arg(v) for v in outs]
-        out_dims = [_forward_dims(g, v) for v in outs]
+        out_dims: list[tuple[Any, ...] | None] = [_forward_dims(g, v) for v in outs]
         lines = g.lines
-        params_vars = {id(g.traced[id(v)][1]) for _, v in params}
     finally:
         (g.lines, g.reads, g.env, g.node, g.device_var, g.traced, g.sym_shapes, g.host_syms, g._weight_vals) = saved
     defined = {id(t) for ln in lines for t in ln.targets} | params_vars | {id(device)}
@@ -319,6 +319,10 @@ def _params(g: Gen, named: list[Var], free: list[Var], uses_device: bool, device
     return out
 
 
+def _doc(op: str, node: Node) -> str:
+    return f"``{op}`` node ``{doc_text(node.name, 80)}``."
+
+
 def _returns(n: int) -> str:
     return "Tensor" if n == 1 else f"tuple[{', '.join(['Tensor'] * n)}]"
 
@@ -403,7 +407,7 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         ]
 
     params = _params(g, cond_param, free, uses_device, device)
-    g.methods.append(Method(name, params, _returns(len(dims)), f"``If`` node {literal(node.name)[:80]}.", body))
+    g.methods.append(Method(name, params, _returns(len(dims)), _doc("If", node), body))
     out_vars = _bind_outputs(g, node, then_b.outs, dims)
     _call(g, node, name, [cond], free, uses_device, out_vars)
 
@@ -503,7 +507,7 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
 
     named = [v for v in (m_var, cond_var) if v is not None] + cvars
     params = _params(g, named, body.free, uses_device, device)
-    g.methods.append(Method(name, params, _returns(n_c + n_scan), f"``Loop`` node {literal(node.name)[:80]}.", text))
+    g.methods.append(Method(name, params, _returns(n_c + n_scan), _doc("Loop", node), text))
     values: list[Tensor] = []
     dims: list[list[Any]] = []
     for k in range(n_c):
@@ -556,14 +560,16 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     for k, (x, a) in enumerate(zip(xs, in_axes)):
         with untraced():
             piece = x.narrow(a, 0, 1).squeeze_dim(a) if _shape(x)[a] else x.sum_dim(a).squeeze_dim(a)
-        dims = list(_forward_dims(g, x) if g.is_traced(x) else _shape(x))
-        del dims[a]
+        slice_dims = list(_forward_dims(g, x) if g.is_traced(x) else _shape(x))
+        del slice_dims[a]
         var = g.new_var(names[n_st + k])
         t = _copy(piece)
         g.bind(
             t,
             var,
-            tuple(Sym(int(d), (var, f".shape[{i}]")) if isinstance(d, Sym) else int(d) for i, d in enumerate(dims)),
+            tuple(
+                Sym(int(d), (var, f".shape[{i}]")) if isinstance(d, Sym) else int(d) for i, d in enumerate(slice_dims)
+            ),
         )
         slices.append((names[n_st + k], t))
         slice_vars.append(var)
@@ -582,8 +588,7 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         for xv, a in zip(x_vars[1:], in_axes[1:]):
             lines += [
                 f"if {xv.name}.shape[{a}] != {steps.name}:",
-                f'    raise ValueError(f"Scan: scan input {xv.name} has {{{xv.name}.shape[{a}]}} steps on '
-                f'axis {a}, the first has {{{steps.name}}}; they must be equal.")',
+                f'    raise ValueError(f"Scan: {xv.name} has {{{xv.name}.shape[{a}]}} steps, not {{{steps.name}}}")',
             ]
         lines += [f"{s.name}: list[Tensor] = []" for s in scan_lists]
         lines.append(f"for {step.name} in range({steps.name}):")
@@ -604,7 +609,7 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         return [*lines, _ret(rets)]
 
     params = _params(g, [*cvars, *x_vars], body.free, uses_device, device)
-    g.methods.append(Method(name, params, _returns(n_st + n_out), f"``Scan`` node {literal(node.name)[:80]}.", text))
+    g.methods.append(Method(name, params, _returns(n_st + n_out), _doc("Scan", node), text))
     n_steps = _forward_dims(g, xs[0])[in_axes[0]] if g.is_traced(xs[0]) else _shape(xs[0])[in_axes[0]]
     values: list[Tensor] = []
     dims: list[list[Any]] = []
