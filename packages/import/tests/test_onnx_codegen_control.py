@@ -443,3 +443,78 @@ def test_hostile_node_and_value_names_stay_data(tmp_path: Path) -> None:
             model,
             {"m": np.array(m, np.int64), "x": np.array([1.5, -0.5], np.float32), "limit": np.array(1e6, np.float32)},
         )
+
+
+def _sequence_loop_model() -> Any:
+    """A Loop carrying a sequence (a list of run-time length): each iteration reads its last element, appends
+    ``last * 0.5 + x``; after the loop the list is concatenated and counted."""
+    body = helper.make_graph(
+        [
+            _const("minus_one", -1, I64),
+            _const("half", 0.5),
+            helper.make_node("SequenceAt", ["seq_in", "minus_one"], ["last"]),
+            helper.make_node("Mul", ["last", "half"], ["scaled"]),
+            helper.make_node("Add", ["scaled", "x"], ["y"]),
+            helper.make_node("SequenceInsert", ["seq_in", "y"], ["seq_out"]),
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+        ],
+        "seq_body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("c_in", B, []),
+            helper.make_tensor_sequence_value_info("seq_in", F, None),
+        ],
+        [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_sequence_value_info("seq_out", F, None)],
+    )
+    nodes = [
+        helper.make_node("SequenceConstruct", ["x"], ["seq0"]),
+        helper.make_node("Loop", ["m", "", "seq0"], ["seq"], body=body),
+        helper.make_node("ConcatFromSequence", ["seq"], ["cat"], axis=0),
+        helper.make_node("SequenceLength", ["seq"], ["count"]),
+    ]
+    return _model(
+        helper.make_graph(
+            nodes,
+            "seq_loop",
+            [helper.make_tensor_value_info("m", I64, []), helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("cat", F, [None]), helper.make_tensor_value_info("count", I64, [])],
+        )
+    )
+
+
+def test_sequence_carried_through_a_loop_is_a_python_list(tmp_path: Path) -> None:
+    model = _sequence_loop_model()
+    made, src = _generate(model, tmp_path, "seq_loop")
+    assert "list[Tensor]" in src and "len(" in src
+    for m, x in ((0, [1.0, 2.0]), (1, [3.0, -1.0]), (4, [0.5, 0.25])):
+        _check(made, model, {"m": np.array(m, np.int64), "x": np.array(x, np.float32)})
+    _ruff(src, tmp_path)
+
+
+def test_torch_scripted_list_append_then_stack(tmp_path: Path) -> None:
+    """TorchScript's ``ys.append(y)`` in a loop then ``torch.stack(ys)`` (SequenceEmpty, SequenceInsert in the
+    Loop body, ConcatFromSequence): a list in the generated loop, stacked after it."""
+    torch = pytest.importorskip("torch")
+
+    class Collect(torch.nn.Module):
+        # TorchScript reads unannotated arguments as tensors
+        def forward(self, x, n):  # type: ignore[no-untyped-def]
+            ys = []
+            y = x
+            for _ in range(int(n)):
+                y = y * 0.5 + x
+                ys.append(y)
+            return torch.stack(ys, 0)
+
+    def export(path: Path) -> None:
+        x0, n0 = torch.randn(2, 3), torch.tensor(3)
+        torch.onnx.export(torch.jit.script(Collect()), (x0, n0), str(path), dynamo=False, input_names=["x", "n"])
+
+    net, dev = _torch_case(tmp_path, "scripted_list", export)
+    rng = np.random.default_rng(6)
+    for n in (1, 2, 5):
+        x = rng.standard_normal((2, 3)).astype(np.float32)
+        want = Collect()(torch.from_numpy(x), torch.tensor(n)).numpy()
+        got = net(Tensor.from_data(x, dev), Tensor.from_data(np.array(n, np.int64), dev)).to_numpy()
+        assert got.shape == (n, 2, 3)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -32,6 +32,7 @@ from ._expr import literal
 from ._gen import Gen
 from ._gen_state import Line
 from ._names import doc_text, identifier
+from ._seqs import SEQUENCE_OPS, SeqVal, convert_sequence, seq_arg
 from ._sym import Parts, Sym, Var, parts_text
 from ._trace import untraced
 
@@ -76,6 +77,8 @@ class _Body:
 def wants_control(g: Gen, node: Node, args: list[Any]) -> bool:
     """Whether ``node`` (``If``/``Loop``/``Scan`` 9+) involves traced values: its inputs or what its
     sub-graphs read from the enclosing scope."""
+    if node.op_type in SEQUENCE_OPS and any(isinstance(a, SeqVal) for a in args):
+        return True
     if node.op_type not in CONTROL_OPS:
         return False
     names = [n for sub in node.subgraphs() for n in sub.outer if n in g.env]
@@ -92,6 +95,8 @@ def wants_control(g: Gen, node: Node, args: list[Any]) -> bool:
 
 
 def _dynamic(g: Gen, v: Any) -> bool:
+    if isinstance(v, SeqVal):
+        return True
     if isinstance(v, Tensor):
         return g.is_traced(v) or id(v) in g.host_syms
     if isinstance(v, (list, tuple)):
@@ -105,6 +110,9 @@ def convert_control(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     Raises:
         ModelGenError: a sequence or optional crossing the body, branches of different ranks or element types.
     """
+    if node.op_type not in CONTROL_OPS:
+        convert_sequence(g, node, args)
+        return
     fn = {"If": _if, "Loop": _loop, "Scan": _scan}[node.op_type]
     fn(g, ctx, node, args)
 
@@ -136,9 +144,14 @@ def _forward_dims(g: Gen, t: Tensor) -> tuple[Any, ...]:
     return g.sym_shapes.get(id(t)) or tuple(_shape(t))
 
 
-def _param(g: Gen, node: Node, name: str, value: Any, dyn_axes: set[int] | None = None) -> tuple[Var, Tensor]:
+def _param(g: Gen, node: Node, name: str, value: Any, dyn_axes: set[int] | None = None) -> tuple[Var, Any]:
     """A fresh traced stand-in of ``value`` held by a parameter named after ``name``: a dim is a run-time size
-    (``name.shape[i]``) where it is one in the enclosing scope or listed in ``dyn_axes``."""
+    (``name.shape[i]``) where it is one in the enclosing scope or listed in ``dyn_axes``; a sequence is a
+    :class:`~._seqs.SeqVal` (a list of run-time length)."""
+    if isinstance(value, SeqVal) or (isinstance(value, list) and all(isinstance(x, Tensor) for x in value)):
+        var = g.new_var(name)
+        elem = value.elem if isinstance(value, SeqVal) else value[0] if value else None
+        return var, SeqVal(var, elem)
     if not isinstance(value, Tensor):
         raise ModelGenError(
             f"{node.where()}: {name!r:.80} is a {type(value).__name__} (a sequence or an optional) "
@@ -171,7 +184,8 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
         dict(g.host_syms),
         dict(g._weight_vals),
     )
-    params_vars = {id(g.traced[id(v)][1]) for _, v in params}  # before a call re-binds a returned input
+    # taken before a call re-binds a returned input
+    params_vars = {id(v.var) if isinstance(v, SeqVal) else id(g.traced[id(v)][1]) for _, v in params}
     g.lines, g.reads, g.device_var = [], [], device
     g.env = dict(g.env)
     try:
@@ -184,15 +198,15 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
             convert_node(g, ctx, n)
         outs = [g.value(o.name) for o in graph.outputs]
         for o, v in zip(graph.outputs, outs):
-            if not isinstance(v, Tensor):
+            if not isinstance(v, (Tensor, SeqVal)) and not (isinstance(v, list) and _dynamic(g, v)):
                 raise ModelGenError(
                     f"{node.where()}: sub-graph output "
                     f"{o.name!r:.80} is a {type(v).__name__}; generated code carries tensors only "
                     "out of a sub-graph. Use ember_import.onnx.load_model."
                 )
         consts = [None if _dynamic(g, v) else _scalar(v) for v in outs]
-        out_parts = [g.arg(v) for v in outs]
-        out_dims: list[tuple[Any, ...] | None] = [_forward_dims(g, v) for v in outs]
+        out_parts = [seq_arg(g, v) for v in outs]
+        out_dims: list[tuple[Any, ...] | None] = [_forward_dims(g, v) if isinstance(v, Tensor) else None for v in outs]
         lines = g.lines
     finally:
         (g.lines, g.reads, g.env, g.node, g.device_var, g.traced, g.sym_shapes, g.host_syms, g._weight_vals) = saved
@@ -223,20 +237,30 @@ def _trace_fixed(
     rest: list[tuple[str, Tensor]],
     out_of: int,
     device: Var,
-) -> tuple[_Body, list[Var], list[Var]]:
+) -> tuple[_Body, list[Var]]:
     """Trace a loop body whose inputs are ``fixed`` (already bound), the loop-carried values ``carried``
     (outputs ``out_of``...) and ``rest``; a carried dim the body changes is traced again as a run-time size.
     Returns the body and the carried parameters' variables."""
     dyn: list[set[int]] = [set() for _ in carried]
+    seq_elems: list[Any] = [None for _ in carried]  # the element a body appends to a sequence that starts empty
     for _ in range(3):
         cvars, cvals = [], []
-        for (name, v), axes in zip(carried, dyn):
+        for (name, v), axes, elem in zip(carried, dyn, seq_elems):
             var, t = _param(g, node, name, v, axes)
+            if isinstance(t, SeqVal) and t.elem is None:
+                t.elem = elem
             cvars.append(var)
             cvals.append(t)
         body = _trace(g, ctx, node, graph, [*fixed, *zip([n for n, _ in carried], cvals), *rest], device)
         changed = False
         for k, (v, axes) in enumerate(zip(cvals, dyn)):
+            if isinstance(v, SeqVal):  # a list: its elements' sizes are run-time sizes already
+                out = body.outs[out_of + k]
+                grown = out.elem if isinstance(out, SeqVal) else out[0] if isinstance(out, list) and out else None
+                if v.elem is None and grown is not None and seq_elems[k] is None:
+                    seq_elems[k] = grown
+                    changed = True
+                continue
             before, after = g.sym_shapes.get(id(v)) or tuple(_shape(v)), body.out_dims[out_of + k]
             if after is None or len(after) != len(before):
                 raise ModelGenError(
@@ -249,7 +273,7 @@ def _trace_fixed(
                     axes.add(i)
                     changed = True
         if not changed:
-            return body, cvars, [g.traced[id(p[1])][1] for p in fixed]
+            return body, cvars
     raise ModelGenError(
         f"{node.where()}: the shapes of its loop-carried values do not settle; use ember_import.onnx.load_model."
     )
@@ -264,6 +288,8 @@ def _method_name(g: Gen, node: Node, op: str) -> str:
 
 
 def _annotation(g: Gen, v: Var) -> str:
+    if any(isinstance(x, SeqVal) and x.var is v for x in g.env.values()):
+        return "list[Tensor]"
     for _, var in g.traced.values():
         if var is v:
             return "Tensor"
@@ -287,6 +313,12 @@ def _bind_outputs(g: Gen, node: Node, values: list[Tensor], dims: list[list[Any]
     out_vars = []
     for k, (v, ds) in enumerate(zip(values, dims)):
         var = g.node_var(node, k)
+        if not isinstance(v, Tensor):  # a sequence: a list of run-time length
+            elem = v.elem if isinstance(v, SeqVal) else v[0] if v else None
+            if k < len(node.outputs) and node.outputs[k]:
+                g.env[node.outputs[k]] = SeqVal(var, elem)
+            out_vars.append(var)
+            continue
         t = _copy(v)
         shape = _shape(t)
         full = tuple(Sym(shape[i], (var, f".shape[{i}]")) if d is None else d for i, d in enumerate(ds))
@@ -301,7 +333,7 @@ def _call(
     g: Gen, node: Node, name: str, args: list[Any], free: list[Var], uses_device: bool, out_vars: list[Var]
 ) -> None:
     parts: list[Any] = [f"self.{name}("]
-    items: list[Parts] = [g.arg(a) for a in args] + [(v,) for v in free]
+    items: list[Parts] = [seq_arg(g, a) for a in args] + [(v,) for v in free]
     if uses_device:
         items.append((g.device(),))
     for k, it in enumerate(items):
@@ -312,8 +344,11 @@ def _call(
     g.lines.append(Line(tuple(out_vars), tuple(parts)))
 
 
-def _params(g: Gen, named: list[Var], free: list[Var], uses_device: bool, device: Var) -> list[tuple[Var, str]]:
-    out = [(v, "Tensor") for v in named] + [(v, _annotation(g, v)) for v in free]
+def _params(
+    g: Gen, named: list[Var], free: list[Var], uses_device: bool, device: Var, seqs: tuple[Var, ...] = ()
+) -> list[tuple[Var, str]]:
+    out = [(v, "list[Tensor]" if any(v is s for s in seqs) else "Tensor") for v in named]
+    out += [(v, _annotation(g, v)) for v in free]
     if uses_device:
         out.append((device, "Device"))
     return out
@@ -323,8 +358,10 @@ def _doc(op: str, node: Node) -> str:
     return f"``{op}`` node ``{doc_text(node.name, 80)}``."
 
 
-def _returns(n: int) -> str:
-    return "Tensor" if n == 1 else f"tuple[{', '.join(['Tensor'] * n)}]"
+def _returns(n: int, seqs: tuple[int, ...] = ()) -> str:
+    """The return annotation of ``n`` values, those at ``seqs`` lists."""
+    kinds = ["list[Tensor]" if k in seqs else "Tensor" for k in range(n)]
+    return kinds[0] if n == 1 else f"tuple[{', '.join(kinds)}]"
 
 
 def _ret(texts: list[str]) -> str:
@@ -447,7 +484,7 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     names = [i.name for i in graph.inputs]
     i_var, i_t = _param(g, node, names[0] or "iteration", it_val)
     c_var, c_t = _param(g, node, names[1] or "cond_in", c_val)
-    body, cvars, _ = _trace_fixed(
+    body, cvars = _trace_fixed(
         g, ctx, node, graph, [(names[0], i_t), (names[1], c_t)], list(zip(names[2:], carried)), [], 1, device
     )
     name = _method_name(g, node, "Loop")
@@ -506,8 +543,17 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         return [*lines, _ret(rets)]
 
     named = [v for v in (m_var, cond_var) if v is not None] + cvars
-    params = _params(g, named, body.free, uses_device, device)
-    g.methods.append(Method(name, params, _returns(n_c + n_scan), _doc("Loop", node), text))
+    seqs = tuple(v for v, c in zip(cvars, carried) if not isinstance(c, Tensor))
+    params = _params(g, named, body.free, uses_device, device, seqs)
+    g.methods.append(
+        Method(
+            name,
+            params,
+            _returns(n_c + n_scan, tuple(k for k, c in enumerate(carried) if not isinstance(c, Tensor))),
+            _doc("Loop", node),
+            text,
+        )
+    )
     values: list[Tensor] = []
     dims: list[list[Any]] = []
     for k in range(n_c):
@@ -573,7 +619,7 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         )
         slices.append((names[n_st + k], t))
         slice_vars.append(var)
-    body, cvars, _ = _trace_fixed(g, ctx, node, graph, [], list(zip(names[:n_st], states)), slices, 0, device)
+    body, cvars = _trace_fixed(g, ctx, node, graph, [], list(zip(names[:n_st], states)), slices, 0, device)
     ranks = [len(d or ()) for d in body.out_dims[n_st:]]
     out_axes = _axis_list(node, "scan_output_axes", n_out, [r + 1 for r in ranks])
     name = _method_name(g, node, "Scan")
