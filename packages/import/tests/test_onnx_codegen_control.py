@@ -518,3 +518,38 @@ def test_torch_scripted_list_append_then_stack(tmp_path: Path) -> None:
         got = net(Tensor.from_data(x, dev), Tensor.from_data(np.array(n, np.int64), dev)).to_numpy()
         assert got.shape == (n, 2, 3)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_if_branches_returning_sequences_of_different_lengths(tmp_path: Path) -> None:
+    """Each branch builds a list (two and three tensors); the list after the ``If`` has a run-time length."""
+    then_g = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["x", "x"], ["s1"])],
+        "two",
+        [],
+        [helper.make_tensor_sequence_value_info("s1", F, None)],
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["nx"]), helper.make_node("SequenceConstruct", ["nx", "x", "nx"], ["s2"])],
+        "three",
+        [],
+        [helper.make_tensor_sequence_value_info("s2", F, None)],
+    )
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        _const("zero", 0.0),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node("If", ["c"], ["seq"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("ConcatFromSequence", ["seq"], ["out"], axis=0, new_axis=1),
+    ]
+    model = _model(
+        helper.make_graph(
+            nodes,
+            "if_seq",
+            [helper.make_tensor_value_info("x", F, [2])],
+            [helper.make_tensor_value_info("out", F, [None, 2])],
+        )
+    )
+    made, src = _generate(model, tmp_path, "if_seq")
+    for x in ([1.0, 2.0], [-1.0, -3.0], [0.5, -0.25]):
+        _check(made, model, {"x": np.array(x, np.float32)})
+    _ruff(src, tmp_path)

@@ -413,9 +413,21 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     if len(then_b.outs) != len(else_b.outs) or not then_b.outs:
         raise ModelGenError(f"{node.where()}: its branches have different numbers of outputs.")
     dims: list[list[Any]] = []
+    seqs: list[int] = []
     for k, (a, b) in enumerate(zip(then_b.outs, else_b.outs)):
         da, db = then_b.out_dims[k], else_b.out_dims[k]
-        if a.dtype is not b.dtype or da is None or db is None or len(da) != len(db):
+        if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two sequences: a list
+            seqs.append(k)
+            dims.append([])
+            continue
+        if (
+            not isinstance(a, Tensor)
+            or not isinstance(b, Tensor)
+            or a.dtype is not b.dtype
+            or da is None
+            or db is None
+            or len(da) != len(db)
+        ):
             raise ModelGenError(
                 f"{node.where()}: output {k} has a different rank or element type in each branch; "
                 "generated code needs one. Use ember_import.onnx.load_model."
@@ -444,7 +456,7 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         ]
 
     params = _params(g, cond_param, free, uses_device, device)
-    g.methods.append(Method(name, params, _returns(len(dims)), _doc("If", node), body))
+    g.methods.append(Method(name, params, _returns(len(dims), tuple(seqs)), _doc("If", node), body))
     out_vars = _bind_outputs(g, node, then_b.outs, dims)
     _call(g, node, name, [cond], free, uses_device, out_vars)
 
