@@ -243,7 +243,9 @@ def _trace_fixed(
     Returns the body and the carried parameters' variables."""
     dyn: list[set[int]] = [set() for _ in carried]
     seq_elems: list[Any] = [None for _ in carried]  # the element a body appends to a sequence that starts empty
+    taken = set(g.var_names._taken)  # a retrace reuses the names of the attempt it replaces
     for _ in range(3):
+        g.var_names._taken = set(taken)
         cvars, cvals = [], []
         for (name, v), axes, elem in zip(carried, dyn, seq_elems):
             var, t = _param(g, node, name, v, axes)
