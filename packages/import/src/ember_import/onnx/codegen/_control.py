@@ -1,21 +1,24 @@
 """Control flow in generated code: ``If``, ``Loop`` and ``Scan`` as Python control flow in generated methods.
 
 A node whose condition, trip count or values are traced becomes one method of the generated module
-(``def _loop_body(self, trip_count, cond, y, x)``), called from ``forward`` with every value its sub-graph reads
+(``def _loop_1(self, trip_count, y, x)``), called from ``forward`` with every value its sub-graph reads
 passed explicitly (outer-scope tensors, sizes, the device). The sub-graphs are traced through the same converters
 as ``forward`` (:func:`~._run.convert_node`, nested control flow included), into the method's own lines:
 
 - ``If``: ``if bool(cond.into_scalar()):`` the then-branch's lines and ``return``, then the else-branch's;
-- ``Loop``: ``while keep_going and step < trips:`` over the body's lines, the condition and trip count read when
-  the code runs, the loop-carried values reassigned and the scan outputs collected in lists and stacked
-  (``Tensor.stack(..., 0)``), as ``onnx.reference.ops`` and the runtime converter (:mod:`..ops._control`) do;
+- ``Loop``: ``while keep_going and step < trips:`` (``for step in range(trips)`` when the body's condition is
+  constant) over the body's lines (its condition input is the constant ``True``: the body only runs while the
+  condition holds), the condition and trip count read when the code runs, the loop-carried values reassigned
+  and the scan outputs collected in lists and stacked (``Tensor.stack(..., 0)``), as ``onnx.reference.ops`` and
+  the runtime converter (:mod:`..ops._control`) do;
 - ``Scan`` (opset 9+): ``for step in range(xs.shape[axis]):`` over slices of the scan inputs (reversed for
   direction 1), the scan outputs stacked on ``scan_output_axes``.
 
 The body is traced once with the loop-carried values' shapes; a dim the body changes is traced again as a
 run-time size (``y.shape[0]``), so the code holds for every iteration. The values after the node get a static
-dim only where every path through it gives the same size. Sequences and optionals carried through a body are
-refused (:class:`ModelGenError`).
+dim only where every path through it gives the same size. A sequence carried through a ``Loop`` or returned
+by a branch is a list of run-time length (:mod:`._seqs`); optionals crossing a sub-graph are refused
+(:class:`ModelGenError`).
 """
 
 from __future__ import annotations
@@ -185,7 +188,11 @@ def _trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, T
         dict(g._weight_vals),
     )
     # taken before a call re-binds a returned input
-    params_vars = {id(v.var) if isinstance(v, SeqVal) else id(g.traced[id(v)][1]) for _, v in params}
+    params_vars = {
+        id(v.var) if isinstance(v, SeqVal) else id(g.traced[id(v)][1])
+        for _, v in params
+        if isinstance(v, SeqVal) or g.is_traced(v)
+    }
     g.lines, g.reads, g.device_var = [], [], device
     g.env = dict(g.env)
     try:
@@ -497,9 +504,8 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         c_val = Tensor.from_data(True, ctx.host, dtype=DType.BOOL)
     names = [i.name for i in graph.inputs]
     i_var, i_t = _param(g, node, names[0] or "iteration", it_val)
-    c_var, c_t = _param(g, node, names[1] or "cond_in", c_val)
     body, cvars = _trace_fixed(
-        g, ctx, node, graph, [(names[0], i_t), (names[1], c_t)], list(zip(names[2:], carried)), [], 1, device
+        g, ctx, node, graph, [(names[0], i_t), (names[1], c_val)], list(zip(names[2:], carried)), [], 1, device
     )
     name = _method_name(g, node, "Loop")
     uses_device = _uses(body.lines, body.out_parts, device)
@@ -511,8 +517,7 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     trips, keep, step = g.new_var("trips"), g.new_var("keep_going"), g.new_var("step")
     scan_lists = [g.new_var(f"{o.name}_steps") for o in graph.outputs[1 + n_c :]]
     i_used = _uses(body.lines, body.out_parts, i_var)
-    c_used = _uses(body.lines, body.out_parts, c_var)
-    uses_device = uses_device or i_used or c_used
+    uses_device = uses_device or i_used
     empties = [_empty_stack(g, graph.outputs[1 + n_c + k], "0", 0, device) for k in range(n_scan)]
     uses_device = uses_device or any(e is not None for e in empties)
 
@@ -539,8 +544,6 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         inner = []
         if i_used:
             inner.append(f"{i_var.name} = Tensor.from_data({step.name}, device, dtype={literal(str(it_dtype))})")
-        if c_used:
-            inner.append(f'{c_var.name} = Tensor.from_data(True, device, dtype="bool")')
         inner += _body_lines(g, body.lines, outs if out_const is None else outs[1:])
         if out_const is None:
             inner.append(f"{keep.name} = bool({outs[0]}.into_scalar())")
