@@ -353,6 +353,7 @@ def _torch_case(tmp_path: Path, tag: str, export: Any) -> tuple[Any, Any]:
     return mod.Model.from_record(str(py.parent / "model.mpk"), dev), dev
 
 
+@pytest.mark.skipif(not os.environ.get("EMBER_SLOW_TESTS"), reason="TorchScript export: EMBER_SLOW_TESTS=1")
 def test_torch_scripted_loop_with_a_run_time_trip_count(tmp_path: Path) -> None:
     """A TorchScript loop over a tensor-valued count exports as ``Loop``; one generated module runs 0, 1 and 5
     iterations like PyTorch."""
