@@ -22,7 +22,7 @@ import pytest
 
 import ember
 from ember import Tensor
-from ember_import.onnx import ModelGen
+from ember_import.onnx import ModelGen, ModelGenError
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -554,3 +554,49 @@ def test_if_branches_returning_sequences_of_different_lengths(tmp_path: Path) ->
     for x in ([1.0, 2.0], [-1.0, -3.0], [0.5, -0.25]):
         _check(made, model, {"x": np.array(x, np.float32)})
     _ruff(src, tmp_path)
+
+
+def test_if_on_a_constant_condition_is_the_taken_branch_inline(tmp_path: Path) -> None:
+    then_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["t"])], "then_b", [], [helper.make_tensor_value_info("t", F, [3])]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["e"])], "else_b", [], [helper.make_tensor_value_info("e", F, [3])]
+    )
+    nodes = [_const("c", False, B), helper.make_node("If", ["c"], ["out"], then_branch=then_g, else_branch=else_g)]
+    model = _model(
+        helper.make_graph(
+            nodes,
+            "if_const",
+            [helper.make_tensor_value_info("x", F, [3])],
+            [helper.make_tensor_value_info("out", F, [3])],
+        )
+    )
+    made, src = _generate(model, tmp_path, "if_const")
+    assert "def _if" not in src and ".abs()" in src and ".neg()" not in src
+    for x in ([1.0, -2.0, 3.0], [-0.5, 0.0, -4.0]):
+        _check(made, model, {"x": np.array(x, np.float32)})
+
+
+def test_scan8_over_run_time_sizes_is_refused(tmp_path: Path) -> None:
+    """Scan 8 (a batch axis first) unrolls per batch entry in the runtime converter: on a named batch dim the
+    generator refuses it rather than writing code for the trace's batch size."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "row"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y"])],
+        "scan8_body",
+        [helper.make_tensor_value_info("s_in", F, [2]), helper.make_tensor_value_info("row", F, [2])],
+        [helper.make_tensor_value_info("s_out", F, [2]), helper.make_tensor_value_info("y", F, [2])],
+    )
+    scan = helper.make_node("Scan", ["", "s0", "xs"], ["s", "ys"], body=body, num_scan_inputs=1)
+    graph = helper.make_graph(
+        [scan],
+        "scan8",
+        [helper.make_tensor_value_info("s0", F, ["B", 2]), helper.make_tensor_value_info("xs", F, ["B", 3, 2])],
+        [helper.make_tensor_value_info("s", F, ["B", 2]), helper.make_tensor_value_info("ys", F, ["B", 3, 2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 8
+    path = tmp_path / "scan8.onnx"
+    onnx.save(model, path)
+    with pytest.raises(ModelGenError, match="Scan 8 over inputs with run-time sizes"):
+        ModelGen().input(path).out_dir(tmp_path / "scan8").run()
