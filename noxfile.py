@@ -202,6 +202,9 @@ def slow(session: nox.Session) -> None:
     _install(session, *_packages())
     session.run("python", "-m", "pytest", "packages/backend-torch/tests/test_compile.py", *session.posargs,
                 env={"EMBER_SLOW_TESTS": "1"})
+    # ModelGen of torch exports with control flow (the dynamo export alone takes ~40 s)
+    session.run("python", "-m", "pytest", "packages/import/tests/test_onnx_codegen_control.py",
+                "-k", "torch_cond or scripted_loop", env={"EMBER_SLOW_TESTS": "1"})
 
 
 @nox.session(python=PYTHON)

@@ -81,6 +81,7 @@ class GenState:
         # quantized weights (ONNX name -> QuantizedTensor) and the quantized fields' weights (field -> key -> it)
         self.quantized: dict[str, Any] = {}
         self.quantized_state: dict[str, dict[str, Any]] = {}
+        self.methods: list[Any] = []  # generated methods (control flow, :mod:`._control`)
         # the trace
         self.depth = 0
         self.traced: dict[int, tuple[Tensor, Var]] = {}

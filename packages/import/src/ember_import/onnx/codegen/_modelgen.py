@@ -185,6 +185,7 @@ def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, 
         program.constants = constants
     remove_dead_nodes(graph)
     used = {i for n in graph.nodes for i in n.inputs if i} | {o.name for o in graph.outputs}
+    used |= {name for n in graph.nodes for sub in n.subgraphs() for name in sub.outer}  # read by a body only
     derived = {k for k, v in merged.items() if k not in constants and k not in weights and v.dtype.is_float}
     new_weights = {k: v for k, v in merged.items() if k in used and (k in weights or k in derived)}
     new_constants = {k: v for k, v in merged.items() if k in used and k not in new_weights}

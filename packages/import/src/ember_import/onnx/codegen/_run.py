@@ -17,6 +17,7 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._program import Program, host_device
+from ._control import convert_control, wants_control
 from ._errors import ModelGenError
 from ._gen import Gen, flat
 from ._sym import GUARDS, Sym, has_sym
@@ -195,6 +196,9 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
     ctx.env = gen.env
     gen.node = node
     out: Any = None
+    if wants_control(gen, node, args):
+        convert_control(gen, ctx, node, args)
+        return
     traced_in = any(_traced(gen, a) for a in args)
     if not traced_in and _has_host_syms(gen, args):
         if node.op_type in _ARITH and len(args) == 2:

@@ -143,7 +143,8 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     check_class_name(class_name)
     check_record_type(record_type)
     source_file, record_file = doc_text(source_file, _SHOWN), doc_text(record_file, _SHOWN)
-    body = "\n".join(lines) + "\n" + "\n".join(e for e, _ in outputs)
+    methods = [ln for m in g.methods for ln in ["", *m.lines()]]
+    body = "\n".join([*lines, *methods]) + "\n" + "\n".join(e for e, _ in outputs)
     config_name = f"{class_name}Config"
     recorder = RECORDERS[record_type]
     settings = "HalfPrecisionSettings()" if half else ""
@@ -201,6 +202,9 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
         out += _fit(line, "        ")
     rets = [e for e, _ in outputs]
     out.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")
+    for line in methods:  # control flow (:mod:`._control`)
+        text = line.lstrip(" ")
+        out += _fit(text, " " * (4 + len(line) - len(text))) if text else [""]
     out += ["", "    @classmethod",
             f"    def from_record(cls, path: str, device: Device) -> {class_name}:",
             f'        """The network with the weights saved at ``path`` (``{record_file}``), on ``device``."""',
