@@ -232,6 +232,9 @@ class Gen(GenState):
         with self.untraced():
             data = t.tolist() if kind == "tolist" else t.into_scalar()
             dt = t.dtype
+        data = self.read_hints.get(id(t), {}).get(kind, data)
+        if data == []:
+            return data  # no element: nothing read (its size is the tensor's static shape)
         if dt.is_float or dt is DType.BOOL:
             raise ModelGenError(f"{self._where()}: the converter reads a {dt} value computed from tensor data "
                                 "(a data-dependent branch or size); generated code supports data-dependent "

@@ -91,6 +91,8 @@ class GenState:
         self._raw: dict[str, Tensor] = {}
         self.dim_syms: dict[str, Sym] = {}
         self.reads: list[Var] = []
+        #: the values a host read of a graph input's stand-in gives the trace (:mod:`._modelgen`)
+        self.read_hints: dict[int, Any] = {}
         self.uses: dict[str, int] = {}
         for n in graph.nodes:
             for i in n.inputs:

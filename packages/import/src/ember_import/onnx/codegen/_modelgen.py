@@ -85,6 +85,10 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
             data = TensorData(np.zeros(shape, dtype=np.int64), DType.INT64)
         with untraced():
             t = Tensor.from_data(data, host_device(), dtype=dt)
+        if not dt.is_float and dt is not DType.BOOL and len(shape) == 1:
+            # a host read of an int input (axes, pads, a count) gives the trace distinct values 0, 1, 2 ... (valid
+            # distinct axes): generated code keeps them as code (:mod:`._domain`), the trace only needs valid ones
+            g.read_hints[id(t)] = {"tolist": list(range(shape[0]))}
         g.bind(t, var, tuple(dims))
         g.env[info.name] = t
         inputs.append((var.name, info))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._domain import decided, norm_axis
+
 __all__ = ["GUARDS", "Parts", "Sym", "Var", "parts_text"]
 
 #: the values read from the data that a comparison used while a node was converted (the converter branched on
@@ -51,10 +53,15 @@ class Sym(int):
     factors: Parts | None
 
     data: bool = False
+    #: the values it can take when generated code runs, where known (an axis of a given rank, a dim of a static
+    #: shape): a comparison that comes out the same for each of them decides nothing (see :mod:`._domain`)
+    domain: frozenset[int] | None = None
 
-    def __new__(cls, hint: int, parts: Parts, coef: int = 1, factors: Parts | None = None, data: bool = False) -> Sym:
+    def __new__(cls, hint: int, parts: Parts, coef: int = 1, factors: Parts | None = None, data: bool = False,
+                domain: frozenset[int] | None = None) -> Sym:
         obj = int.__new__(cls, int(hint))
         obj.data = data
+        obj.domain = domain
         obj.parts = parts
         obj.coef = coef
         obj.factors = factors if factors is not None else (parts if coef == 1 else None)
@@ -146,32 +153,37 @@ class Sym(int):
         return int.__hash__(self)
 
     # ---------------------------------------------------------------- comparisons (guards)
-    def _guard(self, other: Any) -> None:
-        if self.data or (isinstance(other, Sym) and other.data):
+    def _guard(self, other: Any, cmp: Any = None) -> None:
+        if (self.data or (isinstance(other, Sym) and other.data)) and not decided(self, other, cmp):
             GUARDS.append(self)
 
+    def __norm_axis__(self, rank: int) -> Sym:
+        """This axis in ``[0, rank)`` (ONNX's negative axes count from the end), branch-free: see
+        :func:`._domain.norm_axis`."""
+        return norm_axis(self, rank)
+
     def __eq__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__eq__)
         return int.__eq__(self, other)
 
     def __ne__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__ne__)
         return int.__ne__(self, other)
 
     def __lt__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__lt__)
         return int.__lt__(self, other)
 
     def __le__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__le__)
         return int.__le__(self, other)
 
     def __gt__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__gt__)
         return int.__gt__(self, other)
 
     def __ge__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__ge__)
         return int.__ge__(self, other)
 
 
