@@ -5,6 +5,7 @@ whose source is the host read (``sizes[0]``). Passing them on to a Tensor-API ca
 them in Python would pick one branch for every input, so such a comparison is a *guard* and the node is
 refused (:data:`~._sym.GUARDS`). Two kinds of comparison decide nothing, and are not guards:
 
+- one made inside :func:`~.._validate.validating` (a check that only rejects a bad model);
 - one made *inside* a recorded Tensor-API call (the call is written with the symbolic argument and makes the
   same comparison when generated code runs);
 - one whose outcome is the same for every value the Sym can take (its :attr:`~._sym.Sym.domain`): an axis
@@ -17,6 +18,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from typing import Any
+
+from .._validate import is_validating
 
 __all__ = ["Shape", "decided", "norm_axis"]
 
@@ -41,7 +44,7 @@ def decided(a: Any, b: Any, cmp: Callable[[int, int], bool] | None) -> bool:
     from ._trace import active
 
     gen = active()
-    if gen is not None and gen.depth:
+    if (gen is not None and gen.depth) or is_validating():
         return True
     if cmp is None:
         return False

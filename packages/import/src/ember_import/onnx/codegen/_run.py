@@ -56,6 +56,10 @@ class TraceContext(Context):
         v = self.values(t)
         return None if v is None else [x if isinstance(x, Sym) else int(x) for x in v]
 
+    def int_scalar(self, t: Tensor | None, default: Any = None) -> Any:
+        v = self.scalar(t, default)
+        return v if v is None or isinstance(v, Sym) else int(v)
+
     def tensor(self, data: Any, dtype: DType | str, device: Any = None) -> Tensor:
         if has_sym(data):
             with untraced():

@@ -132,7 +132,12 @@ class Sym(int):
         return self._bin(other, "//", int(other) // int(self), swap=True) if isinstance(other, int) else NotImplemented
 
     def __mod__(self, other: Any) -> Any:
-        return self._bin(other, "%", int(self) % int(other)) if isinstance(other, int) else NotImplemented
+        if not isinstance(other, int):
+            return NotImplemented
+        out = self._bin(other, "%", int(self) % int(other))
+        if self.data and type(other) is int and other > 0:
+            out.domain = frozenset(range(other))  # Python's % of a positive int: 0 .. other - 1
+        return out
 
     def __neg__(self) -> Any:
         if len(self.parts) == 3 and self.parts[0] == "(-" and self.parts[2] == ")" and isinstance(self.negated, Sym):
