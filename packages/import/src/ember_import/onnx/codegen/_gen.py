@@ -232,14 +232,16 @@ class Gen(GenState):
         with self.untraced():
             data = t.tolist() if kind == "tolist" else t.into_scalar()
             dt = t.dtype
-        data = self.read_hints.get(id(t), {}).get(kind, data)
+        hints = self.read_hints.get(id(t))
+        if hints is not None:
+            data = hints.value
         if data == []:
             return data  # no element: nothing read (its size is the tensor's static shape)
         if dt.is_float or dt is DType.BOOL:
             raise ModelGenError(f"{self._where()}: the converter reads a {dt} value computed from tensor data "
                                 "(a data-dependent branch or size); generated code supports data-dependent "
                                 "integer sizes only. Use ember_import.onnx.load_model.")
-        var = self.new_var("sizes" if kind == "tolist" else "size")
+        var = self.new_var("sizes" if isinstance(data, list) else "size")
         self.lines.append(Line((var,), (*self.arg(t, atom=True), f".{kind}()")))
         self.reads.append(var)
 

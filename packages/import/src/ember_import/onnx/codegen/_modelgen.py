@@ -21,6 +21,7 @@ from .._program import host_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._hints import Hints
 from ._names import check_class_name, identifier
 from ._recognizers import RECOGNIZERS
 from ._run import TraceContext, convert_node, shadow_outputs
@@ -85,10 +86,8 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
             data = TensorData(np.zeros(shape, dtype=np.int64), DType.INT64)
         with untraced():
             t = Tensor.from_data(data, host_device(), dtype=dt)
-        if not dt.is_float and dt is not DType.BOOL and len(shape) == 1:
-            # a host read of an int input (axes, pads, a count) gives the trace distinct values 0, 1, 2 ... (valid
-            # distinct axes): generated code keeps them as code (:mod:`._domain`), the trace only needs valid ones
-            g.read_hints[id(t)] = {"tolist": list(range(shape[0]))}
+        if not dt.is_float and dt is not DType.BOOL and len(shape) <= 1:
+            g.read_hints[id(t)] = Hints(shape)  # what a host read of it gives the trace (axes, a count)
         g.bind(t, var, tuple(dims))
         g.env[info.name] = t
         inputs.append((var.name, info))

@@ -20,6 +20,7 @@ from .._program import Program, host_device
 from ._errors import ModelGenError
 from ._gen import Gen, flat
 from ._sym import GUARDS, Sym, has_sym
+from ._hints import traced_with_hints
 from ._trace import untraced
 
 __all__ = ["TraceContext", "convert_node", "shadow_outputs"]
@@ -50,6 +51,8 @@ class TraceContext(Context):
         hs = self.gen.host_syms.get(id(t))
         if hs is not None:
             return flat(hs[1])
+        if self.gen.is_traced(t) and t.rank == 0:
+            return [t.tolist()]  # one read, no reshape line
         return super().values(t)
 
     def ints(self, t: Tensor | None) -> list[int] | None:
@@ -214,7 +217,7 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
         mark, reads = len(gen.lines), len(gen.reads)
         GUARDS.clear()
         try:
-            out = conv.fn(ctx, node, *args)
+            out = traced_with_hints(gen, args, lambda: conv.fn(ctx, node, *args))
         except (ModelGenError, OnnxImportError):
             raise
         except DTypeError as exc:
