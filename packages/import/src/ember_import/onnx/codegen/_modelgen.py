@@ -86,8 +86,8 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
             data = TensorData(np.zeros(shape, dtype=np.int64), DType.INT64)
         with untraced():
             t = Tensor.from_data(data, host_device(), dtype=dt)
-        if not dt.is_float and dt is not DType.BOOL and len(shape) <= 1:
-            g.read_hints[id(t)] = Hints(shape)  # what a host read of it gives the trace (axes, a count)
+        if dt is not DType.BOOL and len(shape) <= 1:
+            g.read_hints[id(t)] = Hints(shape, dt.is_float)  # what a host read of it gives the trace (axes, a count)
         g.bind(t, var, tuple(dims))
         g.env[info.name] = t
         inputs.append((var.name, info))

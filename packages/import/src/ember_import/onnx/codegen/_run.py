@@ -21,6 +21,7 @@ from ._errors import ModelGenError
 from ._gen import Gen, flat
 from ._sym import GUARDS, Sym, has_sym
 from ._hints import traced_with_hints
+from ._symfloat import SymFloat, as_int
 from ._trace import untraced
 
 __all__ = ["TraceContext", "convert_node", "shadow_outputs"]
@@ -61,7 +62,11 @@ class TraceContext(Context):
 
     def int_scalar(self, t: Tensor | None, default: Any = None) -> Any:
         v = self.scalar(t, default)
-        return v if v is None or isinstance(v, Sym) else int(v)
+        return v if v is None else as_int(v)
+
+    def float_scalar(self, t: Tensor | None, default: Any = None) -> Any:
+        v = self.scalar(t, default)
+        return v if v is None or isinstance(v, SymFloat) else float(v)
 
     def tensor(self, data: Any, dtype: DType | str, device: Any = None) -> Tensor:
         if has_sym(data):

@@ -82,22 +82,37 @@ class Sym(int):
         data = self.data or (isinstance(other, Sym) and other.data)
         return Sym(value, ("(", *Sym._p(a), f" {op} ", *Sym._p(b), ")"), data=data)
 
+    # with a float, and true division: a float known when ``forward`` runs (:mod:`._symfloat`)
+    def __truediv__(self, other: Any) -> Any:
+        return real_op(self, other, "/")
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return real_op(other, self, "/")
+
     def __add__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(self, other, "+")
         if type(other) is int and other == 0:
             return self
         return self._bin(other, "+", int(self) + int(other)) if isinstance(other, int) else NotImplemented
 
     def __radd__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(other, self, "+")
         if type(other) is int and other == 0:
             return self
         return self._bin(other, "+", int(other) + int(self), swap=True) if isinstance(other, int) else NotImplemented
 
     def __sub__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(self, other, "-")
         if type(other) is int and other == 0:
             return self
         return self._bin(other, "-", int(self) - int(other)) if isinstance(other, int) else NotImplemented
 
     def __rsub__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(other, self, "-")
         if type(other) is int and other == 0:
             return -self
         return self._bin(other, "-", int(other) - int(self), swap=True) if isinstance(other, int) else NotImplemented
@@ -109,6 +124,8 @@ class Sym(int):
         return Sym(value, parts, coef, self.factors, data=self.data)
 
     def __mul__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(self, other, "*")
         if not isinstance(other, int) or isinstance(other, bool):
             return NotImplemented
         if type(other) is int:
@@ -154,6 +171,10 @@ class Sym(int):
     def __abs__(self) -> Any:
         return Sym(abs(int(self)), ("abs(", *self.parts, ")"), data=self.data)
 
+    def __bool__(self) -> bool:
+        self._guard(0, int.__ne__)  # ``if n:`` / ``a or b`` decide a branch as a comparison does
+        return int(self) != 0
+
     def __hash__(self) -> int:
         return int.__hash__(self)
 
@@ -192,9 +213,18 @@ class Sym(int):
         return int.__ge__(self, other)
 
 
+def real_op(a: Any, b: Any, op: str) -> Any:
+    """``a op b`` (``+ - * /``) where one side is a float or ``op`` is ``/``: a :class:`~._symfloat.SymFloat`."""
+    from ._symfloat import real_op as op_
+
+    return op_(a, b, op)
+
+
 def has_sym(v: Any) -> bool:
     """Whether ``v`` (a value, or a list/tuple nesting them) holds a :class:`Sym`."""
-    if isinstance(v, Sym):
+    from ._symfloat import SymFloat
+
+    if isinstance(v, (Sym, SymFloat)):
         return True
     if isinstance(v, (list, tuple)):
         return any(has_sym(x) for x in v)

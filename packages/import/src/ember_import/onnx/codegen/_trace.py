@@ -25,6 +25,7 @@ from ember.backend import Device
 from ._domain import Shape
 from ._errors import ModelGenError
 from ._sym import Parts, Sym, has_sym
+from ._symfloat import SymFloat
 
 
 class Gen(Protocol):
@@ -97,7 +98,7 @@ def untraced() -> Iterator[None]:
 def _involved(gen: Gen, v: Any) -> bool:
     if isinstance(v, Tensor):
         return id(v) in gen.traced or id(v) in gen.host_syms
-    if isinstance(v, Sym):
+    if isinstance(v, (Sym, SymFloat)):
         return True
     if isinstance(v, (list, tuple)):
         return any(_involved(gen, x) for x in v)

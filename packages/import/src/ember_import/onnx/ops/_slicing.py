@@ -171,7 +171,8 @@ def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: flo
     if not any(a or b for a, b in pairs):
         return x
     if mode == "constant":
-        v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else float(value)
+        v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else \
+            value if isinstance(value, float) else float(value)  # (a float subclass: ModelGen's value read at run time)
         return x.pad(pairs, v)
     if mode == "wrap":
         return _wrap_pad(x, pairs)
