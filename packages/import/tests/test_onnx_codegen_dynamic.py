@@ -138,3 +138,22 @@ def test_generated_code_with_host_reads_passes_ruff(tmp_path: Path) -> None:
                            str(ROOT / "pyproject.toml"), str(tmp_path / "ruff" / "model.py")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_pad_amounts_and_fill_value_inputs(mode: str, tmp_path: Path) -> None:
+    # negative amounts crop (Tensor.pad crops them first), the fill value is a float read when forward runs
+    node = h.make_node("Pad", ["x", "pads", "value"], ["y"], mode=mode)
+    model = _model(node, [("x", TP.FLOAT, [3, 4, 5]), ("pads", TP.INT64, [6]), ("value", TP.FLOAT, [])],
+                   ("y", TP.FLOAT, 3))
+    net, src = _generate(model, tmp_path, f"pad_{mode}")
+    for pads, value in (([0, 1, 2, 1, 0, 2], 1.5), ([1, -1, 0, 0, 2, -3], -2.0), ([0, 0, 0, 0, 0, 0], 0.25)):
+        _run(net, model, {"x": X, "pads": np.array(pads, np.int64), "value": np.array(value, np.float32)})
+
+
+def test_center_crop_pad_shape_input_crops_and_pads(tmp_path: Path) -> None:
+    node = h.make_node("CenterCropPad", ["x", "shape"], ["y"])
+    model = _model(node, [("x", TP.FLOAT, [3, 4, 5]), ("shape", TP.INT64, [3])], ("y", TP.FLOAT, 3))
+    net, _ = _generate(model, tmp_path, "ccp")
+    for shape in ([3, 4, 5], [1, 7, 2], [6, 3, 8], [2, 1, 1]):
+        _run(net, model, {"x": X, "shape": np.array(shape, np.int64)})

@@ -84,6 +84,10 @@ class SymFloat(float):
     def __hash__(self) -> int:
         return float.__hash__(self)
 
+    def __trunc__(self) -> Any:
+        """``math.trunc`` of it: the int toward zero, written ``int(...)``."""
+        return as_int(self)
+
     # ---------------------------------------------------------------- comparisons (guards)
     def _guard(self, other: Any, cmp: Any) -> None:
         if not decided(self, other, None):

@@ -9,6 +9,8 @@ Semantics: onnx/docs/Operators.md and onnx/reference/ops.
 
 from __future__ import annotations
 
+import math
+
 from ember import Bool, DType, Float, Int, Tensor
 
 from .._context import Context
@@ -166,15 +168,12 @@ def center_crop_pad(ctx: Context, node: Node, x: Tensor, shape: Tensor) -> Tenso
         raise OnnxImportError(f"{node.where()}: axes {list(axes or [])} repeat an axis; list each once.")
     if len(target) != len(dims):
         raise OnnxImportError(f"{node.where()}: shape {target} must give one size per axis ({len(dims)}).")
+    pairs = [(0, 0)] * x.rank
     for d, want in zip(dims, target, strict=True):
-        have = x.shape[d]
-        if want < have:
-            x = x.narrow(d, (have - want) // 2, want)
-        elif want > have:
-            pairs = [(0, 0)] * x.rank
-            pairs[d] = ((want - have) // 2, want - have - (want - have) // 2)
-            x = x.pad(pairs, False if x.kind is Bool else 0)
-    return x
+        diff = want - x.shape[d]
+        before = math.trunc(diff / 2)  # crop: the window starts rounded down; pad: the smaller half before
+        pairs[d] = (before, diff - before)  # Tensor.pad crops negative amounts
+    return x.pad(pairs, False if x.kind is Bool else 0)
 
 
 @converter("ReverseSequence", since=10)

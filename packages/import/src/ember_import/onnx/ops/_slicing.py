@@ -201,7 +201,8 @@ def pad(ctx: Context, node: Node, x: Tensor, pads: Tensor, value: Tensor | None 
     """``Pad`` 11, 13 (any type), 18 (``axes`` input), 19 (``wrap`` mode), 21, 23, 24, 25: ``pads`` and the
     optional constant ``value`` as inputs."""
     mode = node.attr("mode", "constant")
-    fill = ctx.scalar(value, 0) if value is not None and value.num_elements() else 0
-    return pad_tensor(node, x, ctx.ints(pads) or [], mode.decode() if isinstance(mode, bytes) else mode, fill,
-                      ctx.ints(axes))
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    given = value is not None and value.num_elements() and mode == "constant"  # other modes do not read it
+    fill = ctx.scalar(value, 0) if given else 0
+    return pad_tensor(node, x, ctx.ints(pads) or [], mode, fill, ctx.ints(axes))
 
