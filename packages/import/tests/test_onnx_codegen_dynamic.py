@@ -111,8 +111,9 @@ def test_unsqueeze_and_squeeze_axes_inputs(tmp_path: Path) -> None:
 
 def test_onehot_depth_input(tmp_path: Path) -> None:
     node = h.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=1)
-    model = _model(node, [("i", TP.INT64, [4]), ("depth", TP.INT64, [1]), ("values", TP.FLOAT, [2])],
-                   ("y", TP.FLOAT, 2), opset=11)
+    model = _model(
+        node, [("i", TP.INT64, [4]), ("depth", TP.INT64, [1]), ("values", TP.FLOAT, [2])], ("y", TP.FLOAT, 2), opset=11
+    )
     net, _ = _generate(model, tmp_path, "onehot")
     idx = np.array([0, 2, -1, 5], np.int64)
     for depth in (3, 6, 1):
@@ -128,15 +129,27 @@ def test_a_branch_on_a_value_read_from_the_data_is_still_refused(tmp_path: Path)
         ModelGen().input(tmp_path / "empty.onnx").out_dir(tmp_path / "empty").run()
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None and importlib.util.find_spec("ruff") is None,
-                    reason="ruff is not installed")
+@pytest.mark.skipif(
+    shutil.which("ruff") is None and importlib.util.find_spec("ruff") is None, reason="ruff is not installed"
+)
 def test_generated_code_with_host_reads_passes_ruff(tmp_path: Path) -> None:
     node = h.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
     model = _model(node, [("x", TP.FLOAT, [3, 4, 5]), ("axes", TP.INT64, [2])], ("y", TP.FLOAT, 1))
     _generate(model, tmp_path, "ruff")
-    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
-                           str(ROOT / "pyproject.toml"), str(tmp_path / "ruff" / "model.py")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            str(tmp_path / "ruff" / "model.py"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -144,8 +157,9 @@ def test_generated_code_with_host_reads_passes_ruff(tmp_path: Path) -> None:
 def test_pad_amounts_and_fill_value_inputs(mode: str, tmp_path: Path) -> None:
     # negative amounts crop (Tensor.pad crops them first), the fill value is a float read when forward runs
     node = h.make_node("Pad", ["x", "pads", "value"], ["y"], mode=mode)
-    model = _model(node, [("x", TP.FLOAT, [3, 4, 5]), ("pads", TP.INT64, [6]), ("value", TP.FLOAT, [])],
-                   ("y", TP.FLOAT, 3))
+    model = _model(
+        node, [("x", TP.FLOAT, [3, 4, 5]), ("pads", TP.INT64, [6]), ("value", TP.FLOAT, [])], ("y", TP.FLOAT, 3)
+    )
     net, src = _generate(model, tmp_path, f"pad_{mode}")
     for pads, value in (([0, 1, 2, 1, 0, 2], 1.5), ([1, -1, 0, 0, 2, -3], -2.0), ([0, 0, 0, 0, 0, 0], 0.25)):
         _run(net, model, {"x": X, "pads": np.array(pads, np.int64), "value": np.array(value, np.float32)})

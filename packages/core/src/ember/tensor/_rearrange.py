@@ -242,9 +242,13 @@ class RearrangeOps(TensorBase):
         """
         shape = self.shape
         pads = _pads_of(padding, len(shape))
-        if any(a < 0 or b < 0 for a, b in pads):  # crop first: the stop never goes below the start
-            keep = [slice(max(-a, 0), max(n - max(-b, 0), max(-a, 0))) for n, (a, b) in zip(shape, pads)]
-            return self.slice(keep).pad([(max(a, 0), max(b, 0)) for a, b in pads], value, mode)
+        if any(a < 0 or b < 0 for a, b in pads):  # crop first (never below an empty dim), then pad
+            t = self
+            for d, (n, (a, b)) in enumerate(zip(shape, pads)):
+                if a < 0 or b < 0:
+                    start = min(max(-a, 0), n)
+                    t = t.narrow(d, start, max(n - max(-b, 0) - start, 0))
+            return t.pad([(max(a, 0), max(b, 0)) for a, b in pads], value, mode)
         if all(a == 0 and b == 0 for a, b in pads):
             return self
         if mode == "constant":

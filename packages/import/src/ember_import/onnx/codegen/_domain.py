@@ -64,8 +64,9 @@ def norm_axis(axis: Any, rank: int) -> Any:
     n = max(int(rank), 1)
     h = int(axis)
     if not -rank <= h < n:
-        raise OnnxImportError(f"axis {h} read from the data is out of range for rank {rank} (expected "
-                              f"{-rank} .. {rank - 1}).")
+        raise OnnxImportError(
+            f"axis {h} read from the data is out of range for rank {rank} (expected {-rank} .. {rank - 1})."
+        )
     return Sym(h % n, ("(", *Sym._p(axis), f" % {n})"), data=True, domain=frozenset(range(n)))
 
 
@@ -85,10 +86,17 @@ class Shape(tuple):  # type: ignore[type-arg]
             elems: list[Any] = []
             for k, d in enumerate(dims):
                 elems.extend((", ",) * bool(k) + Sym._p(d))
-            picks = key.domain if key.domain is not None and all(-len(dims) <= i < len(dims) for i in key.domain) \
+            picks = (
+                key.domain
+                if key.domain is not None and all(-len(dims) <= i < len(dims) for i in key.domain)
                 else range(len(dims))
-            return Sym(hint, ("[", *elems, "][", *key.parts, "]"), data=True,
-                       domain=frozenset(int(dims[i]) for i in picks) if static else None)
+            )
+            return Sym(
+                hint,
+                ("[", *elems, "][", *key.parts, "]"),
+                data=True,
+                domain=frozenset(int(dims[i]) for i in picks) if static else None,
+            )
         if isinstance(key, slice) and any(isinstance(p, Sym) and p.data for p in (key.start, key.stop, key.step)):
             GUARDS.append(key)
         return tuple.__getitem__(self, key)

@@ -1,6 +1,6 @@
-"""The values a trace's host reads of an int graph input give the converters, tried in turn.
+"""The values a trace's host reads of a small int (or float) graph input give the converters, tried in turn.
 
-A converter that reads an int input (or a small float one) on the host (``axes``, ``k``, a depth) runs, during the trace, on a stand-in
+A converter that reads such an input on the host (``axes``, ``k``, a depth) runs, during the trace, on a stand-in
 value; the generated code keeps the read as code (:mod:`._domain`), so the stand-in only has to be one the
 converter accepts. No single choice suits every role (``[0, 0]`` repeats an axis, a depth of 0 is empty, an
 axis of 1 is out of range for a vector), so the node is traced with each candidate in turn until one converts:
@@ -60,8 +60,7 @@ def traced_with_hints(gen: Any, args: list[Any], convert: Callable[[], Any]) -> 
         except (OnnxImportError, EmberError, ValueError, TypeError, IndexError, ArithmeticError) as exc:
             if k == tries - 1:
                 if isinstance(exc, ArithmeticError):  # the stand-ins divide by zero: no value the trace can use
-                    raise ModelGenError(f"{gen.node.where()} could not be traced: {type(exc).__name__}: {exc}") \
-                        from exc
+                    raise ModelGenError(f"{gen.node.where()} could not be traced: {type(exc).__name__}: {exc}") from exc
                 raise
             kept = {id(ln) for ln in lines}
             for ln in gen.lines:

@@ -19,8 +19,8 @@ from .._ir import Node
 from .._program import Program, host_device
 from ._errors import ModelGenError
 from ._gen import Gen, flat
-from ._sym import GUARDS, Sym, has_sym
 from ._hints import traced_with_hints
+from ._sym import GUARDS, Sym, has_sym
 from ._symfloat import SymFloat, as_int
 from ._trace import untraced
 

@@ -57,8 +57,15 @@ class Sym(int):
     #: shape): a comparison that comes out the same for each of them decides nothing (see :mod:`._domain`)
     domain: frozenset[int] | None = None
 
-    def __new__(cls, hint: int, parts: Parts, coef: int = 1, factors: Parts | None = None, data: bool = False,
-                domain: frozenset[int] | None = None) -> Sym:
+    def __new__(
+        cls,
+        hint: int,
+        parts: Parts,
+        coef: int = 1,
+        factors: Parts | None = None,
+        data: bool = False,
+        domain: frozenset[int] | None = None,
+    ) -> Sym:
         obj = int.__new__(cls, int(hint))
         obj.data = data
         obj.domain = domain
