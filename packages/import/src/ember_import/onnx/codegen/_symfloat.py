@@ -26,7 +26,8 @@ def real_op(a: Any, b: Any, op: str) -> Any:
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
         return NotImplemented
     value = _OPS[op](float(a), float(b))
-    return SymFloat(value, ("(", *_p(a), f" {op} ", *_p(b), ")"))
+    data = any(getattr(x, "data", False) for x in (a, b))
+    return SymFloat(value, ("(", *_p(a), f" {op} ", *_p(b), ")"), data)
 
 
 def _p(v: Any) -> Parts:
@@ -39,10 +40,14 @@ class SymFloat(float):
     """A float known when ``forward`` runs: its value is the trace's hint, :attr:`parts` the code computing it."""
 
     parts: Parts
+    #: computed from a value read from the data (else from sizes only, ``x.shape[1] / 2``: comparisons of those
+    #: are specialised on, as :class:`~._sym.Sym`'s are)
+    data: bool
 
-    def __new__(cls, hint: float, parts: Parts) -> SymFloat:
+    def __new__(cls, hint: float, parts: Parts, data: bool = True) -> SymFloat:
         obj = float.__new__(cls, float(hint))
         obj.parts = parts
+        obj.data = data
         return obj
 
     def __repr__(self) -> str:
@@ -73,13 +78,13 @@ class SymFloat(float):
         return real_op(o, self, "/")
 
     def __neg__(self) -> Any:
-        return SymFloat(-float(self), ("(-", *self.parts, ")"))
+        return SymFloat(-float(self), ("(-", *self.parts, ")"), self.data)
 
     def __pos__(self) -> Any:
         return self
 
     def __abs__(self) -> Any:
-        return SymFloat(abs(float(self)), ("abs(", *self.parts, ")"))
+        return SymFloat(abs(float(self)), ("abs(", *self.parts, ")"), self.data)
 
     def __hash__(self) -> int:
         return float.__hash__(self)
@@ -90,7 +95,7 @@ class SymFloat(float):
 
     # ---------------------------------------------------------------- comparisons (guards)
     def _guard(self, other: Any, cmp: Any) -> None:
-        if not decided(self, other, None):
+        if (self.data or getattr(other, "data", False)) and not decided(self, other, None):
             GUARDS.append(self)
 
     def __bool__(self) -> bool:
@@ -126,5 +131,5 @@ def as_int(v: Any) -> Any:
     """``int(v)`` that keeps a :class:`SymFloat` as code (``int(depth)``, truncating toward zero as ``int``
     does); other values as ``int`` gives them (a :class:`Sym` stays itself)."""
     if isinstance(v, SymFloat):
-        return Sym(int(float(v)), ("int(", *v.parts, ")"), data=True)
+        return Sym(int(float(v)), ("int(", *v.parts, ")"), data=v.data)
     return v if isinstance(v, Sym) else int(v)
