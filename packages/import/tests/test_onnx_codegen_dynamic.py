@@ -109,15 +109,22 @@ def test_unsqueeze_and_squeeze_axes_inputs(tmp_path: Path) -> None:
         _run(net, model, {"x": ones, "axes": np.array(axes, np.int64)})
 
 
-def test_onehot_depth_input(tmp_path: Path) -> None:
+@pytest.mark.parametrize("depth_type", [TP.INT64, TP.FLOAT])
+def test_onehot_depth_input(depth_type: int, tmp_path: Path) -> None:
+    # a float depth is read as a float and truncated in forward (``int(sizes[0])``)
     node = h.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=1)
     model = _model(
-        node, [("i", TP.INT64, [4]), ("depth", TP.INT64, [1]), ("values", TP.FLOAT, [2])], ("y", TP.FLOAT, 2), opset=11
+        node,
+        [("i", TP.INT64, [4]), ("depth", depth_type, [1]), ("values", TP.FLOAT, [2])],
+        ("y", TP.FLOAT, 2),
+        opset=11,
     )
-    net, _ = _generate(model, tmp_path, "onehot")
+    net, src = _generate(model, tmp_path, f"onehot_{depth_type}")
+    assert ("int(" in src) == (depth_type == TP.FLOAT)
     idx = np.array([0, 2, -1, 5], np.int64)
     for depth in (3, 6, 1):
-        _run(net, model, {"i": idx, "depth": np.array([depth], np.int64), "values": np.array([0.0, 2.0], np.float32)})
+        feeds = {"i": idx, "depth": np.array([depth], _NP[depth_type]), "values": np.array([0.0, 2.0], np.float32)}
+        _run(net, model, feeds)
 
 
 def test_a_branch_on_a_value_read_from_the_data_is_still_refused(tmp_path: Path) -> None:
