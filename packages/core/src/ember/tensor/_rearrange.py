@@ -39,8 +39,6 @@ def _pads_of(padding: Any, rank: int) -> tuple[tuple[int, int], ...]:
         raise ShapeError(
             f"pad: padding {padding!r} covers {len(pairs)} dims but the tensor has rank {rank}."
         )
-    if any(a < 0 or b < 0 for a, b in pairs):
-        raise ShapeError(f"pad: padding {padding!r} has a negative amount; use slice to crop.")
     return ((0, 0),) * (rank - len(pairs)) + tuple(pairs)
 
 
@@ -233,15 +231,24 @@ class RearrangeOps(TensorBase):
         ``mode``: ``"constant"`` fills with ``value``; ``"reflect"`` mirrors without repeating the
         edge (needs padding < the dim's size); ``"edge"`` repeats the edge element (Burn's
         ``PadMode``). ``[1, 2, 3]`` padded ``[(2, 1)]``: constant 0 gives ``[0, 0, 1, 2, 3, 0]``,
-        reflect ``[3, 2, 1, 2, 3, 2]``, edge ``[1, 1, 1, 2, 3, 3]``.
+        reflect ``[3, 2, 1, 2, 3, 2]``, edge ``[1, 1, 1, 2, 3, 3]``. A negative amount crops that many
+        elements first (``torch.nn.functional.pad``, ONNX ``Pad``): ``[(-1, 1)]`` of ``[1, 2, 3]`` with
+        constant 0 gives ``[2, 3, 0]``.
 
         Raises:
-            ShapeError: negative amounts, more pairs than dims, a 4-tuple on a rank < 2 tensor,
-            reflect padding >= the dim size, or edge padding of an empty dim.
+            ShapeError: more pairs than dims, a 4-tuple on a rank < 2 tensor,
+            reflect padding >= the (cropped) dim size, or edge padding of an empty dim.
             KindError: a ``value`` that does not fit the kind.
         """
         shape = self.shape
         pads = _pads_of(padding, len(shape))
+        if any(a < 0 or b < 0 for a, b in pads):  # crop first (never below an empty dim), then pad
+            t = self
+            for d, (n, (a, b)) in enumerate(zip(shape, pads)):
+                if a < 0 or b < 0:
+                    start = min(max(-a, 0), n)
+                    t = t.narrow(d, start, max(n - max(-b, 0) - start, 0))
+            return t.pad([(max(a, 0), max(b, 0)) for a, b in pads], value, mode)
         if all(a == 0 and b == 0 for a, b in pads):
             return self
         if mode == "constant":

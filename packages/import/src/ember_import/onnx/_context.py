@@ -104,6 +104,17 @@ class Context:
             raise OnnxImportError(f"{self._where()}: expected a scalar input, got shape {list(t.shape)}.")
         return v[0]
 
+    def int_scalar(self, t: Tensor | None, default: Any = None) -> Any:
+        """:meth:`scalar` as an ``int`` (a count, an axis, a diagonal); ``default`` when ``t`` is ``None``.
+        ModelGen's context keeps a value known only when generated code runs as such (an ``int`` subclass)."""
+        v = self.scalar(t, default)
+        return v if v is None else int(v)
+
+    def float_scalar(self, t: Tensor | None, default: Any = None) -> Any:
+        """:meth:`scalar` as a ``float`` (a ratio, a threshold); see :meth:`int_scalar`."""
+        v = self.scalar(t, default)
+        return v if v is None else float(v)
+
     # ------------------------------------------------------------------ creation
     def tensor(self, data: Any, dtype: DType | str, device: Device | None = None) -> Tensor:
         """A tensor of ``dtype`` holding ``data`` (nested Python lists, a scalar or ``TensorData``) on

@@ -24,6 +24,7 @@ from ._expr import literal
 from ._gen_state import Field, GenState, Line
 from ._names import identifier
 from ._sym import Parts, Sym, Var, has_sym, parts_text
+from ._symfloat import SymFloat
 from ._trace import DATA_DEPENDENT, untraced
 
 __all__ = ["Field", "Gen", "Val", "python_value"]
@@ -234,18 +235,23 @@ class Gen(GenState):
         with self.untraced():
             data = t.tolist() if kind == "tolist" else t.into_scalar()
             dt = t.dtype
-        if dt.is_float or dt is DType.BOOL:
+        hints = self.read_hints.get(id(t))
+        if hints is not None:
+            data = hints.value
+        if data == []:
+            return data  # no element: nothing read (its size is the tensor's static shape)
+        if dt is DType.BOOL:
             raise ModelGenError(f"{self._where()}: the converter reads a {dt} value computed from tensor data "
-                                "(a data-dependent branch or size); generated code supports data-dependent "
-                                "integer sizes only. Use ember_import.onnx.load_model.")
-        var = self.new_var("sizes" if kind == "tolist" else "size")
+                                "(a data-dependent branch); generated code keeps int and float values read from "
+                                "the data as code, not bools. Use ember_import.onnx.load_model.")
+        var = self.new_var("sizes" if isinstance(data, list) else "size")
         self.lines.append(Line((var,), (*self.arg(t, atom=True), f".{kind}()")))
         self.reads.append(var)
 
         def sym(v: Any, path: str) -> Any:
             if isinstance(v, list):
                 return [sym(x, f"{path}[{i}]") for i, x in enumerate(v)]
-            return Sym(int(v), (var, path), data=True)
+            return SymFloat(v, (var, path)) if dt.is_float else Sym(int(v), (var, path), data=True)
 
         return sym(data, "")
 
@@ -261,7 +267,7 @@ class Gen(GenState):
                 self.materialize(v)
                 hit = self.traced[id(v)]
             return (hit[1],)
-        if isinstance(v, Sym):
+        if isinstance(v, (Sym, SymFloat)):
             return v.parts
         if isinstance(v, Device):
             return (self.device(),)

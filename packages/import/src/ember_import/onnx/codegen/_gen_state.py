@@ -95,6 +95,8 @@ class GenState:
         self._raw: dict[str, Tensor] = {}
         self.dim_syms: dict[str, Sym] = {}
         self.reads: list[Var] = []
+        #: the values host reads of an int graph input's stand-in give the trace (:class:`._hints.Hints`)
+        self.read_hints: dict[int, Any] = {}
         self.uses: dict[str, int] = {}
         for n in graph.nodes:
             for i in n.inputs:

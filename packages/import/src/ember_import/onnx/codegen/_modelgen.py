@@ -21,6 +21,7 @@ from .._program import host_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._hints import Hints
 from ._names import check_class_name, identifier
 from ._quant_recognizers import restore_qlinear
 from ._recognizers import RECOGNIZERS
@@ -86,6 +87,8 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
             data = TensorData(np.zeros(shape, dtype=np.int64), DType.INT64)
         with untraced():
             t = Tensor.from_data(data, host_device(), dtype=dt)
+        if dt is not DType.BOOL and len(shape) <= 1:
+            g.read_hints[id(t)] = Hints(shape, dt.is_float)  # what a host read of it gives the trace (axes, a count)
         g.bind(t, var, tuple(dims))
         g.env[info.name] = t
         inputs.append((var.name, info))

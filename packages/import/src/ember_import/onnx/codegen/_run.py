@@ -20,7 +20,9 @@ from .._program import Program, host_device
 from ._control import convert_control, wants_control
 from ._errors import ModelGenError
 from ._gen import Gen, flat
+from ._hints import traced_with_hints
 from ._sym import GUARDS, Sym, has_sym
+from ._symfloat import SymFloat, as_int
 from ._trace import untraced
 
 __all__ = ["TraceContext", "convert_node", "shadow_outputs"]
@@ -51,11 +53,21 @@ class TraceContext(Context):
         hs = self.gen.host_syms.get(id(t))
         if hs is not None:
             return flat(hs[1])
+        if self.gen.is_traced(t) and t.rank == 0:
+            return [t.tolist()]  # one read, no reshape line
         return super().values(t)
 
     def ints(self, t: Tensor | None) -> list[int] | None:
         v = self.values(t)
         return None if v is None else [x if isinstance(x, Sym) else int(x) for x in v]
+
+    def int_scalar(self, t: Tensor | None, default: Any = None) -> Any:
+        v = self.scalar(t, default)
+        return v if v is None else as_int(v)
+
+    def float_scalar(self, t: Tensor | None, default: Any = None) -> Any:
+        v = self.scalar(t, default)
+        return v if v is None or isinstance(v, SymFloat) else float(v)
 
     def tensor(self, data: Any, dtype: DType | str, device: Any = None) -> Tensor:
         if has_sym(data):
@@ -214,7 +226,7 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
         mark, reads = len(gen.lines), len(gen.reads)
         GUARDS.clear()
         try:
-            out = conv.fn(ctx, node, *args)
+            out = traced_with_hints(gen, args, lambda: conv.fn(ctx, node, *args))
         except (ModelGenError, OnnxImportError):
             raise
         except DTypeError as exc:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._domain import decided, norm_axis
+
 __all__ = ["GUARDS", "Parts", "Sym", "Var", "parts_text"]
 
 #: the values read from the data that a comparison used while a node was converted (the converter branched on
@@ -51,10 +53,22 @@ class Sym(int):
     factors: Parts | None
 
     data: bool = False
+    #: the values it can take when generated code runs, where known (an axis of a given rank, a dim of a static
+    #: shape): a comparison that comes out the same for each of them decides nothing (see :mod:`._domain`)
+    domain: frozenset[int] | None = None
 
-    def __new__(cls, hint: int, parts: Parts, coef: int = 1, factors: Parts | None = None, data: bool = False) -> Sym:
+    def __new__(
+        cls,
+        hint: int,
+        parts: Parts,
+        coef: int = 1,
+        factors: Parts | None = None,
+        data: bool = False,
+        domain: frozenset[int] | None = None,
+    ) -> Sym:
         obj = int.__new__(cls, int(hint))
         obj.data = data
+        obj.domain = domain
         obj.parts = parts
         obj.coef = coef
         obj.factors = factors if factors is not None else (parts if coef == 1 else None)
@@ -75,22 +89,37 @@ class Sym(int):
         data = self.data or (isinstance(other, Sym) and other.data)
         return Sym(value, ("(", *Sym._p(a), f" {op} ", *Sym._p(b), ")"), data=data)
 
+    # with a float, and true division: a float known when ``forward`` runs (:mod:`._symfloat`)
+    def __truediv__(self, other: Any) -> Any:
+        return real_op(self, other, "/")
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return real_op(other, self, "/")
+
     def __add__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(self, other, "+")
         if type(other) is int and other == 0:
             return self
         return self._bin(other, "+", int(self) + int(other)) if isinstance(other, int) else NotImplemented
 
     def __radd__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(other, self, "+")
         if type(other) is int and other == 0:
             return self
         return self._bin(other, "+", int(other) + int(self), swap=True) if isinstance(other, int) else NotImplemented
 
     def __sub__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(self, other, "-")
         if type(other) is int and other == 0:
             return self
         return self._bin(other, "-", int(self) - int(other)) if isinstance(other, int) else NotImplemented
 
     def __rsub__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(other, self, "-")
         if type(other) is int and other == 0:
             return -self
         return self._bin(other, "-", int(other) - int(self), swap=True) if isinstance(other, int) else NotImplemented
@@ -102,6 +131,8 @@ class Sym(int):
         return Sym(value, parts, coef, self.factors, data=self.data)
 
     def __mul__(self, other: Any) -> Any:
+        if isinstance(other, float):
+            return real_op(self, other, "*")
         if not isinstance(other, int) or isinstance(other, bool):
             return NotImplemented
         if type(other) is int:
@@ -125,7 +156,12 @@ class Sym(int):
         return self._bin(other, "//", int(other) // int(self), swap=True) if isinstance(other, int) else NotImplemented
 
     def __mod__(self, other: Any) -> Any:
-        return self._bin(other, "%", int(self) % int(other)) if isinstance(other, int) else NotImplemented
+        if not isinstance(other, int):
+            return NotImplemented
+        out = self._bin(other, "%", int(self) % int(other))
+        if self.data and type(other) is int and other > 0:
+            out.domain = frozenset(range(other))  # Python's % of a positive int: 0 .. other - 1
+        return out
 
     def __neg__(self) -> Any:
         if len(self.parts) == 3 and self.parts[0] == "(-" and self.parts[2] == ")" and isinstance(self.negated, Sym):
@@ -142,42 +178,60 @@ class Sym(int):
     def __abs__(self) -> Any:
         return Sym(abs(int(self)), ("abs(", *self.parts, ")"), data=self.data)
 
+    def __bool__(self) -> bool:
+        self._guard(0, int.__ne__)  # ``if n:`` / ``a or b`` decide a branch as a comparison does
+        return int(self) != 0
+
     def __hash__(self) -> int:
         return int.__hash__(self)
 
     # ---------------------------------------------------------------- comparisons (guards)
-    def _guard(self, other: Any) -> None:
-        if self.data or (isinstance(other, Sym) and other.data):
+    def _guard(self, other: Any, cmp: Any = None) -> None:
+        if (self.data or (isinstance(other, Sym) and other.data)) and not decided(self, other, cmp):
             GUARDS.append(self)
 
+    def __norm_axis__(self, rank: int) -> Sym:
+        """This axis in ``[0, rank)`` (ONNX's negative axes count from the end), branch-free: see
+        :func:`._domain.norm_axis`."""
+        return norm_axis(self, rank)
+
     def __eq__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__eq__)
         return int.__eq__(self, other)
 
     def __ne__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__ne__)
         return int.__ne__(self, other)
 
     def __lt__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__lt__)
         return int.__lt__(self, other)
 
     def __le__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__le__)
         return int.__le__(self, other)
 
     def __gt__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__gt__)
         return int.__gt__(self, other)
 
     def __ge__(self, other: Any) -> bool:
-        self._guard(other)
+        self._guard(other, int.__ge__)
         return int.__ge__(self, other)
+
+
+def real_op(a: Any, b: Any, op: str) -> Any:
+    """``a op b`` (``+ - * /``) where one side is a float or ``op`` is ``/``: a :class:`~._symfloat.SymFloat`."""
+    from ._symfloat import real_op as op_
+
+    return op_(a, b, op)
 
 
 def has_sym(v: Any) -> bool:
     """Whether ``v`` (a value, or a list/tuple nesting them) holds a :class:`Sym`."""
-    if isinstance(v, Sym):
+    from ._symfloat import SymFloat
+
+    if isinstance(v, (Sym, SymFloat)):
         return True
     if isinstance(v, (list, tuple)):
         return any(has_sym(x) for x in v)

@@ -22,8 +22,10 @@ from typing import Any, Protocol
 from ember import DType, Tensor
 from ember.backend import Device
 
+from ._domain import Shape
 from ._errors import ModelGenError
 from ._sym import Parts, Sym, has_sym
+from ._symfloat import SymFloat
 
 
 class Gen(Protocol):
@@ -96,7 +98,7 @@ def untraced() -> Iterator[None]:
 def _involved(gen: Gen, v: Any) -> bool:
     if isinstance(v, Tensor):
         return id(v) in gen.traced or id(v) in gen.host_syms
-    if isinstance(v, Sym):
+    if isinstance(v, (Sym, SymFloat)):
         return True
     if isinstance(v, (list, tuple)):
         return any(_involved(gen, x) for x in v)
@@ -167,8 +169,7 @@ def _shape_property(orig: property) -> property:
         gen = _state()
         if gen is not None and not gen.depth:
             sym = gen.sym_shapes.get(id(self))
-            if sym is not None:
-                return sym
+            return Shape(sym if sym is not None else orig.fget(self))  # type: ignore[misc]
         return orig.fget(self)  # type: ignore[misc]
 
     return property(get)
@@ -181,6 +182,23 @@ def _host_read(fn: Callable[..., Any], kind: str) -> Callable[..., Any]:
         if gen is None or gen.depth or id(self) not in gen.traced:
             return fn(self, *args, **kwargs)
         return gen.host_read(self, kind)
+
+    return wrapper
+
+
+def _alias(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``detach``: the same values (no gradient flows in generated ``forward`` either), so the result is the
+    receiver's variable, not a new host constant."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = fn(self, *args, **kwargs)
+        gen = _state()
+        if gen is not None and not gen.depth and id(self) in gen.traced:
+            gen.traced[id(out)] = (out, gen.traced[id(self)][1])
+            if id(self) in gen.sym_shapes:
+                gen.sym_shapes[id(out)] = gen.sym_shapes[id(self)]
+        return out
 
     return wrapper
 
@@ -202,6 +220,9 @@ def _patches() -> list[tuple[Any, str, Any]]:
                 continue
             if name in ("tolist", "into_scalar"):
                 out.append((Tensor, name, _host_read(attr, name)))
+                continue
+            if name == "detach":
+                out.append((Tensor, name, _alias(attr)))
                 continue
             public = not name.startswith("_") or name in _BINARY or name in _RBINARY or name in _UNARY \
                 or name == "__getitem__"

@@ -168,5 +168,6 @@ def dropout_attrs(ctx: Context, node: Node, x: Tensor) -> Any:
 def dropout(ctx: Context, node: Node, x: Tensor, ratio: Tensor | None = None, training: Tensor | None = None) -> Any:
     """ONNX ``Dropout`` 12, 13, 22: ``ratio`` (default 0.5) and ``training_mode`` (default false) inputs, read on
     the host."""
-    r = float(ctx.scalar(ratio, 0.5))
-    return _dropout(ctx, node, x, r, bool(ctx.scalar(training, False)), DType.BOOL)
+    train = bool(ctx.scalar(training, False))
+    r = ctx.float_scalar(ratio, 0.5) if train else 0.5  # the ratio is not used in inference
+    return _dropout(ctx, node, x, r, train, DType.BOOL)

@@ -16,11 +16,15 @@ __all__ = ["norm_axis", "norm_axes", "as_dtype", "scale", "stash_dtype", "flat_s
 
 
 def norm_axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:
-    """``axis`` in ``[0, rank)`` (ONNX counts negative axes from the end).
+    """``axis`` in ``[0, rank)`` (ONNX counts negative axes from the end). An axis with a ``__norm_axis__(rank)``
+    method (ModelGen's value read from the data when generated code runs) is normalised by it, branch-free.
 
     Raises:
         OnnxImportError: ``axis`` is outside ``[-rank, rank - 1]``.
     """
+    hook = getattr(axis, "__norm_axis__", None)
+    if hook is not None:  # a value known only when generated code runs (ModelGen): normalised branch-free
+        return hook(rank)  # type: ignore[no-any-return]
     a = int(axis)
     if not -rank <= a < max(rank, 1):
         raise OnnxImportError(
@@ -31,13 +35,16 @@ def norm_axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:
 
 
 def norm_axes(node: Node, axes: Sequence[int], rank: int) -> list[int]:
-    """The distinct ``axes`` in ``[0, rank)``, sorted.
+    """The distinct ``axes`` in ``[0, rank)``, sorted (unsorted when they are read from the data by generated
+    code: see :func:`norm_axis`).
 
     Raises:
         OnnxImportError: an axis out of range or repeated.
     """
-    out = sorted(norm_axis(node, a, rank, "axes entry") for a in axes)
-    if len(set(out)) != len(out):
+    out = [norm_axis(node, a, rank, "axes entry") for a in axes]
+    if not any(hasattr(a, "__norm_axis__") for a in axes):
+        out.sort()  # axes known only when generated code runs stay in their order (the Tensor API takes any)
+    if len({int(a) for a in out}) != len(out):
         raise OnnxImportError(f"{node.where()}: axes {list(axes)} repeat an axis (rank {rank}); list each once.")
     return out
 

@@ -19,6 +19,7 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from .._validate import validating
 from ._axes import flat_shape_2d, norm_axes, norm_axis
 from ._elementwise_util import broadcast_shape
 
@@ -115,7 +116,8 @@ def _squeeze(node: Node, x: Tensor, axes: Sequence[int] | None) -> Tensor:
         dims = [i for i, s in enumerate(x.shape) if s == 1]
     else:
         dims = norm_axes(node, axes, x.rank)
-        bad = [d for d in dims if x.shape[d] != 1]
+        with validating():
+            bad = [d for d in dims if x.shape[d] != 1]
         if bad:
             raise OnnxImportError(
                 f"{node.where()}: cannot squeeze dims {bad} of shape {list(x.shape)}: their size is not 1."
@@ -145,7 +147,7 @@ def _unsqueeze(node: Node, x: Tensor, axes: Sequence[int] | None) -> Tensor:
         for d in sorted(dims):
             shape.insert(d, 1)
         return reshape_exact(x, shape)
-    return x.unsqueeze_dim(dims[0]) if len(dims) == 1 else x.unsqueeze_dims(sorted(dims))
+    return x.unsqueeze_dim(dims[0]) if len(dims) == 1 else x.unsqueeze_dims(dims)  # norm_axes sorts plain ints
 
 
 @converter("Unsqueeze", since=1)

@@ -9,6 +9,8 @@ Semantics: onnx/docs/Operators.md and onnx/reference/ops.
 
 from __future__ import annotations
 
+import math
+
 from ember import Bool, DType, Float, Int, Tensor
 
 from .._context import Context
@@ -16,6 +18,7 @@ from .._dtypes import dtype_of
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from .._validate import validating
 from ._axes import norm_axis
 from ._elementwise_util import to_dtype
 from ._indexing import _put_elements
@@ -26,7 +29,9 @@ __all__: list[str] = []
 def _topk(node: Node, x: Tensor, k: int) -> tuple[Tensor, Tensor]:
     axis = norm_axis(node, int(node.attr("axis", -1)), x.rank)
     n = x.shape[axis]
-    if not 0 <= k <= n:
+    with validating():
+        bad = not 0 <= k <= n
+    if bad:
         raise OnnxImportError(f"{node.where()}: k={k} is outside 0..{n} (the size of axis {axis}).")
     largest = bool(node.attr("largest", 1))
     # stable sorts: equal values keep the lower index first, as ONNX requires
@@ -53,7 +58,7 @@ def topk_v1(ctx: Context, node: Node, x: Tensor) -> tuple[Tensor, Tensor]:
 def topk(ctx: Context, node: Node, x: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
     """``TopK`` 10 (``k`` input), 11 (``largest``, ``sorted``; results are always sorted), 24: values and int64
     indices of the k largest (or smallest) along ``axis``; equal values keep index order."""
-    return _topk(node, x, int(ctx.scalar(k)))
+    return _topk(node, x, ctx.int_scalar(k))
 
 
 @converter("Unique", since=11)
@@ -88,7 +93,7 @@ def unique(ctx: Context, node: Node, x: Tensor) -> tuple[Tensor, Tensor, Tensor,
 def one_hot(ctx: Context, node: Node, indices: Tensor, depth: Tensor, values: Tensor) -> Tensor:
     """``OneHot`` (9, 11: negative indices): a new dim of size ``depth`` at ``axis`` holding ``values[1]``
     at each index and ``values[0]`` elsewhere; indices outside ``[-depth, depth)`` give all ``values[0]``."""
-    n = int(ctx.scalar(depth))
+    n = ctx.int_scalar(depth)
     idx = indices if indices.kind is Int else indices.int()
     idx = idx.mask_where(idx.lower(0), idx.add(n))
     rank = idx.rank + 1
@@ -116,7 +121,7 @@ def eye_like(ctx: Context, node: Node, x: Tensor) -> Tensor:
 @converter("Trilu", since=14, static=(1,))
 def trilu(ctx: Context, node: Node, x: Tensor, k: Tensor | None = None) -> Tensor:
     """``Trilu`` (14): the upper (``upper=1``) or lower triangle of the last two dims from diagonal ``k``."""
-    diag = int(ctx.scalar(k, 0))
+    diag = ctx.int_scalar(k, 0)
     y = x.int() if x.kind is Bool else x
     y = y.triu(diag) if node.attr("upper", 1) else y.tril(diag)
     return to_dtype(y, x.dtype) if x.kind is Bool else y
@@ -163,15 +168,12 @@ def center_crop_pad(ctx: Context, node: Node, x: Tensor, shape: Tensor) -> Tenso
         raise OnnxImportError(f"{node.where()}: axes {list(axes or [])} repeat an axis; list each once.")
     if len(target) != len(dims):
         raise OnnxImportError(f"{node.where()}: shape {target} must give one size per axis ({len(dims)}).")
+    pairs = [(0, 0)] * x.rank
     for d, want in zip(dims, target, strict=True):
-        have = x.shape[d]
-        if want < have:
-            x = x.narrow(d, (have - want) // 2, want)
-        elif want > have:
-            pairs = [(0, 0)] * x.rank
-            pairs[d] = ((want - have) // 2, want - have - (want - have) // 2)
-            x = x.pad(pairs, False if x.kind is Bool else 0)
-    return x
+        diff = want - x.shape[d]
+        before = math.trunc(diff / 2)  # crop: the window starts rounded down; pad: the smaller half before
+        pairs[d] = (before, diff - before)  # Tensor.pad crops negative amounts
+    return x.pad(pairs, False if x.kind is Bool else 0)
 
 
 @converter("ReverseSequence", since=10)

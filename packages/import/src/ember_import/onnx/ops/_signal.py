@@ -22,6 +22,7 @@ from .._dtypes import dtype_of
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from .._validate import validating
 
 
 def _trig(n_in: int, n_out: int, n: int, like: Tensor) -> tuple[Tensor, Tensor]:
@@ -122,7 +123,9 @@ def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bo
 def _dft(ctx: Context, node: Node, x: Tensor, n_in: Tensor | None, axis: int) -> Tensor:
     rank = x.rank
     axis = axis % rank
-    if axis == rank - 1:
+    with validating():
+        bad = axis == rank - 1
+    if bad:
         raise OnnxImportError(f"{node.where()}: axis {axis} is the real/imaginary dim; it must be a signal axis.")
     if x.shape[-1] not in (1, 2):
         raise OnnxImportError(
@@ -149,7 +152,7 @@ def dft17(ctx: Context, node: Node, x: Tensor, n: Tensor | None = None) -> Tenso
 @converter("DFT", since=20, static=(1, 2))
 def dft20(ctx: Context, node: Node, x: Tensor, n: Tensor | None = None, axis: Tensor | None = None) -> Tensor:
     """``DFT`` 20: ``axis`` became an input (default -2)."""
-    return _dft(ctx, node, x, n, int(ctx.scalar(axis, -2)))
+    return _dft(ctx, node, x, n, ctx.int_scalar(axis, -2))
 
 
 @converter("STFT", since=17, static=(1, 3))

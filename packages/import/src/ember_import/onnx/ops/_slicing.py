@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from ember import Bool, Int, Tensor
 
@@ -146,6 +147,10 @@ def _wrap_pad(x: Tensor, pairs: Sequence[tuple[int, int]]) -> Tensor:
     return x
 
 
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else int(v)
+
+
 def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: float | int | bool,
                axes: Sequence[int] | None = None) -> Tensor:
     """``x`` padded by ONNX ``pads`` (``[begin_0, ..., begin_k, end_0, ..., end_k]`` for ``axes``, all dims by
@@ -163,18 +168,17 @@ def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: flo
         )
     k = len(dims)
     pairs = [(0, 0)] * x.rank
-    for i, d in enumerate(dims):
-        pairs[d] = (int(pads[i]), int(pads[i + k]))
-    if any(a < 0 or b < 0 for a, b in pairs):  # crop first
-        x = x.slice([slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(pairs)])
-        pairs = [(max(a, 0), max(b, 0)) for a, b in pairs]
-    if not any(a or b for a, b in pairs):
-        return x
-    if mode == "constant":
-        v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else float(value)
+    for i, d in enumerate(dims):  # (an int subclass stays itself: ModelGen's value read when generated code runs)
+        pairs[d] = (_int(pads[i]), _int(pads[i + k]))
+    if mode == "constant":  # Tensor.pad crops the negative amounts first, and returns x for zero ones
+        v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else \
+            value if isinstance(value, float) else float(value)
         return x.pad(pairs, v)
     if mode == "wrap":
-        return _wrap_pad(x, pairs)
+        if any(a < 0 or b < 0 for a, b in pairs):  # crop first
+            x = x.slice([slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(pairs)])
+            pairs = [(max(a, 0), max(b, 0)) for a, b in pairs]
+        return _wrap_pad(x, pairs) if any(a or b for a, b in pairs) else x
     if mode not in ("reflect", "edge"):
         raise OnnxImportError(f"{node.where()}: unknown pad mode {mode!r}; ONNX has constant, reflect, edge, wrap.")
     try:
@@ -197,7 +201,8 @@ def pad(ctx: Context, node: Node, x: Tensor, pads: Tensor, value: Tensor | None 
     """``Pad`` 11, 13 (any type), 18 (``axes`` input), 19 (``wrap`` mode), 21, 23, 24, 25: ``pads`` and the
     optional constant ``value`` as inputs."""
     mode = node.attr("mode", "constant")
-    fill = ctx.scalar(value, 0) if value is not None and value.num_elements() else 0
-    return pad_tensor(node, x, ctx.ints(pads) or [], mode.decode() if isinstance(mode, bytes) else mode, fill,
-                      ctx.ints(axes))
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    given = value is not None and value.num_elements() and mode == "constant"  # other modes do not read it
+    fill = ctx.scalar(value, 0) if given else 0
+    return pad_tensor(node, x, ctx.ints(pads) or [], mode, fill, ctx.ints(axes))
 

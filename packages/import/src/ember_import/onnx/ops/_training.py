@@ -28,7 +28,7 @@ Rule = Callable[..., tuple[Tensor, ...]]
 
 def _apply(ctx: Context, node: Node, inputs: tuple[Tensor, ...], n_states: int, rule: Rule) -> tuple[Tensor, ...]:
     """Split ``R, T, X..., G..., S1..., S2...`` into per-tensor groups, apply ``rule``, regroup outputs."""
-    r, t, rest = float(ctx.scalar(inputs[0])), int(ctx.scalar(inputs[1])), inputs[2:]
+    r, t, rest = ctx.float_scalar(inputs[0]), ctx.int_scalar(inputs[1]), inputs[2:]
     k = 2 + n_states
     if len(rest) % k:
         raise OnnxImportError(
