@@ -167,7 +167,8 @@ def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, Val
 def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, TensorData]]:
     """Weights and constants after folding the nodes computed from weights alone (PyTorch's exporter writes
     ``Transpose(weight)`` or the gate reordering of an LSTM's weights as nodes when constant folding is off):
-    in generated code the layer owns the computed weight. Returns ``(weights, constants)`` as used by the graph.
+    in generated code the layer owns the computed weight. Rank-0 initializers are constants (numbers in the code),
+    not ``Param`` fields. Returns ``(weights, constants)`` as used by the graph.
     """
     program = module.program
     graph = program.graph
@@ -182,7 +183,8 @@ def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, 
     remove_dead_nodes(graph)
     used = {i for n in graph.nodes for i in n.inputs if i} | {o.name for o in graph.outputs}
     derived = {k for k, v in merged.items() if k not in constants and k not in weights and v.dtype.is_float}
-    new_weights = {k: v for k, v in merged.items() if k in used and (k in weights or k in derived)}
+    # a rank-0 initializer is a constant of the code (the dynamo exporter stores ``sqrt(d)`` and ``1.0`` so)
+    new_weights = {k: v for k, v in merged.items() if k in used and (k in weights or k in derived) and v.shape}
     new_constants = {k: v for k, v in merged.items() if k in used and k not in new_weights}
     return new_weights, new_constants
 
