@@ -8,6 +8,8 @@ Each rewrite computes what the recorded call computes (the trace's shadow ran th
   the tensor's element type, ``ember.tensor._core.scalar_for``; the number is written so that it converts back to
   the constant's exact value). Bool constants, non-finite values and values read from tensor data stay tensors.
 - ``permute(p)`` where ``p`` is the identity but for two positions is ``swap_dims`` of those two dims.
+- ``slice([...])`` with step-1 ranges is ``x[:, a:b]`` (the bounds were clamped into ``[0, n]`` by ``Slice``,
+  so Python's clamping changes nothing).
 - ``take(dim, c)`` with ``c`` a rank-0 non-negative Int constant is ``x[:, ..., c]`` (indexing with an int drops
   the dim as ``take`` with a rank-0 index does).
 """
@@ -55,6 +57,19 @@ def _number(gen: Any, c: Any, other: Any) -> str | None:
     return f"({text})" if text.startswith("-") else text
 
 
+def _plain(gen: Any, r: Any) -> bool:
+    """A slice Python indexing writes the same: step 1, bounds non-negative ints or sizes (``Slice`` clamped
+    them into ``[0, n]``)."""
+    if not isinstance(r, slice) or r.step not in (None, 1):
+        return False
+    return all(b is None or (isinstance(b, int) and not isinstance(b, bool) and b >= 0) for b in (r.start, r.stop))
+
+
+def _drop_zero(r: slice) -> slice:
+    start = None if type(r.start) is int and r.start == 0 else r.start
+    return slice(start, r.stop)
+
+
 def _index(gen: Any, idx: Any) -> int | None:
     """A rank-0 non-negative Int constant as a Python int (``x.take(1, c)`` is ``x[:, c]``: both drop the dim and
     both reject an index past the end)."""
@@ -86,6 +101,13 @@ def idiom(gen: Any, name: str, op: str | None, recv: Any, rest: tuple[Any, ...],
         k = _index(gen, rest[1])
         if k is not None:
             return (*gen.arg(recv, atom=True), "[", ":, " * rest[0], str(k), "]")
+    if name == "slice" and len(rest) == 1 and not kwargs and isinstance(rest[0], (list, tuple)) and rest[0] \
+            and all(_plain(gen, r) for r in rest[0]):
+        ranges = list(rest[0])
+        while ranges and ranges[-1] == slice(None):
+            ranges.pop()
+        if ranges:
+            return (*gen.arg(recv, atom=True), "[", *gen.index(tuple(_drop_zero(r) for r in ranges)), "]")
     if name == "permute" and len(rest) == 1 and not kwargs and isinstance(rest[0], (list, tuple)):
         perm = [int(p) for p in rest[0]]
         moved = [i for i, p in enumerate(perm) if p != i]

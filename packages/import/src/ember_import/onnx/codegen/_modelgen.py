@@ -159,9 +159,21 @@ def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, Val
             v = g.value(info.name)
             if not isinstance(v, Tensor):
                 raise ModelGenError(f"output {info.name!r:.80} is not a tensor.")
-            outputs.append((parts_text(g.arg(v)), info))
+            outputs.append((parts_text(g.arg(v)), _traced_dims(g, v, info)))
         body = g.body([e for e, _ in outputs])
     return inputs, outputs, body
+
+
+def _traced_dims(g: Gen, v: Tensor, info: ValueInfo) -> ValueInfo:
+    """``info`` with the dims the trace knows as an input's named dim (``batch``) or a fixed size, for the
+    docstrings (shape inference may have named them otherwise or not at all)."""
+    dims = g.sym_shapes.get(id(v))
+    if info.shape is None or dims is None or len(dims) != len(info.shape):
+        return info
+    names = {parts_text(sym.parts): name for name, sym in g.dim_syms.items()}
+    shape = tuple(names.get(parts_text(d.parts), s) if isinstance(d, Sym) else int(d)
+                  for d, s in zip(dims, info.shape))
+    return dataclasses.replace(info, shape=shape)
 
 
 def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, TensorData]]:
