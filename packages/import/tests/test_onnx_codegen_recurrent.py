@@ -12,6 +12,7 @@ generated code is not specialised on the trace's input.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 from ember_import.onnx import ModelGen  # noqa: E402
 
 SEQ, D_IN, HIDDEN = 5, 3, 4
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _model(op: str, direction: str = "forward", layout: int = 0, bias: bool = True, h0: bool = False,
@@ -90,6 +92,10 @@ def _generate(model: Any, tmp: Path) -> tuple[Any, str]:
     path = tmp / "rnn.onnx"
     onnx.save(model, str(path))
     py = ModelGen().input(path).out_dir(tmp / "gen").run()
+    if importlib.util.find_spec("ruff") is not None:
+        done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config",
+                               str(ROOT / "pyproject.toml"), str(py)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
     spec = importlib.util.spec_from_file_location(f"_generated_rnn_{tmp.name}", py)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -196,3 +202,18 @@ def test_exporter_transposes_fold_into_the_layer(tmp_path: Path) -> None:
     assert text.count(": nn.BiLstm") == 2
     assert "swap_dims" not in body and "permute" not in body and "reshape" not in body
     _check(net, model, 0)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+def test_generated_recurrent_code_passes_mypy(tmp_path: Path) -> None:
+    files = []
+    for op, direction, layout in (("LSTM", "bidirectional", 1), ("LSTM", "reverse", 0), ("GRU", "bidirectional", 0)):
+        sub = tmp_path / f"{op}_{direction}_{layout}"
+        sub.mkdir()
+        model = _model(op, direction, layout, h0=True, c0=op == "LSTM")
+        onnx.save(model, str(sub / "rnn.onnx"))
+        files.append(str(ModelGen().input(sub / "rnn.onnx").out_dir(sub / "gen").run()))
+    for py in files:
+        done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), py],
+                              capture_output=True, text=True, cwd=Path(py).parent)
+        assert done.returncode == 0, done.stdout + done.stderr
