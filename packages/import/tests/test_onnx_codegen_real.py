@@ -112,3 +112,14 @@ def test_bert_source_keeps_dynamic_sizes_as_code(tmp_path: Path) -> None:
     assert "Tensor.arange(0, seq, device)" in text  # Range over a dynamic length stays code
     assert ".reshape([batch, " in text  # the head split keeps the batch symbolic
     assert "reshape([2, " not in text and "reshape([3, " not in text  # no trace size folded into a shape
+
+
+def test_gpt2_source_reads_as_written(tmp_path: Path) -> None:
+    """The exporter's nine-node tanh GELU is a ``Gelu(approximate=True)`` field, the causal mask and the relative
+    index are sliced by the symbolic ``seq`` (not by the trace's 7), the attention scale is a number."""
+    path, _, _ = export_real("gpt2", tmp_path / "gpt2.onnx")
+    text = ModelGen().input(path).out_dir(tmp_path / "gpt2").run().read_text()
+    body = text.split("def forward", 1)[1].split("return", 1)[0]
+    assert "gelu=nn.GeluConfig(approximate=True).init()" in text and ".tanh" not in body
+    assert "[:, :, :seq]" in body and ":7]" not in body
+    assert " / 2.828427" in body and "Tensor.from_data(2.8" not in body
