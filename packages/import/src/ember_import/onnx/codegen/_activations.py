@@ -17,7 +17,7 @@ from ._errors import ModelGenError
 from ._expr import Attr, Call, Expr, Name, layer
 from ._gen import Gen
 
-__all__ = ["activation", "dropout", "gelu_erf"]
+__all__ = ["activation", "dropout", "gelu_erf", "gelu_tanh"]
 
 
 def _scalar_weight(g: Gen, name: str) -> float | None:
@@ -67,6 +67,36 @@ def gelu_erf(g: Gen, node: Node) -> list[Node] | None:
     xv = g.tensor(node, 0)
     g.emit(m2, f"{field}({xv})", base="gelu")
     return [node, erf, add, m1, m2]
+
+
+def _near(g: Gen, name: str, want: float) -> bool:
+    c = _scalar_weight(g, name)
+    return c is not None and abs(c - want) <= 1e-6 * max(1.0, abs(want))
+
+
+def gelu_tanh(g: Gen, node: Node) -> list[Node] | None:
+    """The tanh form of GELU that exporters write for ``gelu(approximate="tanh")``,
+    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x * x * x)))`` as ``Mul(x, x)``, ``Mul(x, .)``,
+    ``Mul(0.044715, .)``, ``Add(x, .)``, ``Mul(sqrt(2 / pi), .)``, ``Tanh``, ``Add(1, .)``, ``Mul(x, .)``,
+    ``Mul(0.5, .)`` (operands in either order) -> ``Gelu(approximate=True)`` (Hendrycks & Gimpel 2016, eq. 2)."""
+    if node.op_type != "Mul" or len(node.inputs) != 2 or node.inputs[0] != node.inputs[1]:
+        return None
+    x = node.inputs[0]
+    chain = [node]
+    # (op, the other operand: x, or a constant's value)
+    for op, other in (("Mul", x), ("Mul", 0.044715), ("Add", x), ("Mul", (2 / np.pi) ** 0.5), ("Tanh", None),
+                      ("Add", 1.0), ("Mul", x), ("Mul", 0.5)):
+        nxt = _only_user(g, chain[-1].outputs[0], op)
+        if nxt is None:
+            return None
+        if other is not None:
+            o = _other(nxt, chain[-1].outputs[0])
+            if (o != x) if isinstance(other, str) else not _near(g, o, float(other)):
+                return None
+        chain.append(nxt)
+    field = g.activation("Gelu", layer("GeluConfig", approximate=True, device=False))
+    g.emit(chain[-1], f"{field}({g.tensor(node, 0)})", base="gelu")
+    return chain
 
 
 def _plain(cls: str) -> Expr:

@@ -193,6 +193,8 @@ class Gen(GenState):
             return id(v) in self.sym_shapes or id(v) in self.host_syms
         if isinstance(v, (list, tuple)):
             return any(self._has_dynamic(x) for x in v)
+        if isinstance(v, slice):
+            return any(self._has_dynamic(x) for x in (v.start, v.stop, v.step))
         if isinstance(v, dict):
             return any(self._has_dynamic(x) for x in v.values())
         return False
@@ -262,10 +264,10 @@ class Gen(GenState):
     def arg(self, v: Any, atom: bool = False) -> Parts:
         """The source of a call argument."""
         if isinstance(v, Tensor):
-            hit = self.traced.get(id(v))
+            hit = self.traced.get(id(v)) or self.materialized.get(id(v))
             if hit is None:
                 self.materialize(v)
-                hit = self.traced[id(v)]
+                hit = self.materialized[id(v)]
             return (hit[1],)
         if isinstance(v, (Sym, SymFloat)):
             return v.parts
@@ -353,7 +355,9 @@ class Gen(GenState):
 
     def materialize(self, t: Tensor) -> None:
         """A host tensor used by traced code: a literal (small), a frozen ``Param`` field (large), or, when
-        its elements hold ``Sym``\\ s, ``Tensor.from_data([...])`` of their expressions."""
+        its elements hold ``Sym``\\ s, ``Tensor.from_data([...])`` of their expressions. It stays a host value
+        for the converters (its variable is in :attr:`materialized`, not :attr:`traced`), so later nodes still
+        fold it and read its elements."""
         syms = self.host_syms.get(id(t))
         with self.untraced():
             dt, shape, n = t.dtype, list(t.shape), t.num_elements()
@@ -371,11 +375,11 @@ class Gen(GenState):
             name = f"constant_{len(self.fields)}"
             self.weights[name] = data
             field = self.weight_field(name, constant=True)
-            self.traced[id(t)] = (t, Var(f"self.{field}.val()"))
+            self.materialized[id(t)] = (t, Var(f"self.{field}.val()"))
             return
         var = self.new_var("const" if shape else "scalar")
         self.lines.append(Line((var,), parts))
-        self.traced[id(t)] = (t, var)
+        self.materialized[id(t)] = (t, var)
 
 
 def _same(a: Any, b: Any) -> bool:

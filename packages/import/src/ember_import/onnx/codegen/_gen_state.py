@@ -85,6 +85,7 @@ class GenState:
         # the trace
         self.depth = 0
         self.traced: dict[int, tuple[Tensor, Var]] = {}
+        self.materialized: dict[int, tuple[Tensor, Var]] = {}  # host constants written into the code
         self.sym_shapes: dict[int, tuple[int, ...]] = {}
         self.host_syms: dict[int, tuple[Tensor, list[Any]]] = {}
         self.node: Node | None = None

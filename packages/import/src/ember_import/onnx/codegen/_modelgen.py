@@ -166,15 +166,28 @@ def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, Val
             v = g.value(info.name)
             if not isinstance(v, Tensor):
                 raise ModelGenError(f"output {info.name!r:.80} is not a tensor.")
-            outputs.append((parts_text(g.arg(v)), info))
+            outputs.append((parts_text(g.arg(v)), _traced_dims(g, v, info)))
         body = g.body([e for e, _ in outputs])
     return inputs, outputs, body
+
+
+def _traced_dims(g: Gen, v: Tensor, info: ValueInfo) -> ValueInfo:
+    """``info`` with the dims the trace knows as an input's named dim (``batch``) or a fixed size, for the
+    docstrings (shape inference may have named them otherwise or not at all)."""
+    dims = g.sym_shapes.get(id(v))
+    if info.shape is None or dims is None or len(dims) != len(info.shape):
+        return info
+    names = {parts_text(sym.parts): name for name, sym in g.dim_syms.items()}
+    shape = tuple(names.get(parts_text(d.parts), s) if isinstance(d, Sym) else int(d)
+                  for d, s in zip(dims, info.shape))
+    return dataclasses.replace(info, shape=shape)
 
 
 def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, TensorData]]:
     """Weights and constants after folding the nodes computed from weights alone (PyTorch's exporter writes
     ``Transpose(weight)`` or the gate reordering of an LSTM's weights as nodes when constant folding is off):
-    in generated code the layer owns the computed weight. Returns ``(weights, constants)`` as used by the graph.
+    in generated code the layer owns the computed weight. Rank-0 initializers are constants (numbers in the code),
+    not ``Param`` fields. Returns ``(weights, constants)`` as used by the graph.
     """
     program = module.program
     graph = program.graph
@@ -190,7 +203,8 @@ def _fold_weights(module: OnnxModule) -> tuple[dict[str, TensorData], dict[str, 
     used = {i for n in graph.nodes for i in n.inputs if i} | {o.name for o in graph.outputs}
     used |= {name for n in graph.nodes for sub in n.subgraphs() for name in sub.outer}  # read by a body only
     derived = {k for k, v in merged.items() if k not in constants and k not in weights and v.dtype.is_float}
-    new_weights = {k: v for k, v in merged.items() if k in used and (k in weights or k in derived)}
+    # a rank-0 initializer is a constant of the code (the dynamo exporter stores ``sqrt(d)`` and ``1.0`` so)
+    new_weights = {k: v for k, v in merged.items() if k in used and (k in weights or k in derived) and v.shape}
     new_constants = {k: v for k, v in merged.items() if k in used and k not in new_weights}
     return new_weights, new_constants
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._ir import Node
-from ._activations import activation, dropout, gelu_erf
+from ._activations import activation, dropout, gelu_erf, gelu_tanh
 from ._gen import Gen
 from ._layers import batch_norm, channel_norm, conv, conv_transpose, embedding, gemm, layer_norm, matmul_add, pool
 from ._quant_recognizers import quantized_layer
@@ -23,5 +23,5 @@ Recognizer = Callable[[Gen, Node], "list[Node] | None"]
 
 RECOGNIZERS: tuple[Recognizer, ...] = (
     quantized_layer, conv, conv_transpose, gemm, matmul_add, batch_norm, layer_norm, channel_norm, embedding, pool,
-    recurrent, gelu_erf, activation, dropout,
+    recurrent, gelu_erf, gelu_tanh, activation, dropout,
 )

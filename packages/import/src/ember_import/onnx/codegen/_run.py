@@ -242,8 +242,8 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
             gen.env[name] = value
 
 
-#: ops whose outputs may be host constants although an input is traced (its static shape)
-_SHAPE_ONLY = frozenset({"Shape", "Size"})
+#: ops whose outputs may be host constants although an input is traced (its static shape, or CastLike's dtype)
+_SHAPE_ONLY = frozenset({"Shape", "Size", "CastLike"})
 
 
 def _check_traced(gen: Gen, node: Node, args: list[Any], out: Any, mark: int, reads: int) -> None:

@@ -37,11 +37,28 @@ def check_record_type(kind: str) -> None:
 _SHOWN = 80
 
 
-def _describe(info: ValueInfo) -> str:
+def _describe(info: ValueInfo, known: set[str] | None = None) -> str:
+    """``float32[batch, 3]``: a dim named other than the inputs' dims (``known``; an exporter's or shape
+    inference's name for a computed size) is shown as ``?``."""
     dt = str(info.dtype) if info.dtype is not None else "?"
     if info.shape is None:
         return dt
-    return f"{dt}[{', '.join('?' if d is None else doc_text(str(d), _SHOWN) for d in info.shape)}]"
+
+    def dim(d: object) -> str:
+        if d is None or (known is not None and isinstance(d, str) and d not in known):
+            return "?"
+        return doc_text(str(d), _SHOWN)
+
+    return f"{dt}[{', '.join(dim(d) for d in info.shape)}]"
+
+
+def _doc(text: str, indent: str, width: int = 120) -> list[str]:
+    """A one-line docstring ``\"\"\"text\"\"\"`` at ``indent``, or its words over lines of at most ``width``."""
+    one = f'{indent}"""{text}"""'
+    if len(one) <= width:
+        return [one]
+    lines = textwrap.wrap(text, width - len(indent) - 3, break_long_words=False, break_on_hyphens=False)
+    return [f'{indent}"""{lines[0]}', *(indent + ln for ln in lines[1:]), f'{indent}"""']
 
 
 def _wrap(items: list[str], indent: str, width: int = 120) -> list[str]:
@@ -110,25 +127,28 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     if len(indent) + len(line) <= width:
         return [indent + line]
     code = _mask(line)
-    start = next((i for i in range(1, len(code)) if code[i] == "(" and (code[i - 1].isalnum() or code[i - 1] in "_])")),
-                 -1)
-    depth, end = 0, -1
-    for i in range(max(start, 0), len(code)):
-        if code[i] == "(":
+    # the top-level call (or list) with the longest arguments: ``self.c.val().slice([...])`` wraps at ``slice``
+    best, depth, open_at = (-1, -1), 0, -1
+    for i, ch in enumerate(code):
+        if ch in "([{":
+            if depth == 0 and (ch == "[" or (i and (code[i - 1].isalnum() or code[i - 1] in "_])"))):
+                open_at = i
             depth += 1
-        elif code[i] == ")":
+        elif ch in ")]}":
             depth -= 1
-            if depth == 0:
-                end = i
-                break
-    if start < 0 or end < 0:
+            if depth == 0 and open_at >= 0:
+                if i - open_at > best[1] - best[0]:
+                    best = (open_at, i)
+                open_at = -1
+    start, end = best
+    if start < 0 or end - start < 2:
         return [indent + line]
     head, args, tail = line[: start + 1], line[start + 1: end], line[end:]
     inner = indent + "    "
     if len(inner) + len(args) <= width:
         wrapped = [indent + head, inner + args, indent + tail]
     else:
-        wrapped = [indent + head, *(inner + a + "," for a in _split_args(args)), indent + tail]
+        wrapped = [indent + head, *(w for a in _split_args(args) for w in _fit(a + ",", inner, width)), indent + tail]
     return wrapped if _same_code(line, "\n".join(wrapped)) else [indent + line]
 
 
@@ -161,8 +181,9 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
 
     sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
     ret = "Tensor" if len(outputs) == 1 else f"tuple[{', '.join('Tensor' for _ in outputs)}]"
-    shapes_in = ", ".join(f"``{v}`` {_describe(i)}" for v, i in inputs)
-    shapes_out = ", ".join(f"``{doc_text(i.name, _SHOWN)}`` {_describe(i)}" for _, i in outputs)
+    known = {d for _, i in inputs for d in (i.shape or ()) if isinstance(d, str)}
+    shapes_in = ", ".join(f"``{v}`` {_describe(i, known)}" for v, i in inputs)
+    shapes_out = ", ".join(f"``{doc_text(i.name, _SHOWN)}`` {_describe(i, known)}" for _, i in outputs)
 
     out: list[str] = [
         f'"""{class_name}: generated from ``{source_file}`` by ``ember_import.onnx.ModelGen`` (ai.onnx opset '
@@ -194,10 +215,12 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     if g.constants_src:
         out += ["#: layer settings used more than once", *g.constants_src, ""]
     out += ["", f"class {class_name}(Module):", f'    """The network of ``{source_file}``.', "",
-            f"    Shapes: {shapes_in} -> {shapes_out}.", '    """', ""]
+            *textwrap.wrap(f"Shapes: {shapes_in} -> {shapes_out}.", 120, initial_indent="    ",
+                           subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
+            '    """', ""]
     out += [f"    {f.name}: {f.annotation}" for f in g.fields]
     out += ["", f"    def forward(self, {sig_in}) -> {ret}:",
-            f'        """Shapes: {shapes_in} -> {shapes_out}."""']
+            *_doc(f"Shapes: {shapes_in} -> {shapes_out}.", "        ")]
     for line in lines:
         out += _fit(line, "        ")
     rets = [e for e, _ in outputs]

@@ -24,6 +24,7 @@ from ember.backend import Device
 
 from ._domain import Shape
 from ._errors import ModelGenError
+from ._idiom import idiom
 from ._sym import Parts, Sym, has_sym
 from ._symfloat import SymFloat
 
@@ -102,6 +103,8 @@ def _involved(gen: Gen, v: Any) -> bool:
         return True
     if isinstance(v, (list, tuple)):
         return any(_involved(gen, x) for x in v)
+    if isinstance(v, slice):  # a Slice bound from a dynamic size: the call must stay code
+        return any(_involved(gen, x) for x in (v.start, v.stop, v.step))
     if isinstance(v, dict):
         return any(_involved(gen, x) for x in v.values())
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
@@ -131,6 +134,12 @@ def _wrap(fn: Callable[..., Any], render: Callable[..., Parts], name: str) -> Ca
 def _method_render(name: str) -> Callable[..., Parts]:
     def render(gen: Gen, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Parts:
         recv, rest = args[0], args[1:]
+        op = _BINARY.get(name) or _RBINARY.get(name)
+        if op is None and name in _OPERATOR and len(rest) == 1 and isinstance(rest[0], Tensor):
+            op = _OPERATOR[name]
+        alt = idiom(gen, name, op, recv, rest, kwargs)
+        if alt is not None:
+            return alt
         if name in _BINARY:
             return (*gen.arg(recv, atom=True), f" {_BINARY[name]} ", *gen.arg(rest[0], atom=True))
         if name in _RBINARY:

@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from ember import Int, Tensor, nn, quantization
+from ember import Bool, Int, Tensor, nn, quantization
 from ember.backend import Device
 from ember.module import Module, Param
 from ember.record import HalfPrecisionSettings
@@ -30,7 +30,10 @@ __all__ = ["build_module", "save_weights"]
 def build_module(gen: Gen, class_name: str, device: Device) -> Module:
     """The generated module with fresh weights, as its config's ``init(device)`` builds it, made from the
     generation state alone (a class of the same name and fields; no generated code runs)."""
-    names = {"nn": nn, "Tensor": Tensor, "Int": Int, "Param": Param, "device": device, "quantization": quantization}
+    names = {
+        "nn": nn, "Tensor": Tensor, "Int": Int, "Bool": Bool, "Param": Param, "device": device,
+        "quantization": quantization,
+    }
     values = {f.name: build(f.ctor, names) for f in gen.fields}
     annotations = {name: type(v) for name, v in values.items()}
     cls: Any = types.new_class(class_name, (Module,),

@@ -54,7 +54,8 @@ def reshape_exact(x: Tensor, shape: Sequence[int]) -> Tensor:
 
 def reshape_target(node: Node, have: Sequence[int], spec: Sequence[int], allowzero: bool) -> list[int]:
     """The concrete shape of ``Reshape(x of shape have, spec)``: ``0`` copies the input's dim at that
-    position (unless ``allowzero``), one ``-1`` is inferred from the element count.
+    position (unless ``allowzero``), one ``-1`` is inferred from the element count (and stays ``-1`` when the
+    count is symbolic, ModelGen's dynamic sizes: generated code writes ``-1`` as a person would).
 
     Raises:
         OnnxImportError: more than one ``-1``, ``-1`` with a zero dim under ``allowzero``, a ``0`` beyond the
@@ -85,6 +86,8 @@ def reshape_target(node: Node, have: Sequence[int], spec: Sequence[int], allowze
             f"{node.where()}: cannot reshape an input of shape {list(have)} ({total} elements) to {list(spec)} "
             f"(resolved {out})."
         )
+    if -1 in spec and type(out[list(spec).index(-1)]) is not int:
+        out[list(spec).index(-1)] = -1  # a symbolic size (ModelGen's trace): Ember infers it as ONNX does
     return out
 
 

@@ -91,6 +91,11 @@ def slice_bounds(n: int, start: int, end: int, step: int) -> slice:
     return slice(s, None if e < 0 else e, step)
 
 
+def _int(v: Any) -> int:
+    """``v`` as an int, keeping an ``int`` subclass as is (ModelGen's symbolic sizes stay symbolic)."""
+    return v if isinstance(v, int) else int(v)
+
+
 def _slice(node: Node, x: Tensor, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None,
            steps: Sequence[int] | None) -> Tensor:
     axes = list(range(len(starts))) if axes is None else list(axes)
@@ -107,7 +112,7 @@ def _slice(node: Node, x: Tensor, starts: Sequence[int], ends: Sequence[int], ax
     for a, s, e, st in zip(norm, starts, ends, steps, strict=True):
         if st == 0:
             raise OnnxImportError(f"{node.where()}: a step of 0 on axis {a}; steps must be non-zero.")
-        ranges[a] = slice_bounds(x.shape[a], int(s), int(e), int(st))
+        ranges[a] = slice_bounds(x.shape[a], _int(s), _int(e), _int(st))
     return x.slice(ranges)
 
 
