@@ -228,6 +228,9 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
 
 #: ops whose outputs may be host constants although an input is traced (its static shape)
 _SHAPE_ONLY = frozenset({"Shape", "Size"})
+#: inputs a converter reads for their element type only (static in ONNX): a host constant converted to the
+#: type of a traced ``like`` stays a constant
+_TYPE_ONLY = {"CastLike": frozenset({1})}
 
 
 def _check_traced(gen: Gen, node: Node, args: list[Any], out: Any, mark: int, reads: int) -> None:
@@ -256,7 +259,8 @@ def _check_traced(gen: Gen, node: Node, args: list[Any], out: Any, mark: int, re
             raise ModelGenError(f"{node.where()}: an input read from the data ({var.name}) decides the structure of "
                                 "the computation (an axis list, a count or a branch); generated code cannot keep it "
                                 "symbolic. Use ember_import.onnx.load_model.")
-    if not any(_traced(gen, a) for a in args) or node.op_type in _SHAPE_ONLY:
+    type_only = _TYPE_ONLY.get(node.op_type, frozenset())
+    if not any(_traced(gen, a) for i, a in enumerate(args) if i not in type_only) or node.op_type in _SHAPE_ONLY:
         return
     inputs = {id(a) for a in args}
     for value in out if isinstance(out, tuple) else (out,):
