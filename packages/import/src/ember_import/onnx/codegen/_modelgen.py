@@ -18,14 +18,16 @@ from .._ir import Graph, ValueInfo
 from .._module import OnnxModule, load_model
 from .._passes import fold_constants, remove_dead_nodes
 from .._program import host_device
+from ._device import module_device, resolve_module_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
 from ._names import check_class_name, identifier
+from ._outputs import output_source
 from ._recognizers import RECOGNIZERS
 from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
-from ._sym import Sym, Var, parts_text
+from ._sym import Sym, Var
 from ._trace import tracing, untraced
 from ._weights import save_weights
 
@@ -114,11 +116,9 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     graph = module.program.graph
     weights, constants = _fold_weights(module)
     g = Gen(graph, weights, constants, module.opset, True)
-    for info in graph.outputs:
-        if info.kind != "tensor":
-            raise ModelGenError(f"{info.describe()}: generated code returns tensors; this output is a sequence or "
-                                "an optional.")
     ctx = TraceContext(module.program, g)
+    if not any(i.kind == "tensor" for i in graph.inputs):
+        module_device(g)
     try:
         inputs, outputs, body = _trace(g, ctx, graph)
     except DTypeError as exc:
@@ -156,10 +156,10 @@ def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, Val
         g.node = None
         outputs = []
         for info in graph.outputs:
-            v = g.value(info.name)
-            if not isinstance(v, Tensor):
-                raise ModelGenError(f"output {info.name!r:.80} is not a tensor.")
-            outputs.append((parts_text(g.arg(v)), info))
+            text, annotation = output_source(g, info, g.value(info.name))
+            outputs.append((text, info))
+            g.output_types.append(annotation)
+        resolve_module_device(g)
         body = g.body([e for e, _ in outputs])
     return inputs, outputs, body
 

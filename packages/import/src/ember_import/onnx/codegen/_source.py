@@ -39,6 +39,8 @@ _SHOWN = 80
 
 def _describe(info: ValueInfo) -> str:
     dt = str(info.dtype) if info.dtype is not None else "?"
+    if info.kind != "tensor":
+        return f"{info.kind}<{dt}>"
     if info.shape is None:
         return dt
     return f"{dt}[{', '.join('?' if d is None else doc_text(str(d), _SHOWN) for d in info.shape)}]"
@@ -158,8 +160,9 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     uses_param = any(f.annotation == "Param" for f in g.fields)
 
     sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
-    ret = "Tensor" if len(outputs) == 1 else f"tuple[{', '.join('Tensor' for _ in outputs)}]"
-    shapes_in = ", ".join(f"``{v}`` {_describe(i)}" for v, i in inputs)
+    types = g.output_types or ["Tensor"] * len(outputs)
+    ret = types[0] if len(outputs) == 1 else f"tuple[{', '.join(types)}]"
+    shapes_in = ", ".join(f"``{v}`` {_describe(i)}" for v, i in inputs) or "(no input)"
     shapes_out = ", ".join(f"``{doc_text(i.name, _SHOWN)}`` {_describe(i)}" for _, i in outputs)
 
     out: list[str] = [
@@ -168,6 +171,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
         "",
         f"{n_params:,} parameters; the weights are in ``{record_file}`` (``{class_name}.from_record(path, device)``),",
         f"``{config_name}().init(device)`` builds the same network with fresh weights.",
+        *(line for note in g.doc_notes for line in ("", *textwrap.wrap(note, 116))),
         '"""',
         "",
         "from __future__ import annotations",
@@ -194,7 +198,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     out += ["", f"class {class_name}(Module):", f'    """The network of ``{source_file}``.', "",
             f"    Shapes: {shapes_in} -> {shapes_out}.", '    """', ""]
     out += [f"    {f.name}: {f.annotation}" for f in g.fields]
-    out += ["", f"    def forward(self, {sig_in}) -> {ret}:",
+    out += ["", f"    def forward(self{', ' if sig_in else ''}{sig_in}) -> {ret}:",
             f'        """Shapes: {shapes_in} -> {shapes_out}."""']
     for line in lines:
         out += _fit(line, "        ")
