@@ -22,8 +22,8 @@ from ._device import module_device, resolve_module_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._io import check_input, output_source
 from ._names import check_class_name, identifier
-from ._outputs import output_source
 from ._recognizers import RECOGNIZERS
 from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
@@ -55,10 +55,8 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
     hints = iter(_HINTS)
     inputs = []
     for info in graph.inputs:
-        if info.kind != "tensor" or info.dtype is None or info.shape is None:
-            raise ModelGenError(f"{info.describe()}: generated code takes tensors of Ember element types and known "
-                                "rank; this input is a sequence, an optional, of unknown rank or of a type Ember "
-                                "lacks (strings).")
+        check_input(info)
+        assert info.dtype is not None and info.shape is not None
         var = Var(g.var_names.take(identifier(info.name, "input")))
         if g.device_source is None:
             g.device_source = (var, ".device")
