@@ -12,16 +12,18 @@ from typing import Any
 import numpy as np
 
 from ember import DType, DTypeError, Tensor, TensorData
+from ember.backend import Device
 
 from .._context import Context
 from .._ir import Graph, ValueInfo
 from .._module import OnnxModule, load_model
 from .._passes import fold_constants, remove_dead_nodes
-from .._program import host_device
+from .._program import host_device, host_override
 from ._device import module_device, resolve_module_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._host import HostDTypeError, on_a_host
 from ._io import check_input, output_source
 from ._names import check_class_name, identifier
 from ._recognizers import RECOGNIZERS
@@ -41,11 +43,13 @@ class GeneratedModel:
         source: the text of ``model.py``.
         gen: the generation state (fields with their weights, ``forward`` lines).
         module: the runtime module the source was generated from.
+        host: the device the trace computed on (numpy's, or a wider CPU backend's: :mod:`._host`).
     """
 
     source: str
     gen: Gen
     module: OnnxModule
+    host: Device | None = None
 
 
 def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
@@ -110,6 +114,21 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     """
     check_class_name(class_name)
     check_record_type(record_type)
+
+    def attempt() -> GeneratedModel:
+        try:
+            return _generate(model, class_name, record_file, record_type, half, source_name)
+        except DTypeError as exc:
+            raise HostDTypeError(f"generation computes on the host ({host_device()}), which lacks an element type "
+                                 f"of this model: {exc}") from exc
+
+    made, host = on_a_host(attempt)
+    made.host = host
+    return made
+
+
+def _generate(model: str | os.PathLike[str] | bytes | Any, class_name: str, record_file: str, record_type: str,
+              half: bool, source_name: str | None) -> GeneratedModel:
     module = load_model(model, host_device())
     graph = module.program.graph
     weights, constants = _fold_weights(module)
@@ -120,8 +139,8 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     try:
         inputs, outputs, body = _trace(g, ctx, graph)
     except DTypeError as exc:
-        raise ModelGenError(f"generation computes on the host (Ember's numpy backend), which lacks an element type "
-                            f"of this model: {exc}") from exc
+        raise HostDTypeError(f"generation computes on the host ({host_device()}), which lacks an element type "
+                             f"of this model: {exc}") from exc
     n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
                    if f_data.dtype.is_float)
     name = source_name or (os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else "model")
@@ -282,7 +301,8 @@ class ModelGen:
                         record_type=self._record_type, half=self._half, source_name=self._input.name)
         out.mkdir(parents=True, exist_ok=True)  # only once the model is known to generate (DESIGN §11)
         py = out / "model.py"
-        save_weights(made.gen, self._class_name, out / record_file, self._record_type, self._half, str(py))
+        with host_override(made.host or host_device()):
+            save_weights(made.gen, self._class_name, out / record_file, self._record_type, self._half, str(py))
         if self._development:
             _write(out / "model.ir.txt", ir_text(made.module.program.graph))
         _write(py, made.source)  # last: a model.py on disk has its record beside it

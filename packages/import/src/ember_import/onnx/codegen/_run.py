@@ -19,6 +19,7 @@ from .._ir import Node
 from .._program import Program, host_device
 from ._errors import ModelGenError
 from ._gen import Gen, flat
+from ._host import HostDTypeError
 from ._sym import GUARDS, Sym, has_sym
 from ._trace import untraced
 
@@ -214,8 +215,8 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
         except (ModelGenError, OnnxImportError):
             raise
         except DTypeError as exc:
-            raise ModelGenError(f"{node.where()}: generation computes on the host (numpy), which lacks an element "
-                                f"type of this node: {exc}") from exc
+            raise HostDTypeError(f"{node.where()}: generation computes on the host ({ctx.host}), which lacks an "
+                                 f"element type of this node: {exc}") from exc
         except (EmberError, ValueError, TypeError, IndexError, NotImplementedError) as exc:
             raise ModelGenError(f"{node.where()} could not be traced: {type(exc).__name__}: {exc}") from exc
         _check_traced(gen, node, args, out, mark, reads)
