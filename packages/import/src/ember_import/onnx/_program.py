@@ -13,8 +13,11 @@ immutable data, which a compiled step may embed as constants.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import ember
@@ -25,7 +28,7 @@ from ._errors import OnnxImportError
 from ._ir import Graph, Node
 from ._registry import Converter, lookup
 
-__all__ = ["Program", "host_device"]
+__all__ = ["Program", "host_device", "host_override"]
 
 #: the budget of a Program built without one (ModelGen's): 1 GiB, as :func:`._budget.default_max_tensor_bytes`
 DEFAULT_MAX_TENSOR_BYTES = 1 << 30
@@ -34,9 +37,17 @@ _host_lock = threading.Lock()
 _host: Device | None = None
 
 
+#: the host of the current context when not numpy's (:func:`host_override`)
+_override: contextvars.ContextVar[Device | None] = contextvars.ContextVar("ember_import_onnx_host", default=None)
+
+
 def host_device() -> Device:
-    """The host device: Ember's numpy backend (float32/int64 defaults), where constants live."""
+    """The host device: Ember's numpy backend (float32/int64 defaults), where constants live; inside
+    :func:`host_override`, the device given there."""
     global _host
+    override = _override.get()
+    if override is not None:
+        return override
     with _host_lock:
         if _host is None:
             try:
@@ -49,6 +60,17 @@ def host_device() -> Device:
                     f"available ({exc}); install it with: {install_command('ember-import', 'onnx')}."
                 ) from None
         return _host
+
+
+@contextlib.contextmanager
+def host_override(device: Device) -> Iterator[None]:
+    """Make ``device`` the host in this context (thread, task): ``ModelGen`` traces a model on a CPU backend
+    that has an element type numpy lacks (bfloat16), since its trace computes every value on the host."""
+    token = _override.set(device)
+    try:
+        yield
+    finally:
+        _override.reset(token)
 
 
 class Program:

@@ -111,6 +111,8 @@ class GenState:
                 if i:
                     self.consumers.setdefault(i, []).append(n)
         self._infos = {v.name: v for v in (*graph.inputs, *graph.outputs)}
+        self.doc_notes: list[str] = []  # paragraphs of the generated module's docstring (what it takes, returns)
+        self.output_types: list[str] = []  # the annotation of each value ``forward`` returns
     # ------------------------------------------------------------------ fields
     def add_field(self, base: str, annotation: str, ctor: Expr, state: dict[str, TensorData],
                   source: str | None, layer: str) -> str:

@@ -12,16 +12,20 @@ from typing import Any
 import numpy as np
 
 from ember import DType, DTypeError, Tensor, TensorData
+from ember.backend import Device
 
 from .._context import Context
 from .._ir import Graph, ValueInfo
 from .._module import OnnxModule, load_model
 from .._passes import fold_constants, remove_dead_nodes
-from .._program import host_device
+from .._program import host_device, host_override
+from ._device import module_device, resolve_module_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
 from ._hints import Hints
+from ._host import HostDTypeError, on_a_host
+from ._io import check_input, output_source
 from ._names import check_class_name, identifier
 from ._quant_recognizers import restore_qlinear
 from ._recognizers import RECOGNIZERS
@@ -41,11 +45,13 @@ class GeneratedModel:
         source: the text of ``model.py``.
         gen: the generation state (fields with their weights, ``forward`` lines).
         module: the runtime module the source was generated from.
+        host: the device the trace computed on (numpy's, or a wider CPU backend's: :mod:`._host`).
     """
 
     source: str
     gen: Gen
     module: OnnxModule
+    host: Device | None = None
 
 
 def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
@@ -55,10 +61,8 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
     hints = iter(_HINTS)
     inputs = []
     for info in graph.inputs:
-        if info.kind != "tensor" or info.dtype is None or info.shape is None:
-            raise ModelGenError(f"{info.describe()}: generated code takes tensors of Ember element types and known "
-                                "rank; this input is a sequence, an optional, of unknown rank or of a type Ember "
-                                "lacks (strings).")
+        check_input(info)
+        assert info.dtype is not None and info.shape is not None
         var = Var(g.var_names.take(identifier(info.name, "input")))
         if g.device_source is None:
             g.device_source = (var, ".device")
@@ -114,22 +118,35 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
     """
     check_class_name(class_name)
     check_record_type(record_type)
+
+    def attempt() -> GeneratedModel:
+        try:
+            return _generate(model, class_name, record_file, record_type, half, source_name)
+        except DTypeError as exc:
+            raise HostDTypeError(f"generation computes on the host ({host_device()}), which lacks an element type "
+                                 f"of this model: {exc}") from exc
+
+    made, host = on_a_host(attempt)
+    made.host = host
+    return made
+
+
+def _generate(model: str | os.PathLike[str] | bytes | Any, class_name: str, record_file: str, record_type: str,
+              half: bool, source_name: str | None) -> GeneratedModel:
     module = load_model(model, host_device())
     graph = module.program.graph
     weights, constants = _fold_weights(module)
     g = Gen(graph, weights, constants, module.opset, True)
     g.quantized = {k: p.val() for k, p in module.weights.items() if not isinstance(p.val(), Tensor)}
     restore_qlinear(module, g)  # QLinearMatMul / QLinearConv: integer tensor code on the int8 weights
-    for info in graph.outputs:
-        if info.kind != "tensor":
-            raise ModelGenError(f"{info.describe()}: generated code returns tensors; this output is a sequence or "
-                                "an optional.")
     ctx = TraceContext(module.program, g)
+    if not any(i.kind == "tensor" for i in graph.inputs):
+        module_device(g)
     try:
         inputs, outputs, body = _trace(g, ctx, graph)
     except DTypeError as exc:
-        raise ModelGenError(f"generation computes on the host (Ember's numpy backend), which lacks an element type "
-                            f"of this model: {exc}") from exc
+        raise HostDTypeError(f"generation computes on the host ({host_device()}), which lacks an element type "
+                             f"of this model: {exc}") from exc
     n_params = sum(int(np.prod(f_data.shape, dtype=np.int64)) for f in g.fields for f_data in f.state.values()
                    if f_data.dtype.is_float)
     n_params += sum(int(np.prod(q.shape, dtype=np.int64)) for qs in g.quantized_state.values() for q in qs.values())
@@ -164,9 +181,10 @@ def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, Val
         outputs = []
         for info in graph.outputs:
             v = g.value(info.name)
-            if not isinstance(v, Tensor):
-                raise ModelGenError(f"output {info.name!r:.80} is not a tensor.")
-            outputs.append((parts_text(g.arg(v)), _traced_dims(g, v, info)))
+            text, annotation = output_source(g, info, v)
+            outputs.append((text, _traced_dims(g, v, info) if isinstance(v, Tensor) else info))
+            g.output_types.append(annotation)
+        resolve_module_device(g)
         body = g.body([e for e, _ in outputs])
     return inputs, outputs, body
 
@@ -306,7 +324,8 @@ class ModelGen:
                         record_type=self._record_type, half=self._half, source_name=self._input.name)
         out.mkdir(parents=True, exist_ok=True)  # only once the model is known to generate (DESIGN §11)
         py = out / "model.py"
-        save_weights(made.gen, self._class_name, out / record_file, self._record_type, self._half, str(py))
+        with host_override(made.host or host_device()):
+            save_weights(made.gen, self._class_name, out / record_file, self._record_type, self._half, str(py))
         if self._development:
             _write(out / "model.ir.txt", ir_text(made.module.program.graph))
         _write(py, made.source)  # last: a model.py on disk has its record beside it

@@ -21,6 +21,7 @@ from ._control import convert_control, wants_control
 from ._errors import ModelGenError
 from ._gen import Gen, flat
 from ._hints import traced_with_hints
+from ._host import HostDTypeError
 from ._sym import GUARDS, Sym, has_sym
 from ._symfloat import SymFloat, as_int
 from ._trace import untraced
@@ -230,8 +231,8 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
         except (ModelGenError, OnnxImportError):
             raise
         except DTypeError as exc:
-            raise ModelGenError(f"{node.where()}: generation computes on the host (numpy), which lacks an element "
-                                f"type of this node: {exc}") from exc
+            raise HostDTypeError(f"{node.where()}: generation computes on the host ({ctx.host}), which lacks an "
+                                 f"element type of this node: {exc}") from exc
         except (EmberError, ValueError, TypeError, IndexError, NotImplementedError) as exc:
             raise ModelGenError(f"{node.where()} could not be traced: {type(exc).__name__}: {exc}") from exc
         _check_traced(gen, node, args, out, mark, reads)
@@ -242,8 +243,11 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
             gen.env[name] = value
 
 
-#: ops whose outputs may be host constants although an input is traced (its static shape, or CastLike's dtype)
-_SHAPE_ONLY = frozenset({"Shape", "Size", "CastLike"})
+#: ops whose outputs may be host constants although an input is traced (its static shape)
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
+#: inputs a converter reads for their element type only (static in ONNX): a host constant converted to the
+#: type of a traced ``like`` stays a constant
+_TYPE_ONLY = {"CastLike": frozenset({1})}
 
 
 def _check_traced(gen: Gen, node: Node, args: list[Any], out: Any, mark: int, reads: int) -> None:
@@ -272,7 +276,8 @@ def _check_traced(gen: Gen, node: Node, args: list[Any], out: Any, mark: int, re
             raise ModelGenError(f"{node.where()}: an input read from the data ({var.name}) decides the structure of "
                                 "the computation (an axis list, a count or a branch); generated code cannot keep it "
                                 "symbolic. Use ember_import.onnx.load_model.")
-    if not any(_traced(gen, a) for a in args) or node.op_type in _SHAPE_ONLY:
+    type_only = _TYPE_ONLY.get(node.op_type, frozenset())
+    if not any(_traced(gen, a) for i, a in enumerate(args) if i not in type_only) or node.op_type in _SHAPE_ONLY:
         return
     inputs = {id(a) for a in args}
     for value in out if isinstance(out, tuple) else (out,):

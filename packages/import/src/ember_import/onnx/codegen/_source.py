@@ -41,6 +41,8 @@ def _describe(info: ValueInfo, known: set[str] | None = None) -> str:
     """``float32[batch, 3]``: a dim named other than the inputs' dims (``known``; an exporter's or shape
     inference's name for a computed size) is shown as ``?``."""
     dt = str(info.dtype) if info.dtype is not None else "?"
+    if info.kind != "tensor":
+        return f"{info.kind}<{dt}>"
     if info.shape is None:
         return dt
 
@@ -180,9 +182,10 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     uses_param = any(f.annotation == "Param" for f in g.fields)
 
     sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
-    ret = "Tensor" if len(outputs) == 1 else f"tuple[{', '.join('Tensor' for _ in outputs)}]"
+    types = g.output_types or ["Tensor"] * len(outputs)
+    ret = types[0] if len(outputs) == 1 else f"tuple[{', '.join(types)}]"
     known = {d for _, i in inputs for d in (i.shape or ()) if isinstance(d, str)}
-    shapes_in = ", ".join(f"``{v}`` {_describe(i, known)}" for v, i in inputs)
+    shapes_in = ", ".join(f"``{v}`` {_describe(i, known)}" for v, i in inputs) or "(no input)"
     shapes_out = ", ".join(f"``{doc_text(i.name, _SHOWN)}`` {_describe(i, known)}" for _, i in outputs)
 
     out: list[str] = [
@@ -191,6 +194,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
         "",
         f"{n_params:,} parameters; the weights are in ``{record_file}`` (``{class_name}.from_record(path, device)``),",
         f"``{config_name}().init(device)`` builds the same network with fresh weights.",
+        *(line for note in g.doc_notes for line in ("", *textwrap.wrap(note, 116))),
         '"""',
         "",
         "from __future__ import annotations",
@@ -219,7 +223,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
                            subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
             '    """', ""]
     out += [f"    {f.name}: {f.annotation}" for f in g.fields]
-    out += ["", f"    def forward(self, {sig_in}) -> {ret}:",
+    out += ["", f"    def forward(self{', ' if sig_in else ''}{sig_in}) -> {ret}:",
             *_doc(f"Shapes: {shapes_in} -> {shapes_out}.", "        ")]
     for line in lines:
         out += _fit(line, "        ")
