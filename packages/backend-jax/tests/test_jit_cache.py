@@ -1,6 +1,7 @@
 """``ember_jax.jit``'s per-structure caches: the results of a call flattened ahead for the next call (the fast path,
-:mod:`ember_jax._fast`) agree with a complete walk, are refused when the module changed (new structure, static
-value, dtype, running-state cell updated outside the step), and give the same numbers as the uncached path."""
+:func:`ember.backend.step_tree.fast_spec`) agree with a complete walk, are refused when the module changed (new
+structure, static value, dtype, running-state cell updated outside the step), and give the same numbers as the
+uncached path."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import ember
 import ember_jax
 from ember import DType, Tensor
 from ember.autodiff import Autodiff
+from ember.backend.step_tree import Flat, flatten_seq
 from ember.module import Module, Param
 from ember.nn import BatchNormConfig, Dropout, Linear
 from ember.optim import AdamConfig, GradientsParams
-from ember_jax._flat import Flat
-from ember_jax._tree import flatten_seq
+from ember_jax._tree import TREE
 
 B = ember.backend("jax")
 DEV = Autodiff(B).device()
@@ -54,8 +55,8 @@ def step(model: Net, optim: Any, x: Tensor, lr: Any) -> tuple[Net, Tensor, Tenso
 
 
 def _walks(fn: Any, args: tuple[Any, ...]) -> tuple[Flat, Any, Flat, Any]:
-    fast = Flat(fn._fast)
-    full = Flat()
+    fast = Flat(TREE, fn._fast)
+    full = Flat(TREE)
     return fast, flatten_seq(fast, args), full, flatten_seq(full, args)
 
 

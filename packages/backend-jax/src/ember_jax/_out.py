@@ -24,13 +24,12 @@ from ember import Float, Tensor
 from ember.autodiff import Gradients
 from ember.backend import Device
 from ember.backend.contract import AutodiffPrimitive, new_leaf
+from ember.backend.step_tree import Rebuild, number_tensor
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
+from ._devices import ForeignTensor, device_info
 from ._kernel import is_tracer
-from ._kinds import ForeignTensor, device_info
-from ._rebuild import Rebuild
-from ._states import number_tensor
 
 __all__ = ["OutWalk", "generate"]
 
@@ -96,8 +95,8 @@ class OutWalk:
         return None if k is None else f"s{k}"
 
     def fast_entry(self, spec: tuple[Any, bool, list[Any], list[Any]]) -> tuple[str, list[str], list[str]] | None:
-        """``(structure, object expressions, leaf expressions)`` of a :func:`~._fast.fast_spec`, or ``None`` when an
-        object of it was not walked here."""
+        """``(structure, object expressions, leaf expressions)`` of a :func:`~ember.backend.step_tree.fast_spec`,
+        or ``None`` when an object of it was not walked here."""
         node, _free, objs, leaves = spec
         exprs = [self.expr(o) for o in objs]
         if any(e is None for e in exprs):
@@ -120,8 +119,9 @@ class OutWalk:
         return node, exprs, lexprs  # type: ignore[return-value]
 
     def guard_exprs(self, guards: list[tuple[Any, Any]]) -> tuple[list[str], list[str]] | None:
-        """The expressions of the ``(cell, tensor)`` guards of a fast spec (:func:`~._fast.cell_guards`): the
-        cells and the tensors they must still hold; ``None`` when one was not walked here."""
+        """The expressions of the ``(cell, tensor)`` guards of a fast spec
+        (:func:`~ember.backend.step_tree.cell_guards`): the cells and the tensors they must still hold; ``None``
+        when one was not walked here."""
         cells = [self.expr(c) for c, _t in guards]
         tensors = [self.expr(t) for _c, t in guards]
         if any(e is None for e in cells) or any(e is None for e in tensors):
@@ -377,7 +377,7 @@ def generate(
     or ``("optim", n, (structure,
     object exprs, leaf exprs, position))``, ``position`` being the (objects, leaves) counts the states must
     follow, or None; ``build`` returns them keyed by object id for the next call's flatten (see
-    :func:`~._fast.fast_spec`). Returns the function and its source (for debugging)."""
+    :func:`~ember.backend.step_tree.fast_spec`). Returns the function and its source (for debugging)."""
     g = _Gen()
     for n, tn in cells:
         g.emit(f"_RSt(O[{n}], {g.node(tn)})")
