@@ -246,7 +246,10 @@ class CompiledStep:
             rnode = ow.walk(result, "result")
             cells = [(n, ow.tensor(cell._tensor, f"running state {cell.id}"))
                      for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
-            optims = [(n, ow.state(o._states, None, "optimizer state")) for n, o in rb.optims]
+            optims = []
+            for n, o in rb.optims:
+                into = ow.state_in_place(fl.objs[n]._states, o._states, rb.memo)
+                optims.append((n, ("INTO", into) if into is not None else ow.state(o._states, None, "optimizer state")))
             keys = [(s, ow.leaf(k)) for s, k, k0 in zip(states, keys_out, keys_in) if k is not k0]
             entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl))
             return tuple(ow.leaves)
