@@ -17,8 +17,38 @@ __all__ = [
     "STATIC_ID", "ARRAY", "NONE", "KINDS", "Id", "StepTree", "static_key", "dc_fields",
 ]
 
-# node tags (first item of every structure tuple)
-TENSOR, ALIAS, REF, PARAM, RSTATE, MODULE, OPTIM, GRADS, SEQ, DICT, DCLASS, STATIC, STATIC_ID, ARRAY, NONE = range(15)
+# node tags: the first item of every structure tuple
+TENSOR = 0
+"""A tensor with a new leaf: ``(TENSOR, device, kind, flag, shape, dtype)``; ``flag`` 0 plain, 1 untracked on an
+``Autodiff`` device, 2 tracked."""
+ALIAS = 1
+"""A tensor whose array is an earlier leaf: ``(ALIAS, device, kind, flag, leaf index)``."""
+REF = 2
+"""An object walked before: ``(REF, object number)``."""
+PARAM = 3
+"""A ``Param``: ``(PARAM, id, require_grad, value node)``."""
+RSTATE = 4
+"""A ``RunningState``: ``(RSTATE, id, tensor node)``."""
+MODULE = 5
+"""A ``Module``: ``(MODULE, class, field nodes)``."""
+OPTIM = 6
+"""An ``Optimizer``: ``(OPTIM, class, static attributes, ((param id, state node), ...))``."""
+GRADS = 7
+"""A ``GradientsParams``: ``(GRADS, ((param id, tensor node), ...))``."""
+SEQ = 8
+"""A list, tuple or namedtuple: ``(SEQ, class, item nodes)``."""
+DICT = 9
+"""A dict: ``(DICT, class, keys, value nodes)``."""
+DCLASS = 10
+"""A dataclass instance: ``(DCLASS, class, field nodes)``."""
+STATIC = 11
+"""A hashable static value: ``(STATIC, class, value)`` (a float: its ``hex()``)."""
+STATIC_ID = 12
+"""An unhashable static value, by identity: ``(STATIC_ID, Id(value))``."""
+ARRAY = 13
+"""A raw array of the backend: ``(ARRAY, class, shape, dtype, leaf index, array_extra(array))``."""
+NONE = 14
+"""``None``: ``(NONE,)``."""
 
 #: the kinds :meth:`StepTree.kind_of` names
 KINDS = ("tensor", "param", "state", "module", "optim", "grads", "gradients", "none", "plain", "seq", "dict",
