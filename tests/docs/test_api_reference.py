@@ -13,7 +13,7 @@ import pytest
 MODULES = [
     "ember", "ember.nn", "ember.nn.loss", "ember.optim", "ember.optim.lr_scheduler", "ember.data", "ember.data.vision",
     "ember.record", "ember.module", "ember.config", "ember.autodiff", "ember.distributed", "ember.backend",
-    "ember.backend.contract",
+    "ember.backend.contract", "ember.backend.step_tree",
     "ember.testing", "ember.tensor", "ember.tensor.activation", "ember.tensor.functional", "ember_numpy", "ember_torch",
     "ember_jax", "ember_train", "ember_train.metric", "ember_train.renderer", "ember_train.plots", "ember_import",
     "ember_import.pytorch", "ember_import.safetensors", "ember_import.onnx", "ember_import.onnx.codegen",

@@ -365,7 +365,8 @@ def test_gradients_cannot_leave_the_step() -> None:
 
 # ---------------------------------------------------------------------- structure
 def test_a_shared_param_stays_one_leaf() -> None:
-    from ember_jax._tree import Flat, flatten
+    from ember.backend.step_tree import Flat, flatten
+    from ember_jax._tree import TREE
 
     ws = weights(6)
     shared = Linear(weight=Param(Tensor.from_data(ws[2], DEV)), bias=Param(Tensor.from_data(ws[3], DEV)))
@@ -389,7 +390,7 @@ def test_a_shared_param_stays_one_leaf() -> None:
         loss = CrossEntropyLossConfig().init(DEV).forward(model.forward(batch.x), batch.y)
         return optim.step(lr, model, GradientsParams.from_grads(loss.backward(), model)), loss
 
-    fl = Flat()
+    fl = Flat(TREE)
     model = Tied(a=first, b=shared, c=shared, d=last, act=Relu())
     flatten(fl, model)
     assert len(fl.leaves) == 6  # not 8
@@ -402,7 +403,7 @@ def test_a_shared_param_stays_one_leaf() -> None:
     # as eagerly, both places hold the one updated value (one id, one array: still one leaf)
     assert m_c.b.weight.id == m_c.c.weight.id == shared.weight.id
     assert m_c.b.weight.val().inner().primitive is m_c.c.weight.val().inner().primitive
-    fl = Flat()
+    fl = Flat(TREE)
     flatten(fl, m_c)
     assert len(fl.leaves) == 6
     for c, e in zip(params_np(m_c), params_np(m_e)):

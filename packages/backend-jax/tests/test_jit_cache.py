@@ -1,6 +1,7 @@
 """``ember_jax.jit``'s per-structure caches: the results of a call flattened ahead for the next call (the fast path,
-:mod:`ember_jax._fast`) agree with a complete walk, are refused when the module changed (new structure, static
-value, dtype, running-state cell updated outside the step), and give the same numbers as the uncached path."""
+:func:`ember.backend.step_tree.fast_spec`) agree with a complete walk, are refused when the module changed (new
+structure, static value, dtype, running-state cell updated outside the step), and give the same numbers as the
+uncached path."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import ember
 import ember_jax
 from ember import DType, Tensor
 from ember.autodiff import Autodiff
+from ember.backend.step_tree import Flat, flatten_seq
 from ember.module import Module, Param
 from ember.nn import BatchNormConfig, Dropout, Linear
 from ember.optim import AdamConfig, GradientsParams
-from ember_jax._flat import Flat
-from ember_jax._tree import flatten_seq
+from ember_jax._tree import TREE
 
 B = ember.backend("jax")
 DEV = Autodiff(B).device()
@@ -54,8 +55,8 @@ def step(model: Net, optim: Any, x: Tensor, lr: Any) -> tuple[Net, Tensor, Tenso
 
 
 def _walks(fn: Any, args: tuple[Any, ...]) -> tuple[Flat, Any, Flat, Any]:
-    fast = Flat(fn._fast)
-    full = Flat()
+    fast = Flat(TREE, fn._fast)
+    full = Flat(TREE)
     return fast, flatten_seq(fast, args), full, flatten_seq(full, args)
 
 
@@ -152,3 +153,51 @@ def test_results_and_state_equal_the_uncached_path() -> None:
     for a, b in zip(sa, sb):
         for k in a:
             np.testing.assert_array_equal(np.asarray(a[k].to_numpy()), np.asarray(b[k].to_numpy()))
+
+
+def test_optimizer_state_is_written_into_its_own_tensors_and_equals_the_eager_step() -> None:
+    fn = ember_jax.jit(step)
+    model, optim, x = make(), AdamConfig().init(), batch()
+    optim.init_states(model)
+    eager_model, eager_optim = make(), AdamConfig().init()
+    eager_optim.init_states(eager_model)
+    model, *_ = fn(model, optim, x, lr())  # the first call makes the step counters tensors
+    eager_model, *_ = step(eager_model, eager_optim, x, lr())
+    states = optim._states
+    tensors = [t for st in states.values() for t in st.values()]
+    pid = model.lin.weight.id
+    snapshot = optim.state(pid)["moment_1"]  # a copy: must keep the value it had
+    before = snapshot.to_numpy().copy()
+    for _ in range(3):
+        model, *_ = fn(model, optim, x, lr())
+        eager_model, *_ = step(eager_model, eager_optim, x, lr())
+    assert optim._states is states  # the same dict holding the same tensor objects, with new arrays
+    assert [t for st in optim._states.values() for t in st.values()] == tensors
+    assert all(a is b for a, b in zip([t for st in optim._states.values() for t in st.values()], tensors))
+    np.testing.assert_array_equal(snapshot.to_numpy(), before)
+    for name in ("moment_1", "moment_2"):
+        got = optim.state(pid)[name].to_numpy()
+        want = eager_optim.state(eager_model.lin.weight.id)[name].to_numpy()
+        assert not np.array_equal(got, before) or name == "moment_2"
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert int(optim.state(pid)["time"].to_numpy()[0]) == 4
+    assert fn.trace_count == 1
+
+
+def test_a_state_tensor_returned_by_the_step_comes_back_new_and_the_state_stays_right() -> None:
+    def step_returning_state(model: Net, optim: Any, x: Tensor, lr: Any) -> tuple[Net, Tensor]:
+        loss = model.forward(x).square().mean()
+        model = optim.step(lr, model, GradientsParams.from_grads(loss.backward(), model))
+        return model, optim._states[model.lin.weight.id]["moment_1"]
+
+    # not donated: a state buffer handed out as a result would be donated by the next call
+    fn = ember_jax.jit(step_returning_state, donate_state=False)
+    model, optim, x = make(), AdamConfig().init(), batch()
+    optim.init_states(model)
+    model, first = fn(model, optim, x, lr())
+    first_value = first.to_numpy().copy()
+    model, second = fn(model, optim, x, lr())
+    np.testing.assert_array_equal(first.to_numpy(), first_value)  # the first result kept its value
+    assert second is not first
+    np.testing.assert_array_equal(second.to_numpy(), optim.state(model.lin.weight.id)["moment_1"].to_numpy())
+    assert not np.array_equal(second.to_numpy(), first_value)

@@ -2,9 +2,9 @@
 
 One call:
 
-1. the arguments are flattened (:mod:`._tree`) into jax arrays (the dynamic leaves) and a nested tuple of
-   plain values (the structure: classes, devices, shapes, dtypes, ``ParamId`` s, static values). The
-   structure and the jax backends involved are the cache key;
+1. the arguments are flattened (:mod:`ember.backend.step_tree`, with the jax hooks of :mod:`._tree`) into jax
+   arrays (the dynamic leaves) and a nested tuple of plain values (the structure: classes, devices, shapes,
+   dtypes, ``ParamId`` s, static values). The structure and the jax backends involved are the cache key;
 2. on a cache miss a new entry is made: a ``jax.jit`` of a function that, while jax traces it, rebuilds the
    arguments with tracers, puts a traced PRNG key into each backend, runs the step, and walks its results and
    the state to write back into output arrays and generated rebuilding code (:mod:`._out`);
@@ -26,18 +26,17 @@ from typing import Any
 import jax
 
 from ember import BackendError, Tensor
+from ember.backend.step_tree import Flat, Rebuild, cell_guards, fast_spec, rebuild, shift_spec
+from ember.backend.step_tree import flatten_dict as _flat_dict
+from ember.backend.step_tree import flatten_seq as _flat_seq
 from ember.module import Module
 
 from ._array_backend import JaxArrayBackend
-from ._fast import cell_guards, fast_spec, shift_spec
-from ._flat import Flat
-from ._kinds import ForeignTensor
+from ._devices import ForeignTensor
 from ._out import OutWalk, generate, holds_ember
-from ._rebuild import Rebuild, rebuild
 from ._scan import Scan, foreign_error
 from ._sharding import put
-from ._tree import flatten_dict as _flat_dict
-from ._tree import flatten_seq as _flat_seq
+from ._tree import TREE
 
 __all__ = ["jit", "CompiledStep"]
 
@@ -102,7 +101,8 @@ class CompiledStep:
         self.donate_argnums = frozenset(nums)
         self.trace_count = 0
         self._cache: dict[Any, _Entry] = {}
-        self._fast: dict[int, Any] = {}  # the last call's results flattened ahead (see _fast.fast_spec)
+        #: the last call's results flattened ahead (see ember.backend.step_tree.fast_spec)
+        self._fast: dict[int, Any] = {}
         self._tls = threading.local()
         functools.update_wrapper(self, fn, updated=())
 
@@ -138,7 +138,7 @@ class CompiledStep:
         Raises:
             See :func:`jit`.
         """
-        fl = Flat(self._fast)
+        fl = Flat(TREE, self._fast)
         key = (_flat_seq(fl, args), _flat_dict(fl, kwargs) if kwargs else None)
         found = self._cache.get(key)
         if found is not None and fl.hits and found.rekeyed < 3:
@@ -150,7 +150,7 @@ class CompiledStep:
             found.rekeyed += 1
         if found is None and fl.hits:
             # walk everything: the entry may be new, and tracing needs complete memos
-            fl = Flat()
+            fl = Flat(TREE)
             key = (_flat_seq(fl, args), _flat_dict(fl, kwargs) if kwargs else None)
             found = self._cache.get(key)
         new = found is None
@@ -213,7 +213,7 @@ class CompiledStep:
         def traced(*leaves: Any) -> tuple[Any, ...]:
             args, kwargs, fl, entry = tls.call
             if fl.hits:  # objects taken from the fast path are not in the memos that rebuilding needs: walk again
-                fl = Flat()
+                fl = Flat(TREE)
                 _flat_seq(fl, args)
                 if kwargs:
                     _flat_dict(fl, kwargs)
@@ -246,7 +246,10 @@ class CompiledStep:
             rnode = ow.walk(result, "result")
             cells = [(n, ow.tensor(cell._tensor, f"running state {cell.id}"))
                      for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
-            optims = [(n, ow.state(o._states, None, "optimizer state")) for n, o in rb.optims]
+            optims = []
+            for n, o in rb.optims:
+                into = ow.state_in_place(fl.objs[n]._states, o._states, rb.memo)
+                optims.append((n, ("INTO", into) if into is not None else ow.state(o._states, None, "optimizer state")))
             keys = [(s, ow.leaf(k)) for s, k, k0 in zip(states, keys_out, keys_in) if k is not k0]
             entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl))
             return tuple(ow.leaves)
@@ -267,14 +270,14 @@ class CompiledStep:
 
 def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple[str, Any, Any]]:
     """The results the next call can take without walking them: the result's top-level modules and each
-    optimizer's new state (see :func:`~._fast.fast_spec`; a state with back-references, such as the step counter
-    all parameters share, is taken only at the position where this call walked it, see
-    :func:`~._fast.shift_spec`)."""
+    optimizer's new state (see :func:`~ember.backend.step_tree.fast_spec`; a state with back-references, such as
+    the step counter all parameters share, is taken only at the position where this call walked it, see
+    :func:`~ember.backend.step_tree.shift_spec`)."""
     out: list[tuple[str, Any, Any]] = []
     tops = list(result) if isinstance(result, (tuple, list)) else [result]
     for x in tops:
         if isinstance(x, Module):
-            spec = fast_spec(x)
+            spec = fast_spec(TREE, x)
             e = ow.expr(x)
             fe = ow.fast_entry(spec) if spec is not None and e is not None else None
             ge = ow.guard_exprs(cell_guards(spec[2])) if fe is not None and spec is not None else None
@@ -282,7 +285,7 @@ def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple
                 out.append(("module", e, (fe[0], spec[1], fe[1], fe[2], ge[0], ge[1])))
     for n, o in rb.optims:
         try:
-            spec = fast_spec(o._states)
+            spec = fast_spec(TREE, o._states)
         except Exception:  # a Python number or TensorData in the state: this call's results take the walk
             spec = None
         pos = None

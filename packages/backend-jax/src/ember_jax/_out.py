@@ -24,13 +24,12 @@ from ember import Float, Tensor
 from ember.autodiff import Gradients
 from ember.backend import Device
 from ember.backend.contract import AutodiffPrimitive, new_leaf
+from ember.backend.step_tree import Rebuild, number_tensor
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
+from ._devices import ForeignTensor, device_info
 from ._kernel import is_tracer
-from ._kinds import ForeignTensor, device_info
-from ._rebuild import Rebuild
-from ._states import number_tensor
 
 __all__ = ["OutWalk", "generate"]
 
@@ -48,6 +47,10 @@ class OutWalk:
         self._memo: dict[int, int] = {}
         self._keep: list[Any] = []  # new objects stay alive while walking, so their ids stay unique
         self._numbers: dict[Any, Any] = {}
+        #: new optimizer-state tensors written into the caller's tensor objects (see :meth:`state_in_place`):
+        #: id -> the caller's object number
+        self._into: dict[int, int] = {}
+        self._used: set[int] = set()  # the caller's objects the nodes walked so far hand back
 
     # ------------------------------------------------------------------ leaves
     def leaf(self, p: Any) -> int:
@@ -59,7 +62,10 @@ class OutWalk:
 
     def _memoize(self, x: Any) -> tuple[int, Any] | tuple[None, Any]:
         n = self.inputs.get(id(x))
+        if n is None:
+            n = self._into.get(id(x))
         if n is not None:
+            self._used.add(n)
             return None, ("IN", n)
         k = self._memo.get(id(x))
         if k is not None:
@@ -90,14 +96,16 @@ class OutWalk:
     def expr(self, x: Any) -> str | None:
         """The generated code's name for an object walked here (``O[n]`` an input, ``s<k>`` a new object)."""
         n = self.inputs.get(id(x))
+        if n is None:
+            n = self._into.get(id(x))
         if n is not None:
             return f"O[{n}]"
         k = self._memo.get(id(x))
         return None if k is None else f"s{k}"
 
     def fast_entry(self, spec: tuple[Any, bool, list[Any], list[Any]]) -> tuple[str, list[str], list[str]] | None:
-        """``(structure, object expressions, leaf expressions)`` of a :func:`~._fast.fast_spec`, or ``None`` when an
-        object of it was not walked here."""
+        """``(structure, object expressions, leaf expressions)`` of a :func:`~ember.backend.step_tree.fast_spec`,
+        or ``None`` when an object of it was not walked here."""
         node, _free, objs, leaves = spec
         exprs = [self.expr(o) for o in objs]
         if any(e is None for e in exprs):
@@ -120,8 +128,9 @@ class OutWalk:
         return node, exprs, lexprs  # type: ignore[return-value]
 
     def guard_exprs(self, guards: list[tuple[Any, Any]]) -> tuple[list[str], list[str]] | None:
-        """The expressions of the ``(cell, tensor)`` guards of a fast spec (:func:`~._fast.cell_guards`): the
-        cells and the tensors they must still hold; ``None`` when one was not walked here."""
+        """The expressions of the ``(cell, tensor)`` guards of a fast spec
+        (:func:`~ember.backend.step_tree.cell_guards`): the cells and the tensors they must still hold; ``None``
+        when one was not walked here."""
         cells = [self.expr(c) for c, _t in guards]
         tensors = [self.expr(t) for _c, t in guards]
         if any(e is None for e in cells) or any(e is None for e in tensors):
@@ -202,6 +211,32 @@ class OutWalk:
             flag = 0
         return ("T", k, self.leaf(p), dev, kind, flag)
 
+    def state_in_place(self, old: Any, new: Any, memo: dict[int, int]) -> list[tuple[int, int]] | None:
+        """The writes that turn an optimizer's state ``old`` (the caller's, its objects numbered by ``memo``) into
+        ``new`` (the step's) by giving each of the caller's state tensors its new array: ``(object number, output
+        index)`` pairs, or ``None`` when the two do not pair up one to one (another layout, a Python number, a
+        tracked tensor, a tensor also among the results).
+
+        The optimizer never hands its state tensors out (``optim.state(id)`` and ``to_record()`` copy), so
+        writing their arrays is invisible to the user; it saves building (and freeing) a new state tree per call
+        and keeps ``optim._states`` the same dict holding the same tensors (the next call's fast path finds them
+        as they are)."""
+        pairs: dict[int, Any] = {}
+        if not _pair_states(old, new, memo, pairs, {}):
+            return None
+        writes: list[tuple[int, int]] = []
+        for n, t in pairs.items():
+            if id(t) in self._memo or n in self._used:  # a result holds the new tensor, or the caller's one
+                return None
+            held = self.inputs.get(id(t))
+            if held is not None and held != n:
+                return None
+        for n, t in pairs.items():
+            if id(t) not in self.inputs:  # an input returned as it is needs no write
+                self._into[id(t)] = n
+                writes.append((n, self.leaf(t.primitive)))
+        return writes
+
     def state(self, x: Any, dev: Device | None, path: str) -> Any:
         """An optimizer state: a Python int/float next to tensors becomes an Int/Float ``[1]`` tensor on their
         device (it stays a tensor in the optimizer afterwards)."""
@@ -219,6 +254,36 @@ class OutWalk:
                 t = self._numbers[key] = number_tensor(x, dev)
             return self.tensor(t, path)
         return self.walk(x, path)
+
+
+def _pair_states(old: Any, new: Any, memo: dict[int, int], pairs: dict[int, Any], back: dict[int, int]) -> bool:
+    """Pair the caller's state tensors (by object number) with the step's new ones, position by position: the same
+    dict keys, sequence lengths and ``None`` s, and each caller tensor with one new tensor of its device and kind
+    (untracked on both sides), one to one."""
+    c = old.__class__
+    if c is not new.__class__:
+        return False
+    if c is dict:
+        return len(old) == len(new) and all(
+            k1 == k2 and _pair_states(a, b, memo, pairs, back)
+            for (k1, a), (k2, b) in zip(old.items(), new.items()))
+    if c is list or c is tuple:
+        return len(old) == len(new) and all(_pair_states(a, b, memo, pairs, back) for a, b in zip(old, new))
+    if c is Tensor:
+        if (old.device != new.device or old.kind is not new.kind or old.primitive.__class__ is AutodiffPrimitive
+                or new.primitive.__class__ is AutodiffPrimitive):
+            return False
+        n = memo.get(id(old))
+        if n is None:
+            return False
+        seen = pairs.get(n)
+        if seen is None:
+            if back.setdefault(id(new), n) != n:
+                return False
+            pairs[n] = new
+            return True
+        return seen is new
+    return old is None and new is None
 
 
 def _first_device(xs: Any) -> Device | None:
@@ -371,21 +436,27 @@ def generate(
     fast: list[tuple[str, Any, Any]] = (),  # type: ignore[assignment]
 ) -> tuple[Any, str]:
     """The function ``build(L, O) -> (result, fast)`` (``L`` the program's outputs, ``O`` the caller's objects
-    by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)``,
+    by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)`` or
+    ``(n, ("INTO", [(caller's tensor number, output index), ...]))`` (:meth:`OutWalk.state_in_place`),
     ``keys`` ``(KeyState, leaf index)``. ``fast`` lists the results flattened ahead: ``("module", object
     expression, (structure, position independent, object exprs, leaf exprs, cell exprs, cell value exprs))``
     or ``("optim", n, (structure,
     object exprs, leaf exprs, position))``, ``position`` being the (objects, leaves) counts the states must
     follow, or None; ``build`` returns them keyed by object id for the next call's flatten (see
-    :func:`~._fast.fast_spec`). Returns the function and its source (for debugging)."""
+    :func:`~ember.backend.step_tree.fast_spec`). Returns the function and its source (for debugging)."""
     g = _Gen()
+    # the results first: the walk met them first, so the state written back may refer to their objects
+    r = g.node(result)
     for n, tn in cells:
         g.emit(f"_RSt(O[{n}], {g.node(tn)})")
     for n, sn in optims:
-        g.emit(f"O[{n}]._states = {g.node(sn)}")
+        if sn[0] == "INTO":  # the caller's state tensors get their new arrays (OutWalk.state_in_place)
+            for t, i in sn[1]:
+                g.emit(f"O[{t}].primitive = L[{i}]")
+        else:
+            g.emit(f"O[{n}]._states = {g.node(sn)}")
     for ks, i in keys:
         g.emit(f"{g.const(ks)}.key = L[{i}]")
-    r = g.node(result)
     items = []
     for kind, who, spec in fast:
         if kind == "module":

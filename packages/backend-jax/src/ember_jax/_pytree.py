@@ -5,7 +5,7 @@ Registered when the jax backend loads: ``Tensor``, ``Param``, ``RunningState``, 
 ``ember.module._module.SUBCLASS_HOOKS``; the core never imports jax).
 
 The leaves are the same arrays :func:`ember_jax.jit` passes to the compiled program, and the conventions are
-the same (:mod:`._tree`):
+the same (:mod:`ember.backend.step_tree`):
 
 - a ``Tensor`` is one leaf: its jax array, or for a Float tensor on an ``Autodiff(jax)`` device the inner array;
   the device, kind and tracking flag are static. Unflattening makes a new tensor holding the leaf without

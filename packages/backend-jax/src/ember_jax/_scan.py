@@ -8,10 +8,7 @@ from typing import Any
 
 from ember import BackendError
 from ember.backend import Device
-from ember.module import Module, Param, RunningState
-from ember.optim import GradientsParams, Optimizer
-
-from ._kinds import (
+from ember.backend.step_tree import (
     ALIAS,
     ARRAY,
     DCLASS,
@@ -26,10 +23,12 @@ from ._kinds import (
     STATIC,
     STATIC_ID,
     TENSOR,
-    ForeignTensor,
     dc_fields,
-    device_info,
 )
+from ember.module import Module, Param, RunningState
+from ember.optim import GradientsParams, Optimizer
+
+from ._devices import ForeignTensor, device_info
 
 __all__ = ["Scan", "locate", "foreign_error"]
 

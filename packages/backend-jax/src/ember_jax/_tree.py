@@ -1,307 +1,59 @@
-"""The arguments of a compiled step as (dynamic leaves, hashable structure), and their rebuilding while tracing.
+"""The jax backend's hooks of the step tree (:mod:`ember.backend.step_tree`): the arguments of an
+:func:`ember_jax.jit` call flattened into jax arrays and structure, and rebuilt around tracers.
 
-:func:`flatten` walks the arguments of an :func:`ember_jax.jit` call once per call (the hot path) and returns
-the jax arrays to pass to the compiled program (``Flat.leaves``) and a nested tuple of plain values describing
-everything else (the *structure*, the cache key). :func:`~._rebuild.rebuild` runs only while jax traces: it walks
-the same arguments again, in the same order, and makes the objects the step function receives, holding tracers.
-
-What is what (by type, not annotation):
-
-=======================  ==============================================================================
-``Tensor``               one leaf (the inner array for a Float tensor on an ``Autodiff(jax)`` device); the
-                         structure keeps the device, kind, tracking flag, shape and dtype.
-``Param``                its tensor; the ``ParamId`` and ``require_grad`` are static.
-``RunningState``         its tensor; the cell is rebuilt, and a new value set inside is written back.
-``Module``               its fields (``__ember_fields__``), walked; the class is static.
-``Optimizer``            its per-parameter ``_states`` (tensors are leaves; a Python int/float becomes an
-                         Int/Float ``[1]`` tensor first); the rule and options are static.
-``GradientsParams``      its tensors; the ids are static.
-dataclass instances      their fields, walked (batches, outputs).
-list, tuple, namedtuple  their items; dict: its values (keys static).
-``jax.Array``/``ndarray``  a raw leaf (comes back as a ``jax.Array``).
-anything else            static: hashed by value, or by identity when unhashable.
-=======================  ==============================================================================
-
-Objects met twice (a ``Param`` shared by two layers, one tensor at two places) are walked once: later
-occurrences are a back-reference (``(REF, n)``), so they stay one leaf and one object inside the step.
-Every object with an identity (tensor, param, running state, module, optimizer, gradients) gets a number
-``n`` in walk order; ``Flat.objs[n]`` is the caller's object, which the output side uses to hand back inputs
-the step returns unchanged and to write state back.
+The walk itself is the core's; what is jax's here: raw ``jax.Array`` and ``numpy.ndarray`` arguments are leaves
+(their structure records jax's weak typing, which jax keys its own cache on: ``jnp.asarray(1.0)`` is weakly
+typed), and the tensors an optimizer's Python numbers become are replicated over the devices the call spans
+(:func:`ember_jax.replicate`), as the compiled program requires of every input.
 """
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
 from typing import Any
 
-from ember import Tensor, TensorData
-from ember.backend.contract import AutodiffPrimitive as AP
-from ember.module import Param, RunningState
-from ember.optim import GradientsParams, Optimizer
+import jax
+import numpy as np
 
-from ._flat import Flat, rewind
-from ._kinds import (
-    ALIAS,
-    ARRAY,
-    DCLASS,
-    DICT,
-    GRADS,
-    MODULE,
-    NONE,
-    OPTIM,
-    PARAM,
-    REF,
-    RSTATE,
-    SEQ,
-    STATIC,
-    TENSOR,
-    dc_fields,
-    kind_of,
-    static_key,
-)
-from ._states import normalize_states
+import ember
+from ember.backend.step_tree import StepTree
 
-__all__ = ["Flat", "flatten", "flatten_dict", "flatten_seq", "flatten_state"]
+from ._sharding import _place, put
+
+__all__ = ["TREE"]
 
 
-def _enter(fl: Flat, x: Any) -> Any:
-    """Number ``x`` (its first visit: ``None``) or its back-reference ``(REF, n)`` when already walked."""
-    memo = fl.memo
-    n = memo.get(id(x))
-    if n is not None:
-        return (REF, n)
-    memo[id(x)] = len(fl.objs)
-    fl.objs.append(x)
+def _weak_type(x: Any) -> bool:
+    return getattr(x, "weak_type", False)
+
+
+def _default_device() -> Any:
+    return ember.backend("jax").device()
+
+
+def _place_states(o: Any, fl: Any, states: dict[Any, Any]) -> dict[Any, Any]:
+    """``states`` with the new tensors replicated over the mesh of the call's arrays spread over several devices
+    (none: as they are)."""
+    spread = _spread(fl, o._states)
+    if spread is None:
+        return states
+    placed = _place(list(states.values()),  # a list: jax sorts dict keys, and ParamIds do not order
+                    lambda a: a if len(a.sharding.device_set) > 1 else put(a, spread))
+    return dict(zip(states, placed))
+
+
+def _spread(fl: Any, states: dict[Any, Any]) -> Any:
+    """The replicated sharding over the mesh of the first array of the call (or of the states) that lives on
+    several devices, else ``None``."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    arrays = list(fl.leaves) + jax.tree_util.tree_leaves(list(states.values()))
+    for a in arrays:
+        sh = getattr(a, "sharding", None)
+        if sh is not None and len(sh.device_set) > 1 and hasattr(sh, "mesh"):
+            return NamedSharding(sh.mesh, PartitionSpec())
     return None
 
 
-# The structure of a tensor names its device, kind and tracking flag (0 plain, 1 untracked autodiff, 2 tracked)
-# and either the shape and dtype of a new leaf or the index of an earlier leaf holding the same array. Devices
-# are checked once per new structure (:func:`scan`), not here.
-def flatten(fl: Flat, x: Any) -> Any:
-    """The structure of ``x``; its leaves are appended to ``fl.leaves``."""
-    h = _FLAT.get(x.__class__)
-    if h is None:
-        h = _classify(x.__class__)[0]
-    return h(fl, x)
-
-
-def _f_tensor(fl: Flat, t: Any) -> Any:
-    memo = fl.memo
-    k = id(t)
-    n = memo.get(k)
-    if n is not None:
-        return (REF, n)
-    objs = fl.objs
-    memo[k] = len(objs)
-    objs.append(t)
-    p = t.primitive
-    if p.__class__ is AP:
-        flag = 1 if p.node is None else 2
-        p = p.p
-    else:
-        flag = 0
-    pm = fl.pmemo
-    j = pm.get(id(p))
-    if j is not None:
-        return (ALIAS, t.device, t.kind, flag, j)
-    leaves = fl.leaves
-    pm[id(p)] = len(leaves)
-    leaves.append(p)
-    return (TENSOR, t.device, t.kind, flag, p.shape, p.dtype)
-
-
-def _f_value(fl: Flat, t: Any) -> Any:
-    """The structure of a parameter's value: a tensor, or another object a Param may hold (an
-    ``ember.quantization.QuantizedTensor``, a dataclass of tensors)."""
-    return _f_tensor(fl, t) if t.__class__ is Tensor else flatten(fl, t)
-
-
-def _f_param(fl: Flat, x: Param) -> Any:
-    ref = _enter(fl, x)
-    if ref is not None:
-        return ref
-    return (PARAM, x.id._value, x.require_grad, _f_value(fl, x._tensor))
-
-
-def _f_state(fl: Flat, x: RunningState) -> Any:
-    ref = _enter(fl, x)
-    if ref is not None:
-        return ref
-    return (RSTATE, x.id._value, _f_tensor(fl, x._tensor))
-
-
-_FIELDS_MISSING = object()
-_is = operator.is_
-_cell_value = operator.attrgetter("_tensor")
-
-
-def _f_module(fl: Flat, m: Any) -> Any:
-    memo = fl.memo
-    k = id(m)
-    n = memo.get(k)
-    if n is not None:
-        return (REF, n)
-    objs = fl.objs
-    fast = fl.fast
-    if fast is not None:
-        c = fast.get(k)
-        if (c is not None and c[0] is m and (c[2] or (not objs and not fl.leaves))
-                and (not c[5] or all(map(_is, map(_cell_value, c[5]), c[6])))):
-            memo[k] = len(objs)
-            objs.extend(c[3])
-            fl.leaves.extend(c[4])
-            fl.hits += 1
-            return c[1]
-    memo[k] = len(objs)
-    objs.append(m)
-    cls = m.__class__
-    d = m.__dict__
-    out: list[Any] = []
-    for f in cls.__ember_fields__:
-        v = d.get(f, _FIELDS_MISSING)
-        if v is _FIELDS_MISSING:
-            v = getattr(m, f)
-        c = v.__class__
-        if c is Param:  # inlined _f_param: most fields of most modules
-            k = id(v)
-            n = memo.get(k)
-            if n is not None:
-                out.append((REF, n))
-                continue
-            memo[k] = len(objs)
-            objs.append(v)
-            out.append((PARAM, v.id._value, v.require_grad, _f_value(fl, v._tensor)))
-            continue
-        h = _FLAT.get(c)
-        if h is None:
-            h = _classify(c)[0]
-        out.append(h(fl, v))
-    return (MODULE, cls, tuple(out))
-
-
-class _Normalize(Exception):
-    """Internal: an optimizer state holds a Python number or TensorData (normalize, then flatten again)."""
-
-
-def _f_optim(fl: Flat, o: Optimizer) -> Any:
-    ref = _enter(fl, o)
-    if ref is not None:
-        return ref
-    objs = fl.objs
-    k = id(o)
-    d = o.__dict__
-    attrs = tuple([(a, static_key(v)) for a, v in d.items() if a != "_states"])
-    fast = fl.fast
-    if fast is not None:
-        c = fast.get(k)
-        if (c is not None and c[0] is o and c[1] is o._states and _same_values(o._states, c[2])
-                and (c[6] is None or c[6] == (len(objs), len(fl.leaves)))):
-            objs.extend(c[4])
-            fl.leaves.extend(c[5])
-            fl.hits += 1
-            return (OPTIM, o.__class__, attrs, c[3])
-    mark = fl.marks[k] = (len(objs), len(fl.leaves))
-    try:
-        states = tuple([(pid._value, flatten_state(fl, st)) for pid, st in o._states.items()])
-    except _Normalize:
-        rewind(fl, mark)
-        normalize_states(o, fl)
-        states = tuple([(pid._value, flatten_state(fl, st)) for pid, st in o._states.items()])
-    return (OPTIM, o.__class__, attrs, states)
-
-
-def _same_values(d: dict[Any, Any], values: tuple[Any, ...]) -> bool:
-    if len(d) != len(values):
-        return False
-    for a, b in zip(d.values(), values):
-        if a is not b:
-            return False
-    return True
-
-
-def flatten_state(fl: Flat, x: Any) -> Any:
-    """A per-parameter optimizer state: dicts / lists of tensors and ``None``."""
-    c = x.__class__
-    if c is dict:
-        nodes = [_f_tensor(fl, v) if v.__class__ is Tensor else flatten_state(fl, v) for v in x.values()]
-        return (DICT, dict, tuple(x), tuple(nodes))
-    if c is int or c is float or c is TensorData:
-        raise _Normalize
-    if c is list or c is tuple:
-        return (SEQ, c, tuple([flatten_state(fl, v) for v in x]))
-    return flatten(fl, x)
-
-
-def _f_grads(fl: Flat, g: GradientsParams) -> Any:
-    ref = _enter(fl, g)
-    if ref is not None:
-        return ref
-    return (GRADS, tuple([(pid._value, _f_tensor(fl, t)) for pid, t in g._grads.items()]))
-
-
-def flatten_seq(fl: Flat, x: Any) -> Any:
-    """The structure of a list, tuple or namedtuple (the positional arguments of a call)."""
-    return (SEQ, x.__class__, tuple([flatten(fl, v) for v in x]))
-
-
-def flatten_dict(fl: Flat, x: dict[Any, Any]) -> Any:
-    """The structure of a dict (the keyword arguments of a call)."""
-    return (DICT, x.__class__, tuple(x), tuple([flatten(fl, v) for v in x.values()]))
-
-
-def _f_dclass(fl: Flat, x: Any) -> Any:
-    cls = x.__class__
-    return (DCLASS, cls, tuple([flatten(fl, getattr(x, f)) for f in dc_fields(cls)]))
-
-
-def _f_array(fl: Flat, x: Any) -> Any:
-    pm = fl.pmemo
-    j = pm.get(id(x))
-    if j is None:
-        j = pm[id(x)] = len(fl.leaves)
-        fl.leaves.append(x)
-    # jax keys its own cache on weak typing too (``jnp.asarray(1.0)`` is weakly typed): so must the structure
-    return (ARRAY, x.__class__, x.shape, x.dtype, j, getattr(x, "weak_type", False))
-
-
-def _f_plain(fl: Flat, x: Any) -> Any:
-    if x.__class__ is float:  # by its bits: 0.0 and -0.0 differ, a NaN equals itself
-        return (STATIC, float, x.hex())
-    return (STATIC, x.__class__, x)
-
-
-_NONE_NODE = (NONE,)
-
-
-def _f_none(fl: Flat, x: Any) -> Any:
-    return _NONE_NODE
-
-
-def _f_static(fl: Flat, x: Any) -> Any:
-    return static_key(x)
-
-
-def _f_gradients(fl: Flat, x: Any) -> Any:
-    raise TypeError(
-        "ember_jax.jit: an ember.autodiff.Gradients (the result of loss.backward()) cannot cross the boundary of "
-        "a compiled step: it is keyed by graph leaves that exist only inside the call. Convert it with "
-        "GradientsParams.from_grads(grads, model) and pass or return that."
-    )
-
-
-_FLAT: dict[type, Callable[[Flat, Any], Any]] = {}
-
-
-_F_BY_KIND: dict[str, Callable[[Flat, Any], Any]] = {
-    "tensor": _f_tensor, "param": _f_param, "state": _f_state, "module": _f_module, "optim": _f_optim,
-    "grads": _f_grads, "gradients": _f_gradients, "none": _f_none, "plain": _f_plain, "seq": flatten_seq,
-    "dict": flatten_dict, "array": _f_array, "dclass": _f_dclass, "static": _f_static,
-}
-
-
-def _classify(cls: type) -> tuple[Callable[[Flat, Any], Any]]:
-    """The flatten handler of a type, cached."""
-    h = _FLAT[cls] = _F_BY_KIND[kind_of(cls)]
-    return (h,)
+#: the jax backend's step tree
+TREE = StepTree("ember_jax.jit", array_types=(jax.Array, np.ndarray), array_extra=_weak_type,
+                default_device=_default_device, place_states=_place_states)

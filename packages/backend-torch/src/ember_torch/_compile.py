@@ -3,9 +3,9 @@ updates) as one graph of aten operations, and replay it (optionally compiled by 
 
 One call:
 
-1. the arguments are flattened (:mod:`._capture_flatten`) into torch tensors (the graph's inputs) and a hashable
-   structure (classes, devices, kinds, shapes, dtypes, parameter ids, optimizer-state layout, plain values): the
-   cache key;
+1. the arguments are flattened (:mod:`ember.backend.step_tree`, torch's hooks in :mod:`._capture_flatten`) into
+   torch tensors (the graph's inputs) and a hashable structure (classes, devices, kinds, shapes, dtypes, parameter
+   ids, optimizer-state layout, plain values): the cache key; a new structure's tensors are checked to be torch's;
 2. on a cache miss the step is captured: ``torch.fx.experimental.proxy_tensor.make_fx`` (fake tensors) runs a
    function that rebuilds the arguments around proxy tensors, runs the step once (Ember's Python: tensor wrappers,
    the autodiff tape, module walks), and returns as graph outputs the tensors of the results and the state to write
@@ -31,10 +31,11 @@ from typing import Any
 import torch
 
 from ember import BackendError
+from ember.backend.step_tree import Flat, Rebuild, flatten, rebuild
 
 from . import _capture_state
-from ._capture_flatten import Flat, ForeignTensor, flatten
-from ._capture_tree import OutWalk, Rebuild, build, rebuild
+from ._capture_flatten import TREE, ForeignTensor, check_devices
+from ._capture_tree import OutWalk, build
 
 __all__ = ["compile", "CompiledStep", "MODES"]
 
@@ -105,10 +106,11 @@ class CompiledStep:
 
     def graph(self, *args: Any, **kwargs: Any) -> Any:
         """The ``torch.fx.GraphModule`` captured for these arguments' structure (captured now if new; nothing runs)."""
-        fl = Flat()
+        fl = Flat(TREE)
         key = (flatten(fl, args), flatten(fl, kwargs))
         entry = self._cache.get(key)
         if entry is None:
+            _check_devices(fl)
             with _quiet_torch():
                 entry = self._cache[key] = self._capture(fl, args, kwargs)
         return entry.gm
@@ -125,16 +127,11 @@ class CompiledStep:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the step: captured at the first call of each argument structure, replayed afterwards; the state of
         the arguments (optimizer states, running states) is written back. Returns what ``fn`` returns."""
-        fl = Flat()
-        try:
-            key = (flatten(fl, args), flatten(fl, kwargs))
-        except ForeignTensor as exc:
-            raise BackendError(
-                f"ember_torch.compile: a tensor of the {exc.obj.device} device is among the arguments; a compiled "
-                "step takes tensors of the torch backend (or Autodiff(torch)) only: move it with .to_device(...)."
-            ) from None
+        fl = Flat(TREE)
+        key = (flatten(fl, args), flatten(fl, kwargs))
         entry = self._cache.get(key)
         if entry is None:
+            _check_devices(fl)
             with _quiet_torch():
                 entry = self._capture(fl, args, kwargs)
                 outs = entry.run(*fl.leaves)  # type: ignore[misc]
@@ -208,6 +205,18 @@ class CompiledStep:
         whole = not any("generator" in n.kwargs for n in entry.gm.graph.nodes)
         return torch.compile(entry.gm, mode=mode, backend=self.backend, options=self.options,  # type: ignore[no-any-return]
                              fullgraph=whole, dynamic=False)
+
+
+def _check_devices(fl: Flat) -> None:
+    """Every tensor of a new structure on the torch backend, else a ``BackendError`` (devices are part of the
+    structure, so a structure found in the cache was checked when it was captured)."""
+    try:
+        check_devices(fl)
+    except ForeignTensor as exc:
+        raise BackendError(
+            f"ember_torch.compile: a tensor of the {exc.obj.device} device is among the arguments; a compiled "
+            "step takes tensors of the torch backend (or Autodiff(torch)) only: move it with .to_device(...)."
+        ) from None
 
 
 @contextlib.contextmanager

@@ -4,30 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import numpy as np
 
-import ember
-from ember import Bool, Float, Int, Tensor, TensorData
-from ember.backend import Device
-from ember.optim import Optimizer
-
+from ..._kind import Bool, Float, Int
+from ..._tensor_data import TensorData
+from ...optim import Optimizer
+from ...tensor import Tensor
+from .._device import Device
 from ._flat import Flat
-from ._sharding import _place, put
 
 __all__ = ["normalize_states", "number_tensor"]
 
 
 def normalize_states(o: Optimizer, fl: Flat) -> None:
     """Replace, in ``o``'s state, Python ints/floats by Int/Float ``[1]`` tensors and loaded ``TensorData`` by
-    tensors (what a compiled step needs: numbers would be static, recompiling at every step). The device is
-    that of the state's other tensors (else that of the first jax tensor of the call, else the jax backend's
-    default device). Equal numbers on one device become one tensor, shared by the states (the step counters of
-    all parameters: one ``[1]`` array, incremented once per step, see :func:`ember.optim._scalar.shared`).
-    Runs once after an eager step or ``load_record``; later states already hold tensors.
-
-    When the call's arrays are spread over several devices (:func:`ember_jax.replicate`), the new tensors are
-    replicated over the same devices, as the step requires of every input."""
+    tensors (what a compiled step needs: numbers would be static, compiling again at every step). The device is
+    that of the state's other tensors, else the inner device of the first tensor of the call, else the tree's
+    ``default_device()``. Equal numbers on one device become one tensor shared by the states (the step counters of
+    all parameters: one ``[1]`` array, incremented once per step, see ``ember.optim._scalar.shared``). Runs once
+    after an eager step or ``load_record``; later states already hold tensors. The tree's ``place_states`` hook,
+    when set, places the new tensors (jax: over the devices the call spans)."""
     states = o._states
     changed = None
     made: dict[Any, Tensor] = {}
@@ -37,25 +33,8 @@ def normalize_states(o: Optimizer, fl: Flat) -> None:
                 changed = dict(states)
             changed[pid] = _normalized(st, _state_device(st) or _default_device(fl), made)
     if changed is not None:
-        spread = _spread(fl, states)
-        if spread is not None:
-            placed = _place(list(changed.values()),  # a list: jax sorts dict keys, and ParamIds do not order
-                            lambda a: a if len(a.sharding.device_set) > 1 else put(a, spread))
-            changed = dict(zip(changed, placed))
-        o._states = changed
-
-
-def _spread(fl: Flat, states: dict[Any, Any]) -> Any:
-    """The replicated sharding over the mesh of the first array of the call (or of the states) that lives on
-    several devices, else ``None``."""
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    arrays = list(fl.leaves) + jax.tree_util.tree_leaves(list(states.values()))
-    for a in arrays:
-        sh = getattr(a, "sharding", None)
-        if sh is not None and len(sh.device_set) > 1 and hasattr(sh, "mesh"):
-            return NamedSharding(sh.mesh, PartitionSpec())
-    return None
+        place = fl.tree.place_states
+        o._states = changed if place is None else place(o, fl, changed)
 
 
 def _needs_normalizing(x: Any) -> bool:
@@ -86,7 +65,7 @@ def _default_device(fl: Flat) -> Device:
     for t in fl.objs:
         if isinstance(t, Tensor):
             return t.device.inner
-    return ember.backend("jax").device()
+    return fl.tree.default_device()  # type: ignore[no-any-return]
 
 
 def _normalized(x: Any, dev: Device, made: dict[Any, Tensor]) -> Any:
@@ -118,5 +97,3 @@ def number_tensor(x: int | float, dev: Device) -> Tensor:
     if x.__class__ is int:
         return Tensor.from_data(np.asarray([x], np.int64), dev, Int)
     return Tensor.from_data(np.asarray([x], np.float64), dev, Float)
-
-

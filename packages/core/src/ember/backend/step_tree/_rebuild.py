@@ -1,10 +1,11 @@
-"""The arguments of a compiled step rebuilt while jax traces it: the same objects, in the same order as
-:func:`~._tree.flatten` walked them, holding tracers in place of the leaves.
+"""The arguments of a compiled step rebuilt while the backend traces it: the same objects, in the same order as
+:func:`~._flatten.flatten` walked them, holding the backend's tracers (jax) or proxies (torch's ``make_fx``) in
+place of the leaves.
 
-Tensors on an ``Autodiff`` device are rebuilt from their inner tracer and tracked again (``require_grad``) when
-they were tracked. Params and running states are rebuilt (a running state is a new cell: what the step stores
-in it is written back to the caller's cell afterwards). An optimizer is a shallow copy (a stand-in) holding the
-traced state; its state at the end of the step is written back. Objects met twice are rebuilt once.
+Tensors on an ``Autodiff`` device are rebuilt from their inner leaf and tracked again (``require_grad``) when they
+were tracked. Params and running states are rebuilt (a running state is a new cell: what the step stores in it is
+written back to the caller's cell afterwards). An optimizer is a shallow copy (a stand-in) holding the traced
+state; its state at the end of the step is written back. Objects met twice are rebuilt once.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from ember import Float, Tensor
-from ember.backend.contract import AutodiffPrimitive as AP
-from ember.backend.contract import rebuild_module
-from ember.module import Param, RunningState
-from ember.optim import GradientsParams, Optimizer
-
+from ..._kind import Float
+from ...autodiff._graph import AutodiffPrimitive as AP
+from ...module import Param, RunningState
+from ...module._tree import rebuild as rebuild_module
+from ...optim import GradientsParams, Optimizer
+from ...tensor import Tensor
 from ._flat import Flat
-from ._kinds import dc_fields, kind_of
+from ._kinds import dc_fields
 
 __all__ = ["Rebuild", "rebuild"]
 
@@ -29,10 +30,12 @@ _set = object.__setattr__
 
 
 class Rebuild:
-    """State of one rebuild: the tracers, the caller's memos (same objects, same order), the inner objects
-    built so far, and what may need writing back (running-state cells, optimizer stand-ins)."""
+    """State of one rebuild: the traced leaves (in the order of ``fl.leaves``), the caller's memos (same objects,
+    same order), the inner objects built so far (``inner[n]`` for the caller's ``objs[n]``), and what may need
+    writing back: ``cells`` ``(n, new cell, the tensor it started with)`` and ``optims`` ``(n, stand-in)``."""
 
     def __init__(self, leaves: Any, fl: Flat) -> None:
+        self.tree = fl.tree
         self.leaves = leaves
         self.memo = fl.memo
         self.pmemo = fl.pmemo
@@ -42,10 +45,11 @@ class Rebuild:
 
 
 def rebuild(rb: Rebuild, x: Any) -> Any:
-    """The object the step receives for ``x``: same structure, tracers in place of the leaves."""
-    h = _BUILD.get(x.__class__)
+    """The object the step receives for ``x``: same structure, traced leaves in place of the arrays."""
+    table = rb.tree.build
+    h = table.get(x.__class__)
     if h is None:
-        h = _BUILD[x.__class__] = _BY_KIND[kind_of(x.__class__)]
+        h = table[x.__class__] = _BY_KIND[rb.tree.kind_of(x.__class__)]
     return h(rb, x)
 
 
@@ -126,27 +130,35 @@ def _b_grads(rb: Rebuild, g: GradientsParams) -> Any:
     return out
 
 
-def _b_seq(rb: Rebuild, x: Any) -> Any:
-    items = [rebuild(rb, v) for v in x]
-    if x.__class__ is list:
+def same_seq(like: Any, items: list[Any]) -> Any:
+    """A sequence of ``like``'s class (list, tuple, namedtuple or another tuple subclass) holding ``items``."""
+    if like.__class__ is list:
         return items
-    if hasattr(x, "_fields"):
-        return x.__class__(*items)
-    return x.__class__(items)
+    if hasattr(like, "_fields"):
+        return like.__class__(*items)
+    return like.__class__(items)
+
+
+def _b_seq(rb: Rebuild, x: Any) -> Any:
+    return same_seq(x, [rebuild(rb, v) for v in x])
 
 
 def _b_dict(rb: Rebuild, x: dict[Any, Any]) -> Any:
     return x.__class__((k, rebuild(rb, v)) for k, v in x.items())
 
 
-def _b_dclass(rb: Rebuild, x: Any) -> Any:
-    cls = x.__class__
-    out = _new(cls)
+def copy_dclass(x: Any, fields: dict[str, Any]) -> Any:
+    """A copy of dataclass instance ``x`` (without running ``__init__``) with its fields set from ``fields``."""
+    out = _new(x.__class__)
     if hasattr(x, "__dict__"):
         _set(out, "__dict__", dict(x.__dict__))
-    for f in dc_fields(cls):
-        _set(out, f, rebuild(rb, getattr(x, f)))
+    for f, v in fields.items():
+        _set(out, f, v)
     return out
+
+
+def _b_dclass(rb: Rebuild, x: Any) -> Any:
+    return copy_dclass(x, {f: rebuild(rb, getattr(x, f)) for f in dc_fields(x.__class__)})
 
 
 def _b_array(rb: Rebuild, x: Any) -> Any:
@@ -157,7 +169,6 @@ def _b_static(rb: Rebuild, x: Any) -> Any:
     return x
 
 
-_BUILD: dict[type, Callable[[Rebuild, Any], Any]] = {}
 _BY_KIND: dict[str, Callable[[Rebuild, Any], Any]] = {
     "tensor": _b_tensor, "param": _b_param, "state": _b_state, "module": _b_module, "optim": _b_optim,
     "grads": _b_grads, "gradients": _b_static, "none": _b_static, "plain": _b_static, "seq": _b_seq,

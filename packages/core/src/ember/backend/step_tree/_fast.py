@@ -1,8 +1,8 @@
 """Results flattened ahead: the fast path of the next call's flatten.
 
 The step's results are usually its next call's arguments (``model, item = step(model, optim, ...)``, the
-optimizer's new state). Their structure is known when the step is traced, so the generated output code also
-records, per call, the objects and arrays of each result module and of each optimizer's new state in flatten
+optimizer's new state). Their structure is known when the step is traced, so a backend's result code can also
+record, per call, the objects and arrays of each result module and of each optimizer's new state in flatten
 order; the next call's flatten then checks identity and takes them as they are instead of walking them.
 Running-state cells are guarded (:func:`cell_guards`); raw arrays and identity-keyed static values are not
 taken ahead (those modules are always walked).
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.module import RunningState
-
+from ...module import RunningState
 from ._flat import Flat
+from ._flatten import flatten, flatten_state
 from ._kinds import (
     ALIAS,
     ARRAY,
@@ -31,8 +31,8 @@ from ._kinds import (
     STATIC,
     STATIC_ID,
     TENSOR,
+    StepTree,
 )
-from ._tree import flatten, flatten_state
 
 __all__ = ["Hashed", "fast_spec", "cell_guards", "shift_spec"]
 
@@ -53,7 +53,7 @@ class Hashed(tuple):  # type: ignore[type-arg]
         return self._h
 
 
-def fast_spec(x: Any) -> tuple[Any, bool, list[Any], list[Any]] | None:
+def fast_spec(tree: StepTree, x: Any) -> tuple[Any, bool, list[Any], list[Any]] | None:
     """For an object built inside the trace (a module, or an optimizer's ``_states`` dict): ``(structure,
     position independent, objects, leaves)`` as a walk from an empty :class:`Flat` gives them, or ``None`` when
     the object cannot take the fast path.
@@ -61,7 +61,7 @@ def fast_spec(x: Any) -> tuple[Any, bool, list[Any], list[Any]] | None:
     Running-state cells are the one mutable part of a module tree: the objects include each cell followed by
     the tensor it holds, and the output code turns them into guards (:func:`cell_guards`): the next call takes
     the module as it is only while every cell still holds the tensor the step wrote into it."""
-    fc = Flat()
+    fc = Flat(tree)
     if isinstance(x, dict):
         node: Any = tuple([(pid._value, flatten_state(fc, st)) for pid, st in x.items()])
     else:
