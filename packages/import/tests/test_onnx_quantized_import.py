@@ -15,7 +15,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from ember.quantization import QuantizedTensor  # noqa: E402
+from ember.quantization import QuantizedTensor, QuantValue  # noqa: E402
 from ember.record import NamedMpkFileRecorder  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 
@@ -65,7 +65,8 @@ def _run(m, x: np.ndarray, dev) -> np.ndarray:  # type: ignore[no-untyped-def]
 def _qdq_conv_model(per_channel: bool, uint8: bool, group: int, pads: list[int]) -> onnx.ModelProto:
     m, c = 6, 4
     dt = np.uint8 if uint8 else np.int8
-    w = rng.integers(0 if uint8 else -128, 256 if uint8 else 128, (m, c // group, 3, 3)).astype(dt)
+    # [-127, 127] after the uint8 shift: with zero point 0 the weight is Q8S, the int8 kernel's scheme
+    w = rng.integers(1 if uint8 else -127, 256 if uint8 else 128, (m, c // group, 3, 3)).astype(dt)
     scale = (rng.uniform(0.002, 0.02, m) if per_channel else np.array(0.01)).astype(np.float32)
     zp = (np.full(m, 128 if uint8 else 0) if per_channel else np.array(130 if uint8 else -3)).astype(dt)
     inits = [
@@ -95,12 +96,13 @@ QDQ_CONV = [
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 @pytest.mark.parametrize(("per_channel", "uint8", "group", "pads"), QDQ_CONV)
-def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(backend, per_channel, uint8, group, pads) -> None:  # type: ignore[no-untyped-def]
+def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(backend, per_channel, uint8, group, pads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     dev = _device(backend)
     model = _qdq_conv_model(per_channel, uint8, group, pads)
     m = load_model(model.SerializeToString(), dev)
-    ops = [n.op_type for n in m.program.graph.nodes]
-    assert "QdqConv" in ops and "Conv" not in ops and ops.count("DequantizeLinear") == 1  # the activation's
+    # one node: the activation's QuantizeLinear -> DequantizeLinear pair is read by QdqConv itself
+    assert [n.op_type for n in m.program.graph.nodes] == ["QdqConv"]
+    calls = _spy_kernel(monkeypatch)
     wq = m.weights["conv.weight"].val()
     assert isinstance(wq, QuantizedTensor) and wq.values.dtype is ember.DType.INT8 and wq.shape == (6, 4 // group, 3, 3)
     assert list(wq.qparams.scale.shape) == [6 if per_channel else 1]
@@ -111,6 +113,26 @@ def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(backend, per_channel
         got = _run(m, x, dev)
         np.testing.assert_allclose(got, _ort(model, {"x": x}, optimize=False), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, _ort(model, {"x": x}), rtol=1e-4, atol=1e-4)
+    # symmetric pads take the int8 kernel (Q8S weights: its integer path), asymmetric ones the float fallback
+    assert calls == ([("x", "weight")] * 2 if pads[:2] == pads[2:] else [])
+    if per_channel:
+        assert wq.scheme.value is QuantValue.Q8S
+
+
+def _spy_kernel(monkeypatch) -> list:  # type: ignore[no-untyped-def]
+    """Record each call of ``ember.quantization.quantized_conv2d`` (the int8 convolution) made by the converters."""
+    import ember.quantization as eq
+
+    calls: list = []
+    real = eq.quantized_conv2d
+
+    def spy(x, weight, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert isinstance(x, QuantizedTensor) and isinstance(weight, QuantizedTensor)
+        calls.append(("x", "weight"))
+        return real(x, weight, *args, **kwargs)
+
+    monkeypatch.setattr(eq, "quantized_conv2d", spy)
+    return calls
 
 
 def test_qdq_conv_unrecognised_patterns_run_as_float() -> None:
