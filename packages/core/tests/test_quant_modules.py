@@ -241,6 +241,33 @@ def test_static_prepare_calibrate_convert(backend_name: str) -> None:
     np.testing.assert_allclose(to_np(q(tensor(x, dev))), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("qat", [False, True])
+def test_static_layers_converted_under_autodiff_take_autodiff_inputs(backend_name: str, qat: bool) -> None:
+    """Static quantized layers (calibrated, or QAT) converted on an ``Autodiff`` device keep their input qparams
+    on that device: called with the device's tensors they compute what the same layers converted on the plain
+    device compute (regression: the qparams were stored on the inner device and ``quantize`` refused the input)."""
+    dev, ad = plain_device(backend_name), ad_device(backend_name)
+    quantizer = Quantizer(Calibration.min_max(), Q8_AXIS, activation=ACT)
+    cases = [(nn.LinearConfig(10, 3), (4, 10)), (nn.Conv1dConfig((3, 4), (3,)), (2, 3, 9)),
+             (nn.Conv2dConfig([3, 4], [3, 3]), (2, 3, 6, 6))]
+    for cfg, shape in cases:
+        layer = cfg.init(dev)
+        xs = [rng.standard_normal(shape) * (i + 1) for i in range(2)]
+        converted = []
+        for d in (dev, ad):
+            prepared = (quantizer.prepare_qat if qat else quantizer.prepare)(layer.fork(d))
+            for x in xs:
+                prepared(tensor(x, d))
+            q = quantizer.convert(prepared)
+            assert q.input is not None and q.input.static
+            assert q.input.scale.value().device is d  # on the layer's device, as its weight
+            converted.append(q)
+        x = rng.standard_normal(shape) * 2
+        got = converted[1](tensor(x, ad))
+        assert got.device is ad
+        np.testing.assert_allclose(to_np(got), to_np(converted[0](tensor(x, dev))), rtol=1e-6, atol=1e-6)
+
+
 def test_static_with_calibrate_over_a_data_loader(backend_name: str) -> None:
     from ember.data import DataLoaderBuilder, InMemDataset
 
