@@ -252,20 +252,29 @@ def test_static_layers_converted_under_autodiff_take_autodiff_inputs(backend_nam
              (nn.Conv2dConfig([3, 4], [3, 3]), (2, 3, 6, 6))]
     for cfg, shape in cases:
         layer = cfg.init(dev)
-        xs = [rng.standard_normal(shape) * (i + 1) for i in range(2)]
-        converted = []
-        for d in (dev, ad):
-            prepared = (quantizer.prepare_qat if qat else quantizer.prepare)(layer.fork(d))
-            for x in xs:
-                prepared(tensor(x, d))
-            q = quantizer.convert(prepared)
+        prepared = (quantizer.prepare_qat if qat else quantizer.prepare)(layer.fork(ad))
+        for i in range(2):  # calibration (QAT observers learn on autodiff devices only)
+            prepared(tensor(rng.standard_normal(shape) * (i + 1), ad))
+        # the same calibrated model converted on the Autodiff device and on its inner (plain) one
+        converted = [quantizer.convert(prepared.valid()), quantizer.convert(prepared)]
+        for q, d in zip(converted, (dev, ad)):
             assert q.input is not None and q.input.static
-            assert q.input.scale.value().device is d  # on the layer's device, as its weight
-            converted.append(q)
+            assert q.input.scale.value().device is d and q.weight.val().device is d  # the layer's device
         x = rng.standard_normal(shape) * 2
         got = converted[1](tensor(x, ad))
         assert got.device is ad
         np.testing.assert_allclose(to_np(got), to_np(converted[0](tensor(x, dev))), rtol=1e-6, atol=1e-6)
+    if qat:
+        return
+    # a whole model (embedding, conv1d, linears) the same way
+    prepared = quantizer.prepare(net(dev).fork(ad))
+    for _ in range(2):
+        prepared(ints(rng.integers(0, 20, (3, 6)), ad))
+    idx = rng.integers(0, 20, (2, 6))
+    got = quantizer.convert(prepared)(ints(idx, ad))
+    want = quantizer.convert(prepared.valid())(ints(idx, dev))
+    assert got.device is ad
+    np.testing.assert_allclose(to_np(got), to_np(want), rtol=1e-6, atol=1e-6)
 
 
 def test_static_with_calibrate_over_a_data_loader(backend_name: str) -> None:
