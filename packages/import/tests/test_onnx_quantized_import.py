@@ -96,7 +96,9 @@ QDQ_CONV = [
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 @pytest.mark.parametrize(("per_channel", "uint8", "group", "pads"), QDQ_CONV)
-def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(backend, per_channel, uint8, group, pads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(  # type: ignore[no-untyped-def]
+    backend, per_channel, uint8, group, pads, monkeypatch
+) -> None:
     dev = _device(backend)
     model = _qdq_conv_model(per_channel, uint8, group, pads)
     m = load_model(model.SerializeToString(), dev)
