@@ -448,10 +448,14 @@ def test_qlinear_conv_requantizes_as_the_exact_value_rounded(backend, spatial, p
     b = rng.integers(-3000, 3000, m).astype(np.int32)
     xs, xz, ys, yz = np.float32(0.021), np.uint8(131), np.float32(0.043), np.uint8(97)
     inits = [
-        numpy_helper.from_array(w, "w"), numpy_helper.from_array(ws, "ws"),
-        numpy_helper.from_array(np.zeros(m, np.int8), "wz"), numpy_helper.from_array(b, "b"),
-        numpy_helper.from_array(np.array(xs), "xs"), numpy_helper.from_array(np.array(xz), "xz"),
-        numpy_helper.from_array(np.array(ys), "ys"), numpy_helper.from_array(np.array(yz), "yz"),
+        numpy_helper.from_array(w, "w"),
+        numpy_helper.from_array(ws, "ws"),
+        numpy_helper.from_array(np.zeros(m, np.int8), "wz"),
+        numpy_helper.from_array(b, "b"),
+        numpy_helper.from_array(np.array(xs), "xs"),
+        numpy_helper.from_array(np.array(xz), "xz"),
+        numpy_helper.from_array(np.array(ys), "ys"),
+        numpy_helper.from_array(np.array(yz), "yz"),
     ]
     ins = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"]
     node = helper.make_node("QLinearConv", ins, ["y"], pads=pads)

@@ -89,8 +89,12 @@ def kernel_options(node: Node, x: Tensor, wq: Any) -> Any:
     if not g.symmetric() or min(g.begin) < 0:
         return None
     one = [1] if nd == 1 else []
-    return ConvOptions(stride=one + list(g.strides), padding=[0] * len(one) + list(g.begin),
-                       dilation=one + list(g.dilations), groups=int(node.attr("group", 1)))
+    return ConvOptions(
+        stride=one + list(g.strides),
+        padding=[0] * len(one) + list(g.begin),
+        dilation=one + list(g.dilations),
+        groups=int(node.attr("group", 1)),
+    )
 
 
 def kernel_conv(xq: Any, wq: Any, opts: Any, bias: Tensor | None = None, output: Any = None) -> Any:
@@ -113,8 +117,15 @@ def kernel_conv(xq: Any, wq: Any, opts: Any, bias: Tensor | None = None, output:
     return y.squeeze_dim(2)
 
 
-def conv_quantized_weight(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Tensor | None = None,
-                          x_scale: Tensor | None = None, x_zp: Tensor | None = None) -> Tensor:
+def conv_quantized_weight(
+    ctx: Context,
+    node: Node,
+    x: Tensor,
+    wq: Any,
+    bias: Tensor | None = None,
+    x_scale: Tensor | None = None,
+    x_zp: Tensor | None = None,
+) -> Tensor:
     """``Conv(x_f, dequant(wq), bias)`` with ``node``'s attributes: ``x`` ``[N, C, *spatial]`` float, ``wq`` the
     QuantizedTensor ``[M, C / group, *kernel]`` (per tensor or per output channel), ``bias`` ``[M]``; ``x_f`` is
     ``x``, or with ``x_scale`` / ``x_zp`` (the input's per-tensor ``QuantizeLinear`` -> ``DequantizeLinear`` pair,
@@ -144,7 +155,14 @@ def conv_quantized_weight(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Te
 
 
 @converter("QdqConv", since=1, domain=DOMAIN)
-def qdq_conv(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Tensor | None = None,
-             x_scale: Tensor | None = None, x_zp: Tensor | None = None) -> Tensor:
+def qdq_conv(
+    ctx: Context,
+    node: Node,
+    x: Tensor,
+    wq: Any,
+    bias: Tensor | None = None,
+    x_scale: Tensor | None = None,
+    x_zp: Tensor | None = None,
+) -> Tensor:
     """``Conv(x_f, dequant(wq), bias)`` (see :func:`conv_quantized_weight`)."""
     return conv_quantized_weight(ctx, node, x, wq, bias, x_scale, x_zp)

@@ -120,8 +120,9 @@ def _shifted(t: Tensor, uint8: bool) -> Tensor:
     return as_dtype(as_dtype(t, DType.INT32) - 128, DType.INT8) if uint8 else as_dtype(t, DType.INT8)
 
 
-def kernel_qlinear_conv(x: Tensor, x_scale: Tensor, x_zp: Tensor, wq: Any, y_scale: Tensor, y_zp: Tensor,
-                        bias: Tensor | None, opts: Any) -> Tensor:
+def kernel_qlinear_conv(
+    x: Tensor, x_scale: Tensor, x_zp: Tensor, wq: Any, y_scale: Tensor, y_zp: Tensor, bias: Tensor | None, opts: Any
+) -> Tensor:
     """``QLinearConv`` on :func:`ember.quantization.quantized_conv2d` with a requantized int8 output.
 
     ``x`` / ``x_zp`` int8 or uint8 per tensor (uint8 shifted by -128, which leaves ``x - x_zp`` unchanged), the int32
@@ -136,8 +137,12 @@ def kernel_qlinear_conv(x: Tensor, x_scale: Tensor, x_zp: Tensor, wq: Any, y_sca
 
     x_u8, y_u8 = x.dtype is DType.UINT8, y_zp.dtype is DType.UINT8
     xs = as_dtype(x_scale.reshape([1]), DType.FLOAT32)
-    xq = QuantizedTensor(_shifted(x, x_u8), tuple(x.shape), QuantScheme(QuantValue.Q8F, QuantLevel.tensor()),
-                         QParams(xs, _shifted(x_zp.reshape([1]), x_u8)))
+    xq = QuantizedTensor(
+        _shifted(x, x_u8),
+        tuple(x.shape),
+        QuantScheme(QuantValue.Q8F, QuantLevel.tensor()),
+        QParams(xs, _shifted(x_zp.reshape([1]), x_u8)),
+    )
     bias_f = None
     if bias is not None:
         ws = as_dtype(wq.qparams.scale, DType.FLOAT32).reshape([-1])
