@@ -406,5 +406,8 @@ def test_qat_train_then_convert(backend_name: str) -> None:
     q = quantizer.convert(qat)
     assert isinstance(q.head[0], QuantizedLinear) and q.head[0].weight.val().scheme.value is QuantValue.Q4S
     # the converted model computes what the trained QAT model computed (same fake-quantized numbers)
+    # on the QAT model's (Autodiff) device; .valid() gives the inner-device model, as for any module
     inner_idx = ints(to_np(idx).astype(np.int64), dev.inner)
-    np.testing.assert_allclose(to_np(q(inner_idx)), to_np(qat.valid()(inner_idx)), rtol=1e-4, atol=1e-4)
+    want = to_np(qat.valid()(inner_idx))
+    np.testing.assert_allclose(to_np(q(idx)), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(to_np(q.valid()(inner_idx)), want, rtol=1e-4, atol=1e-4)
