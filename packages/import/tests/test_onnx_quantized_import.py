@@ -15,7 +15,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from ember.quantization import QuantizedTensor  # noqa: E402
+from ember.quantization import QuantizedTensor, QuantValue  # noqa: E402
 from ember.record import NamedMpkFileRecorder  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 
@@ -65,7 +65,8 @@ def _run(m, x: np.ndarray, dev) -> np.ndarray:  # type: ignore[no-untyped-def]
 def _qdq_conv_model(per_channel: bool, uint8: bool, group: int, pads: list[int]) -> onnx.ModelProto:
     m, c = 6, 4
     dt = np.uint8 if uint8 else np.int8
-    w = rng.integers(0 if uint8 else -128, 256 if uint8 else 128, (m, c // group, 3, 3)).astype(dt)
+    # [-127, 127] after the uint8 shift: with zero point 0 the weight is Q8S, the int8 kernel's scheme
+    w = rng.integers(1 if uint8 else -127, 256 if uint8 else 128, (m, c // group, 3, 3)).astype(dt)
     scale = (rng.uniform(0.002, 0.02, m) if per_channel else np.array(0.01)).astype(np.float32)
     zp = (np.full(m, 128 if uint8 else 0) if per_channel else np.array(130 if uint8 else -3)).astype(dt)
     inits = [
@@ -95,12 +96,15 @@ QDQ_CONV = [
 
 @pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
 @pytest.mark.parametrize(("per_channel", "uint8", "group", "pads"), QDQ_CONV)
-def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(backend, per_channel, uint8, group, pads) -> None:  # type: ignore[no-untyped-def]
+def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(  # type: ignore[no-untyped-def]
+    backend, per_channel, uint8, group, pads, monkeypatch
+) -> None:
     dev = _device(backend)
     model = _qdq_conv_model(per_channel, uint8, group, pads)
     m = load_model(model.SerializeToString(), dev)
-    ops = [n.op_type for n in m.program.graph.nodes]
-    assert "QdqConv" in ops and "Conv" not in ops and ops.count("DequantizeLinear") == 1  # the activation's
+    # one node: the activation's QuantizeLinear -> DequantizeLinear pair is read by QdqConv itself
+    assert [n.op_type for n in m.program.graph.nodes] == ["QdqConv"]
+    calls = _spy_kernel(monkeypatch)
     wq = m.weights["conv.weight"].val()
     assert isinstance(wq, QuantizedTensor) and wq.values.dtype is ember.DType.INT8 and wq.shape == (6, 4 // group, 3, 3)
     assert list(wq.qparams.scale.shape) == [6 if per_channel else 1]
@@ -111,6 +115,26 @@ def test_qdq_conv_keeps_int8_weight_and_matches_onnxruntime(backend, per_channel
         got = _run(m, x, dev)
         np.testing.assert_allclose(got, _ort(model, {"x": x}, optimize=False), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, _ort(model, {"x": x}), rtol=1e-4, atol=1e-4)
+    # symmetric pads take the int8 kernel (Q8S weights: its integer path), asymmetric ones the float fallback
+    assert calls == ([("x", "weight")] * 2 if pads[:2] == pads[2:] else [])
+    if per_channel:
+        assert wq.scheme.value is QuantValue.Q8S
+
+
+def _spy_kernel(monkeypatch) -> list:  # type: ignore[no-untyped-def]
+    """Record each call of ``ember.quantization.quantized_conv2d`` (the int8 convolution) made by the converters."""
+    import ember.quantization as eq
+
+    calls: list = []
+    real = eq.quantized_conv2d
+
+    def spy(x, weight, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert isinstance(x, QuantizedTensor) and isinstance(weight, QuantizedTensor)
+        calls.append(("x", "weight"))
+        return real(x, weight, *args, **kwargs)
+
+    monkeypatch.setattr(eq, "quantized_conv2d", spy)
+    return calls
 
 
 def test_qdq_conv_unrecognised_patterns_run_as_float() -> None:
@@ -126,7 +150,7 @@ def test_qdq_conv_unrecognised_patterns_run_as_float() -> None:
 
 def _qlinear_model(op: str, per_channel: bool, uint8_w: bool) -> onnx.ModelProto:
     wt = np.uint8 if uint8_w else np.int8
-    lo, hi = (0, 256) if uint8_w else (-128, 128)
+    lo, hi = (0, 256) if uint8_w else (-127, 128)  # int8 with zero point 0: Q8S, the int8 kernel's weight scheme
     if op == "QLinearConv":
         n, shape_w, x_shape = 5, (5, 3, 3, 3), ["batch", 3, 6, 6]
         axis_n = 5
@@ -166,8 +190,9 @@ def _qlinear_model(op: str, per_channel: bool, uint8_w: bool) -> onnx.ModelProto
         ("QLinearMatMul", False, True),
     ],
 )
-def test_qlinear_keeps_int8_weight_and_matches_onnxruntime(backend, op, per_channel, uint8_w) -> None:  # type: ignore[no-untyped-def]
+def test_qlinear_keeps_int8_weight_and_matches_onnxruntime(backend, op, per_channel, uint8_w, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     dev = _device(backend)
+    calls = _spy_kernel(monkeypatch)
     model = _qlinear_model(op, per_channel, uint8_w)
     m = load_model(model.SerializeToString(), dev)
     node = next(n for n in m.program.graph.nodes if n.op_type == op)
@@ -188,6 +213,10 @@ def test_qlinear_keeps_int8_weight_and_matches_onnxruntime(backend, op, per_chan
         off += int((got != want).sum())
         total += got.size
     assert off <= max(1, total // 100)
+    # QLinearConv runs on quantized_conv2d (requantized output): its int path for the Q8S weight, the float
+    # fallback for the affine uint8 one
+    assert calls == ([("x", "weight")] * 2 if op == "QLinearConv" else [])
+    assert (wq.scheme.value is QuantValue.Q8S) == (not uint8_w)
 
 
 class _Reader:
@@ -385,3 +414,79 @@ def test_onnxruntime_qoperator_model_with_qlinear_add_equals_onnxruntime(tmp_pat
     for batch in (1, 3):
         x = rng.standard_normal((batch, 3, 8, 8)).astype(np.float32)
         np.testing.assert_array_equal(_run(m, x, dev), _ort(qmodel, {"x": x}))
+
+
+def _int_conv_ref(x: np.ndarray, w: np.ndarray, stride: int, pads: list[int]) -> np.ndarray:
+    """The int64 cross-correlation of ``x`` ``[N, C, H, W]`` (already centered, padded with zeros as ``pads``
+    ``[top, left, bottom, right]``) and ``w`` ``[M, C, kh, kw]``: the exact accumulator, by loops."""
+    xp = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    m, _, kh, kw = w.shape
+    ho, wo = (xp.shape[2] - kh) // stride + 1, (xp.shape[3] - kw) // stride + 1
+    out = np.zeros((x.shape[0], m, ho, wo), np.int64)
+    for i in range(ho):
+        for j in range(wo):
+            win = xp[:, :, i * stride : i * stride + kh, j * stride : j * stride + kw]
+            out[:, :, i, j] = np.einsum("nchw,mchw->nm", win, w.astype(np.int64))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
+@pytest.mark.parametrize(("spatial", "pads"), [(2, [1, 1, 1, 1]), (1, [2, 2]), (2, [0, 1, 1, 0])])
+def test_qlinear_conv_requantizes_as_the_exact_value_rounded(backend, spatial, pads, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``QLinearConv`` against the exact value ``r = (acc + B) * x_scale * w_scale[o] / y_scale`` (int64
+    accumulator, float64 rescale, numpy): ``round_half_even(r) + y_zp`` saturated to uint8. The int8 kernel
+    (symmetric pads; 1-D as height 1) rescales in float32 (``x_scale * w_scale * acc + B * x_scale * w_scale``, then
+    ``/ y_scale``), so it may differ by one quantum only where ``r`` lies within float32's rounding of a half
+    integer: at most a few float32 ulps of ``(|acc| + |B|) * x_scale * w_scale / y_scale``. The generic path
+    (asymmetric pads) rescales in float64 as the ONNX reference and equals it exactly."""
+    dev = _device(backend)
+    calls = _spy_kernel(monkeypatch)
+    m, c, k = 6, 4, 3
+    kshape = (k, k) if spatial == 2 else (k,)
+    w = rng.integers(-127, 128, (m, c, *kshape)).astype(np.int8)
+    ws = rng.uniform(0.002, 0.02, m).astype(np.float32)
+    b = rng.integers(-3000, 3000, m).astype(np.int32)
+    xs, xz, ys, yz = np.float32(0.021), np.uint8(131), np.float32(0.043), np.uint8(97)
+    inits = [
+        numpy_helper.from_array(w, "w"),
+        numpy_helper.from_array(ws, "ws"),
+        numpy_helper.from_array(np.zeros(m, np.int8), "wz"),
+        numpy_helper.from_array(b, "b"),
+        numpy_helper.from_array(np.array(xs), "xs"),
+        numpy_helper.from_array(np.array(xz), "xz"),
+        numpy_helper.from_array(np.array(ys), "ys"),
+        numpy_helper.from_array(np.array(yz), "yz"),
+    ]
+    ins = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"]
+    node = helper.make_node("QLinearConv", ins, ["y"], pads=pads)
+    x_shape = [2, c, 7, 8] if spatial == 2 else [2, c, 9]
+    model = _finish([node], inits, x_shape, "y", y_type=TensorProto.UINT8, x_type=TensorProto.UINT8, opset=13)
+    mod = load_model(model.SerializeToString(), dev)
+    x = rng.integers(0, 256, x_shape).astype(np.uint8)
+    got = _run(mod, x, dev).astype(np.int64)
+    # the exact value, independently: 1-D as height 1
+    x4 = x.astype(np.int64) - int(xz)
+    w4 = w
+    p4 = pads
+    if spatial == 1:
+        x4, w4, p4 = x4[:, :, None, :], w[:, :, None, :], [0, pads[0], 0, pads[1]]
+    acc = _int_conv_ref(x4, w4, 1, p4)
+    factor = (np.float64(xs) * ws.astype(np.float64) / np.float64(ys))[None, :, None, None]
+    bias = np.broadcast_to(b[None, :, None, None].astype(np.int64), acc.shape)
+    r = (acc + bias) * factor
+    want = np.clip(np.round(r) + int(yz), 0, 255)
+    # the float32 rescale's error: a few ulps of each term (x_scale * w_scale * acc, the bias) and of r
+    bound = 8 * 2.0**-24 * ((np.abs(acc) + np.abs(bias)) * factor + np.abs(r))
+    if spatial == 1:
+        r, want, bound = r[:, :, 0], want[:, :, 0], bound[:, :, 0]
+    kernel = pads[: len(pads) // 2] == pads[len(pads) // 2 :]
+    assert calls == ([("x", "weight")] if kernel else [])
+    if not kernel:
+        np.testing.assert_array_equal(got, want)
+        return
+    diff = got != want
+    assert np.abs(got - want).max() <= 1
+    near_half = np.abs(np.abs(r - np.floor(r)) - 0.5) <= bound
+    assert not (diff & ~near_half).any()  # every difference is a value on a rounding boundary
+    # and onnxruntime (MLAS, float32 rescale of acc + B) agrees within one quantum too
+    assert np.abs(got - _ort(model, {"x": x}).astype(np.int64)).max() <= 1

@@ -314,7 +314,16 @@ class QuantizedTensor(Generic[TensorT]):
 
 
 def _tensors(out: Any) -> tuple[Any, ...]:
-    return tuple(out) if isinstance(out, tuple) else (out,)
+    """The tensors of a :meth:`QuantizedTensor.derived` result: a tensor, a tuple of them, or a quantized tensor (a
+    view of the weight, e.g. reshaped: its values and qparams)."""
+    parts: list[Any] = []
+    for t in out if isinstance(out, tuple) else (out,):
+        if isinstance(t, QuantizedTensor):
+            zp = t.qparams.zero_point
+            parts += [t.values, t.qparams.scale] + ([] if zp is None else [zp])
+        else:
+            parts.append(t)
+    return tuple(parts)
 
 
 def _unpickle(

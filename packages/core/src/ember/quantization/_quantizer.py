@@ -201,8 +201,10 @@ class Quantizer:
     def convert(self, module: Any) -> Any:
         """The quantized module of a :meth:`prepare` d (calibrated) or :meth:`prepare_qat` (trained) one: each
         observed layer gets its quantized weight and static input qparams from its observer's range; layers not
-        prepared are quantized weight-only when chosen. The float weights are read on their inner device (the
-        result has no autodiff graph: call ``.valid()`` on a QAT model first or not, either works).
+        prepared are quantized weight-only when chosen. The float weights are read on their inner device (no
+        autodiff graph: call ``.valid()`` on a QAT model first or not, either works), then each quantized layer is
+        put on the device of the layer it replaces: a model prepared on an ``Autodiff`` device takes that device's
+        inputs (its float biases are parameters of that device again).
 
         Raises:
             QuantizationError: an observer that saw no data (calibrate first).
@@ -214,9 +216,9 @@ class Quantizer:
                 inp = self._static_input(obs, layer.weight.device) if obs is not None else None
                 if isinstance(layer, Embedding):
                     inp = None
-                return self._quantized(layer, inp)
+                return _on(self._quantized(layer, inp), m.layer.weight.device)
             if self.filter(path, m):
-                return self._quantized(m.valid(), None)
+                return _on(self._quantized(m.valid(), None), m.weight.device)
             return None
 
         return swap_modules(module, fn)
@@ -239,3 +241,8 @@ def calibrate(module: Any, batches: Iterable[Any], forward: Callable[[Any, Any],
             break
         fwd(module, batch)
     return module
+
+
+def _on(layer: Any, device: Any) -> Any:
+    """``layer`` (built on an inner device) on ``device``, the device of the layer it replaces."""
+    return layer if layer.weight.device is device else layer.to_device(device)

@@ -39,7 +39,7 @@ from ._ir import Graph, Node
 from ._qweights import DOMAIN, QWeights, ember_node, facts, quantized_weight, register
 from ._registry import converter
 
-__all__ = ["recognise_qdq", "weight_dq", "DOMAIN"]
+__all__ = ["recognise_qdq", "weight_dq", "activation_pair", "activation_qtensor", "DOMAIN"]
 
 _WEIGHT_OPS = ("MatMul", "Gemm")
 
@@ -60,6 +60,35 @@ def weight_dq(graph: Graph, producers: dict[str, Node], uses: dict[str, int], na
     if dq is None or dq.op_type != "DequantizeLinear" or not _onnx(dq) or uses.get(name, 0) != 1:
         return None
     return None if int(dq.attrs.get("block_size", 0)) else dq
+
+
+def activation_pair(graph: Graph, producers: dict[str, Node], name: str) -> tuple[str, str, str, int] | None:
+    """``(x, scale, zero_point, uint8)`` when ``name`` is ``DequantizeLinear(QuantizeLinear(x, s, z), s, z)`` with
+    ``s`` / ``z`` constant per-tensor initializers and ``z`` int8 or uint8 (``uint8`` 1 for uint8), else ``None``.
+    A zero point is required: without one ``QuantizeLinear`` gives uint8 with zero point 0."""
+    xdq = producers.get(name)
+    if xdq is None or xdq.op_type != "DequantizeLinear" or not _onnx(xdq) or len(xdq.inputs) < 3:
+        return None
+    q = producers.get(xdq.inputs[0])
+    if q is None or q.op_type != "QuantizeLinear" or not _onnx(q) or q.inputs[1:3] != xdq.inputs[1:3]:
+        return None
+    xs = _host(graph, xdq.inputs[1])
+    xz = _host(graph, xdq.inputs[2]) if xdq.inputs[2] else None
+    if xs is None or xs.size != 1 or xz is None or xz.size != 1 or xz.dtype not in (np.int8, np.uint8):
+        return None
+    return q.inputs[0], xdq.inputs[1], xdq.inputs[2], int(xz.dtype == np.uint8)
+
+
+def activation_qtensor(x: Tensor, x_scale: Tensor, x_zp: Tensor, uint8: bool) -> Any:
+    """``QuantizeLinear(x, x_scale, x_zp)`` as a per-tensor ``Q8F`` :class:`~ember.quantization.QuantizedTensor`
+    (float ``x``; a uint8 zero point shifted by -128, Ember having no uint8 scheme: ONNX saturates to [0, 255],
+    Q8F to [-128, 127], the same integers shifted, so ``q - zero_point`` is unchanged)."""
+    from ember.quantization import QParams, QuantLevel, QuantScheme, QuantValue
+
+    xz = (x_zp.reshape([1]).cast("int64") - (128 if uint8 else 0)).cast("int8")
+    xs = x_scale.reshape([1]).cast("float32")
+    xf = x.cast("float32") if x.dtype is not DType.FLOAT32 else x
+    return xf.quantize(QuantScheme(QuantValue.Q8F, QuantLevel.tensor()), QParams(xs, xz))
 
 
 def recognise_qdq(graph: Graph, qweights: QWeights) -> int:
@@ -90,19 +119,9 @@ def recognise_qdq(graph: Graph, qweights: QWeights) -> int:
         inputs = [node.inputs[0], w_name, node.inputs[2] if len(node.inputs) > 2 else "", "", ""]
         attrs: dict[str, Any] = {"alpha": float(node.attrs.get("alpha", 1.0)),
                                  "beta": float(node.attrs.get("beta", 1.0))}
-        xdq = producers.get(node.inputs[0])
-        if xdq is not None and xdq.op_type == "DequantizeLinear" and _onnx(xdq):
-            q = producers.get(xdq.inputs[0])
-            if q is not None and q.op_type == "QuantizeLinear" and _onnx(q) and q.inputs[1:3] == xdq.inputs[1:3]:
-                xs = _host(graph, xdq.inputs[1])
-                xz = _host(graph, xdq.inputs[2]) if len(xdq.inputs) > 2 and xdq.inputs[2] else None
-                # a zero point is needed: without one QuantizeLinear gives uint8 with 0 as zero point
-                if xs is not None and xs.size == 1 and xz is not None and xz.size == 1 and xz.dtype in (np.int8,
-                                                                                                      np.uint8):
-                    inputs[0] = q.inputs[0]
-                    inputs[3] = xdq.inputs[1]
-                    inputs[4] = xdq.inputs[2]
-                    attrs["x_uint8"] = int(xz.dtype == np.uint8)
+        pair = activation_pair(graph, producers, node.inputs[0])
+        if pair is not None:
+            inputs[0], inputs[3], inputs[4], attrs["x_uint8"] = pair
         graph.nodes[k] = ember_node(node, "QdqMatMul", inputs, attrs)
         count += 1
     graph.nodes[:] = [n for n in graph.nodes if id(n) not in dead]
@@ -114,7 +133,7 @@ def qdq_matmul(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Tensor | None
                x_scale: Tensor | None = None, x_zp: Tensor | None = None) -> Tensor:
     """``alpha * (x @ dequant(wq)) + beta * bias`` with ``wq`` the QuantizedTensor ``[d_input, d_output]`` (see the
     module docstring)."""
-    from ember.quantization import QParams, QuantLevel, QuantScheme, QuantValue, quantized_linear, quantized_matmul
+    from ember.quantization import quantized_linear, quantized_matmul
 
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
     lead = list(x.shape[:-1])
@@ -122,13 +141,8 @@ def qdq_matmul(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Tensor | None
     if x_scale is None:
         y = quantized_linear(x2.cast("float32") if x2.dtype is not DType.FLOAT32 else x2, wq)
     else:
-        xshift = 128 if int(node.attrs.get("x_uint8", 0)) else 0
         assert x_zp is not None  # recognise_qdq fuses an activation pair only with a zero point
-        xz = (x_zp.reshape([1]).cast("int64") - xshift).cast("int8")
-        xs = x_scale.reshape([1]).cast("float32")
-        scheme = QuantScheme(QuantValue.Q8F, QuantLevel.tensor())
-        # ONNX's QuantizeLinear saturates to [0, 255] (uint8) or [-128, 127]: the same integers shifted, Q8F's range
-        y = quantized_matmul(x2.cast("float32").quantize(scheme, QParams(xs, xz)), wq)
+        y = quantized_matmul(activation_qtensor(x2, x_scale, x_zp, bool(int(node.attrs.get("x_uint8", 0)))), wq)
     if alpha != 1.0:
         y = y * alpha
     if bias is not None:

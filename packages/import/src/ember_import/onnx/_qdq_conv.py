@@ -29,12 +29,13 @@ from ember import Tensor
 
 from ._context import Context
 from ._ir import Graph, Node
-from ._qdq import DOMAIN, weight_dq
+from ._qdq import DOMAIN, activation_pair, activation_qtensor, weight_dq
 from ._qweights import QWeights, ember_node, facts, quantized_weight, register
 from ._registry import converter
-from .ops._conv import conv
+from .ops._conv import add_channel_bias, conv
+from .ops._spatial import geometry
 
-__all__ = ["recognise_qdq_conv", "conv_quantized_weight"]
+__all__ = ["recognise_qdq_conv", "conv_quantized_weight", "kernel_options", "kernel_conv"]
 
 
 def recognise_qdq_conv(graph: Graph, qweights: QWeights) -> int:
@@ -63,22 +64,90 @@ def recognise_qdq_conv(graph: Graph, qweights: QWeights) -> int:
             continue
         w_name = register(graph, uses, qweights, dq.inputs[0], qw)
         dead.add(id(dq))
-        inputs = [node.inputs[0], w_name, node.inputs[2] if len(node.inputs) > 2 else ""]
-        graph.nodes[k] = ember_node(node, "QdqConv", inputs)
+        inputs = [node.inputs[0], w_name, node.inputs[2] if len(node.inputs) > 2 else "", "", ""]
+        attrs: dict[str, Any] = dict(node.attrs)
+        pair = activation_pair(graph, producers, node.inputs[0])
+        if pair is not None:  # the converter quantizes x itself (the int8 kernel), or runs the pair in float
+            inputs[0], inputs[3], inputs[4], attrs["x_uint8"] = pair
+        graph.nodes[k] = ember_node(node, "QdqConv", inputs, attrs)
         count += 1
     graph.nodes[:] = [n for n in graph.nodes if id(n) not in dead]
     return count
 
 
-def conv_quantized_weight(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Tensor | None = None) -> Tensor:
-    """``Conv(x, dequant(wq), bias)`` with ``node``'s attributes: ``x`` ``[N, C, *spatial]`` float, ``wq`` the
-    QuantizedTensor ``[M, C / group, *kernel]`` (per tensor or per output channel), ``bias`` ``[M]``; the result
-    in ``x``'s float type.
+def kernel_options(node: Node, x: Tensor, wq: Any) -> Any:
+    """The :class:`~ember.tensor.functional.ConvOptions` with which ``Conv`` / ``QLinearConv`` ``node`` runs on
+    :func:`ember.quantization.quantized_conv2d`, or ``None`` where the int8 kernel does not take it: 1 or 2 spatial
+    dims (1-D as height 1) and pads equal at both ends (``auto_pad`` resolved as ONNX does; ``SAME_*`` with an odd
+    total and any asymmetric ``pads`` stay on the generic path)."""
+    from ember.tensor.functional import ConvOptions
 
-    The documented fallback (ember.quantization's rule where no int8 kernel applies): the weight is dequantized to
-    float32, then the float convolution runs. This is the one function to switch over to an int8 convolution
-    kernel (``ember.quantization.quantized_conv2d``) where the core provides one.
+    nd = x.rank - 2
+    if nd not in (1, 2) or len(wq.shape) != nd + 2:
+        return None
+    g = geometry(node, x.shape[2:], wq.shape[2:])
+    if not g.symmetric() or min(g.begin) < 0:
+        return None
+    one = [1] if nd == 1 else []
+    return ConvOptions(
+        stride=one + list(g.strides),
+        padding=[0] * len(one) + list(g.begin),
+        dilation=one + list(g.dilations),
+        groups=int(node.attr("group", 1)),
+    )
+
+
+def kernel_conv(xq: Any, wq: Any, opts: Any, bias: Tensor | None = None, output: Any = None) -> Any:
+    """:func:`ember.quantization.quantized_conv2d` of ``xq`` ``[N, C, *spatial]`` and ``wq`` ``[M, C / g, *kernel]``
+    (1 or 2 spatial dims; a 1-D pair runs as height 1, the weight's 4-D view kept with it so that the backend's
+    packed form is reused), with ``opts`` from :func:`kernel_options`; the result has ``xq``'s rank."""
+    from ember.quantization import QuantizedTensor, quantized_conv2d
+
+    if xq.rank == 4:
+        return quantized_conv2d(xq, wq, bias, opts, output=output)
+
+    def as_4d(q: Any) -> Any:
+        shape = [q.shape[0], q.shape[1], 1, q.shape[2]]
+        return QuantizedTensor.trusted(q.values.reshape(shape), tuple(shape), q.scheme, q.qparams)
+
+    y = quantized_conv2d(as_4d(xq), wq.derived("onnx-conv1d-as-2d", lambda: as_4d(wq)), bias, opts, output=output)
+    if isinstance(y, QuantizedTensor):
+        shape = [y.shape[0], y.shape[1], y.shape[3]]
+        return QuantizedTensor.trusted(y.values.reshape(shape), tuple(shape), y.scheme, y.qparams)
+    return y.squeeze_dim(2)
+
+
+def conv_quantized_weight(
+    ctx: Context,
+    node: Node,
+    x: Tensor,
+    wq: Any,
+    bias: Tensor | None = None,
+    x_scale: Tensor | None = None,
+    x_zp: Tensor | None = None,
+) -> Tensor:
+    """``Conv(x_f, dequant(wq), bias)`` with ``node``'s attributes: ``x`` ``[N, C, *spatial]`` float, ``wq`` the
+    QuantizedTensor ``[M, C / group, *kernel]`` (per tensor or per output channel), ``bias`` ``[M]``; ``x_f`` is
+    ``x``, or with ``x_scale`` / ``x_zp`` (the input's per-tensor ``QuantizeLinear`` -> ``DequantizeLinear`` pair,
+    attribute ``x_uint8``) ``DequantizeLinear(QuantizeLinear(x))``. The result is in ``x``'s float type.
+
+    With the input pair and a geometry the int8 kernel takes (:func:`kernel_options`), ``x`` is quantized with the
+    pair's qparams and :func:`ember.quantization.quantized_conv2d` computes ``sx * sw[o] * sum (q_x - z_x) q_w``
+    (exact int32 sum, one float rescale), then the bias is added in float (so that under ``Autodiff`` it keeps its
+    gradient): the graph's numbers up to float rounding. Otherwise the documented fallback: the pair as the float
+    converters compute it, the weight dequantized (``(q - zero_point) * scale`` in float32, ONNX's
+    ``DequantizeLinear``), and the float convolution of :func:`~.ops._conv.conv` (every ``Conv`` attribute).
     """
+    from .ops._quantize import dequantize_linear, quantize_linear
+
+    uint8 = bool(int(node.attrs.get("x_uint8", 0)))
+    if x_scale is not None and x_zp is not None:
+        opts = kernel_options(node, x, wq)
+        if opts is not None:
+            y = kernel_conv(activation_qtensor(x, x_scale, x_zp, uint8), wq, opts)
+            y = add_channel_bias(y, None if bias is None else bias.cast(y.dtype))
+            return y if y.dtype is x.dtype else y.cast(x.dtype)
+        x = dequantize_linear(ctx, node, quantize_linear(ctx, node, x, x_scale, x_zp), x_scale, x_zp)
     w = wq.dequantize()
     if w.dtype is not x.dtype:
         w = w.cast(x.dtype)
@@ -86,6 +155,14 @@ def conv_quantized_weight(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Te
 
 
 @converter("QdqConv", since=1, domain=DOMAIN)
-def qdq_conv(ctx: Context, node: Node, x: Tensor, wq: Any, bias: Tensor | None = None) -> Tensor:
-    """``Conv(x, dequant(wq), bias)`` (see :func:`conv_quantized_weight`)."""
-    return conv_quantized_weight(ctx, node, x, wq, bias)
+def qdq_conv(
+    ctx: Context,
+    node: Node,
+    x: Tensor,
+    wq: Any,
+    bias: Tensor | None = None,
+    x_scale: Tensor | None = None,
+    x_zp: Tensor | None = None,
+) -> Tensor:
+    """``Conv(x_f, dequant(wq), bias)`` (see :func:`conv_quantized_weight`)."""
+    return conv_quantized_weight(ctx, node, x, wq, bias, x_scale, x_zp)

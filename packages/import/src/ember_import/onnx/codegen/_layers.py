@@ -16,6 +16,7 @@ SAME, ``Gemm`` with ``alpha != 1``) is left to the tensor-op emitters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -89,8 +90,9 @@ def _call(g: Gen, node: Node, field: str, x: str) -> None:
     g.emit(node, f"self.{field}({x})", base=field)
 
 
-def conv(g: Gen, node: Node) -> list[Node] | None:
-    """``Conv`` on a weight initializer -> ``Conv1d/2d/3d`` (symmetric pads, ``auto_pad`` NOTSET/VALID)."""
+def conv(g: Gen, node: Node, x: Callable[[], str] | None = None) -> list[Node] | None:
+    """``Conv`` on a weight initializer -> ``Conv1d/2d/3d`` (symmetric pads, ``auto_pad`` NOTSET/VALID); ``x`` gives
+    the input's source when it is not input 0 as it is (called only once the layer is accepted)."""
     if node.op_type != "Conv":
         return None
     w, b = _weight(g, node, 1), _weight(g, node, 2)
@@ -120,7 +122,7 @@ def conv(g: Gen, node: Node) -> list[Node] | None:
     state = {"weight": w} if b is None else {"weight": w, "bias": b}
     base, source = _base(g, node, 1, "conv")
     field = g.add_field(base, f"nn.Conv{k}d", init, state, source, f"Conv{k}d")
-    _call(g, node, field, g.tensor(node, 0))
+    _call(g, node, field, g.tensor(node, 0) if x is None else x())
     return [node]
 
 

@@ -148,7 +148,7 @@ def _conv(g: Gen, node: Node) -> list[Node]:
     g.weights[name] = TensorData(np.zeros(qt.shape, dtype=np.float32))  # the shape, for the float recognizer
     n_fields = len(g.fields)
     try:
-        used = conv(g, view)
+        used = conv(g, view, lambda: _input(g, node))  # x through its quantize -> dequantize pair, if any
     finally:
         del g.weights[name]
     if used is None or len(g.fields) != n_fields + 1:
