@@ -30,8 +30,7 @@ __all__ = ["LR", "SMALL", "STEPS", "compare"]
 #: 64x64 images (2x2 after the last stage, so BatchNorm sees 8 values a channel there)
 SMALL: dict[str, Spec] = {
     "resnet18": Spec(2, {"classes": 10, "size": 64, "width": 8}),
-    "transformer": Spec(2, {"vocab": 50, "seq": 8, "d_model": 16, "heads": 2, "d_ff": 32, "layers": 2,
-                            "classes": 5}),
+    "transformer": Spec(2, {"vocab": 50, "seq": 8, "d_model": 16, "heads": 2, "d_ff": 32, "layers": 2, "classes": 5}),
     "lstm": Spec(2, {"vocab": 50, "seq": 6, "d_model": 16, "hidden": 16, "layers": 2}),
     "guide": Spec(4, {"classes": 10, "hidden": 32}),
 }
@@ -48,8 +47,9 @@ def _states(model: Any) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-def compare(name: str, device: Any, seed: Callable[[int], None], compiled: Callable[..., Any],
-            lr: Any) -> tuple[list[float], list[float]]:
+def compare(
+    name: str, device: Any, seed: Callable[[int], None], compiled: Callable[..., Any], lr: Any
+) -> tuple[list[float], list[float]]:
     """Train model ``name`` of :data:`SMALL` for :data:`STEPS` steps twice from the same weights, once with
     ``compiled`` (a compiled ``_models_ember.train_step``, called with ``lr``, the learning rate as the step
     expects it, e.g. a ``[1]`` tensor) and once eagerly with ``train_step`` at the float :data:`LR`, ``seed(k)``
