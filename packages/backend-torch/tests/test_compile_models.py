@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -34,16 +33,8 @@ B = ember.backend("torch", float_dtype="float32", threads=1)
 DEV = Autodiff(B).device()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def inductor_cache(tmp_path_factory: Any) -> Any:
-    """One inductor cache directory for the module (kernels are reused between tests)."""
-    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp_path_factory.mktemp("inductor")))
-    yield
-    if old is None:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    else:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+#: one inductor cache directory for the module (``conftest.py``)
+pytestmark = pytest.mark.usefixtures("inductor_cache")
 
 
 def _lr() -> Tensor:
