@@ -5,8 +5,8 @@
   ``nox -s conformance -k numpy``.
 - ``tests``: each package's own ``packages/*/tests``, ``examples/tests`` and the fault suite's fast subset
   (``tests/fault``).
-- ``slow``: the tests the default run skips (``EMBER_SLOW_TESTS=1``): whole steps compiled by inductor, ModelGen's
-  dynamo BERT export.
+- ``slow``: the tests the default run skips (``EMBER_SLOW_TESTS=1``): whole steps compiled by inductor,
+  compiled-vs-eager jax steps of the benchmark models, ModelGen's dynamo exports and mypy on generated code.
 - ``fault``: the whole fault suite (``python -m tests.fault --full``): every hostile file of the corpus
   (``tests/fault/corpus_*.py``) loaded in a child process under a memory and a time limit; each must end in a clean
   error naming the file or load exactly.
@@ -199,10 +199,12 @@ def tests(session: nox.Session) -> None:
 def slow(session: nox.Session) -> None:
     """The slow tests the default run skips (``EMBER_SLOW_TESTS=1``): whole training steps compiled by inductor
     (``ember_torch.compile``, 20-60 s of compilation each on a small CPU; kernels cached in one
-    ``TORCHINDUCTOR_CACHE_DIR`` per test module), and ModelGen's dynamo BERT export and mypy on its generated
-    recurrent layers. Not in the default sessions."""
+    ``TORCHINDUCTOR_CACHE_DIR`` per test module), the compiled-vs-eager jax steps of three of ``bench/models.py``'s
+    models (eager jax compiles every op), ModelGen's dynamo BERT export and mypy on its generated recurrent layers.
+    Not in the default sessions."""
     _install(session, *_packages())
     session.run("python", "-m", "pytest", "packages/backend-torch/tests/test_compile.py",
+                "packages/backend-torch/tests/test_compile_models.py", "packages/backend-jax/tests/test_jit_models.py",
                 "packages/import/tests/test_onnx_codegen_real.py",
                 "packages/import/tests/test_onnx_codegen_recurrent.py", *session.posargs, env={"EMBER_SLOW_TESTS": "1"})
     # ModelGen of torch exports with control flow (the dynamo export alone takes ~40 s)

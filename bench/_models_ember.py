@@ -59,11 +59,11 @@ SPECS: dict[str, Spec] = {
 }
 
 
-def batch_data(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A fixed random batch for model ``name``: ``(inputs, targets)`` as numpy arrays (float32 images or int64
-    tokens; int64 targets)."""
+def batch_data(name: str, spec: Spec | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed random batch for model ``name`` at the sizes ``spec`` (default ``SPECS[name]``): ``(inputs,
+    targets)`` as numpy arrays (float32 images or int64 tokens; int64 targets)."""
     rng = np.random.default_rng(0)
-    s = SPECS[name]
+    s = SPECS[name] if spec is None else spec
     e = s.extra
     if name == "resnet18":
         return rng.standard_normal((s.batch, 3, e["size"], e["size"]), np.float32), rng.integers(0, e["classes"],
@@ -105,13 +105,14 @@ class LstmLm(Module):
         return self.head.forward(x.reshape([b * t, d]))
 
 
-def build(name: str, device: Device) -> Module:
-    """Model ``name`` of :data:`SPECS` on ``device`` with Ember's default initialization."""
-    e = SPECS[name].extra
+def build(name: str, device: Device, spec: Spec | None = None) -> Module:
+    """Model ``name`` on ``device`` with Ember's default initialization, at the sizes ``spec`` (default
+    ``SPECS[name]``; the guide's CNN takes only ``classes`` and ``hidden``, its images are 28x28)."""
+    e = (SPECS[name] if spec is None else spec).extra
     if name == "resnet18":
         from _resnet_ember import resnet18
 
-        return resnet18(device, e["classes"])
+        return resnet18(device, e["classes"], e.get("width", 64))
     if name == "transformer":
         return TransformerClassifier(
             embedding=EmbeddingConfig(e["vocab"], e["d_model"]).init(device),
@@ -133,9 +134,9 @@ def build(name: str, device: Device) -> Module:
     return ModelConfig(e["classes"], e["hidden"]).init(device)  # type: ignore[no-any-return]
 
 
-def inputs(name: str, device: Device) -> tuple[Tensor, Tensor]:
+def inputs(name: str, device: Device, spec: Spec | None = None) -> tuple[Tensor, Tensor]:
     """:func:`batch_data` as Ember tensors on ``device``: inputs (Float images or Int tokens), Int targets."""
-    x, y = batch_data(name)
+    x, y = batch_data(name, spec)
     xt = Tensor.from_data(x, device) if x.dtype == np.float32 else Tensor.from_data(x, device, Int)
     return xt, Tensor.from_data(y.reshape(-1), device, Int)
 

@@ -75,15 +75,18 @@ class ResNet18(Module):
         return self.fc(x.reshape([x.shape[0], -1]))
 
 
-def resnet18(dev: Device, num_classes: int = 10) -> ResNet18:
-    layers, cin = [], 64
-    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+def resnet18(dev: Device, num_classes: int = 10, width: int = 64) -> ResNet18:
+    """ResNet-18 on ``dev``: the stem and the four stages have ``width``, 2, 4 and 8 times ``width`` channels
+    (torchvision's: 64; tests use a narrow one, the same layers and ops with fewer channels)."""
+    layers, cin = [], width
+    for cout, stride in ((width, 1), (2 * width, 2), (4 * width, 2), (8 * width, 2)):
         layers.append([_block(cin, cout, stride, dev), _block(cout, cout, 1, dev)])
         cin = cout
     return ResNet18(
-        conv1=_conv(3, 64, 7, 2, 3, dev), bn1=BatchNormConfig(64).init(dev),
+        conv1=_conv(3, width, 7, 2, 3, dev), bn1=BatchNormConfig(width).init(dev),
         maxpool=MaxPool2dConfig((3, 3), strides=(2, 2), padding=PaddingConfig2d.Explicit(1, 1)).init(),
-        layers=layers, avgpool=AdaptiveAvgPool2dConfig((1, 1)).init(), fc=LinearConfig(512, num_classes).init(dev),
+        layers=layers, avgpool=AdaptiveAvgPool2dConfig((1, 1)).init(),
+        fc=LinearConfig(8 * width, num_classes).init(dev),
     )
 
 

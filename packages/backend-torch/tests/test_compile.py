@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,16 +28,8 @@ DEV = Autodiff(B).device()
 SLOW = pytest.mark.skipif(not os.environ.get("EMBER_SLOW_TESTS"), reason="inductor compiles: EMBER_SLOW_TESTS=1")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def inductor_cache(tmp_path_factory: Any) -> Any:
-    """One inductor cache directory for the module (compiled kernels are reused between tests)."""
-    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp_path_factory.mktemp("inductor")))
-    yield
-    if old is None:
-        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    else:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+#: one inductor cache directory for the module (``conftest.py``)
+pytestmark = pytest.mark.usefixtures("inductor_cache")
 
 
 class Mlp(Module):

@@ -25,8 +25,14 @@ _VF: Any = torch._VF  # type: ignore[attr-defined]
 
 def _run(x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None) -> tuple[Any, Any, Any]:
     """``torch._VF.lstm`` of one layer, batch first, on Ember's layout (weights transposed, one bias)."""
-    # cuDNN packs the weights with views: they must be contiguous there (the CPU kernels take the transposed views)
-    params = [w_x.t(), w_h.t()] if not x.is_cuda else [w_x.t().contiguous(), w_h.t().contiguous()]
+    return _run_torch_layout(x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(), bias)
+
+
+def _run_torch_layout(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, bias: Any | None) -> tuple[Any, Any, Any]:
+    """``torch._VF.lstm`` of one layer, batch first, on torch's weight layout (``w_ih [4 d, d_input]``,
+    ``w_hh [4 d, d]``, contiguous: cuDNN packs them with views, and the CPU kernels copy strided ones, in the
+    forward and again in the backward) and one bias."""
+    params = [w_ih, w_hh]
     if bias is not None:
         params += [bias, torch.zeros_like(bias, requires_grad=False)]
     hx = (h0.unsqueeze(0), c0.unsqueeze(0))
@@ -46,11 +52,12 @@ class TorchRnnOps(RnnOps):
              residual: bool) -> tuple[Any, Any, Any, Any]:
         if x.dtype not in _NATIVE:
             return super().lstm(x, h0, c0, w_x, w_h, bias, residual)
-        args = (x, h0, c0, w_x, w_h, bias)
         if not residual:
             with torch.no_grad():
-                return (*_run(*args), None)
-        (y, h, c), res = graph_forward(_run, *args)
+                return (*_run(x, h0, c0, w_x, w_h, bias), None)
+        # the weights' leaves in torch's layout: the kernels' backward then reads them without another copy
+        (y, h, c), res = graph_forward(_run_torch_layout, x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(),
+                                       bias)
         return y, h, c, res
 
     def lstm_backward(self, grad_y: Any | None, grad_h: Any | None, grad_c: Any | None, x: Any, h0: Any, c0: Any,
@@ -62,9 +69,15 @@ class TorchRnnOps(RnnOps):
         inputs = [a for a in leaves if a is not None]
         grads = iter(graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
         out = []
-        for a in leaves:
+        for i, a in enumerate(leaves):
             g = None if a is None else next(grads)
-            # the weights' gradients arrive transposed (torch's [4 d, d_input] layout): made row-major here, else
-            # every later op on them (the optimizer's update above all) runs on strided memory
-            out.append(torch.zeros_like(a) if g is None and a is not None else None if g is None else g.contiguous())
+            if g is None:
+                out.append(None if a is None else torch.zeros_like(a))
+            elif i in (3, 4):
+                # the weights' leaves are in torch's layout ([4 d, d_input]): their gradients are transposed back to
+                # Ember's and made row-major, else every later op on them (the optimizer's update above all) runs
+                # on strided memory
+                out.append(g.t().contiguous())
+            else:
+                out.append(g.contiguous())
         return tuple(out)

@@ -34,7 +34,8 @@ from . import _rules_math, _rules_reduce, _rules_shape  # noqa: F401  (fill RULE
 from ._errors import AutodiffError
 from ._gradients import Gradients
 from ._graph import AutodiffPrimitive as AP
-from ._graph import Leaf, Node, new_leaf
+from ._graph import Leaf, Node
+from ._graph import _ids as _leaf_ids
 from ._graph import backward as _sweep
 from ._record import make_creation, make_delegate, make_op
 from ._rules_attention import ATTENTION_COMPOSITE  # fills RULES with the attention op's rule
@@ -302,7 +303,8 @@ class Autodiff(Backend):
             return p
         r = _new(AP)
         r.p = p.p
-        r.node = new_leaf()
+        leaf = r.node = _new(Leaf)  # new_leaf() inlined: this runs for every parameter every step
+        leaf.id = next(_leaf_ids)
         return r
 
     def is_require_grad(self, p: Any) -> bool:

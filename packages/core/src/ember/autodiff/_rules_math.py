@@ -128,6 +128,9 @@ def _matmul(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
     ga = gb = None
     shape = B.shape
     sa, sb = shape(a), shape(b)
+    if len(sa) == 2 and len(sb) == 2:  # no batch dims: nothing broadcast, the gradients have the shapes
+        return (B.matmul(g, B.permute(b, (1, 0))) if na else None,
+                B.matmul(B.permute(a, (1, 0)), g) if nb else None)
     if na:
         r = len(sb)
         ga = B.matmul(g, B.permute(b, (1, 0) if r == 2 else tuple(range(r - 2)) + (r - 1, r - 2)))

@@ -14,6 +14,8 @@ def unbroadcast(B: Any, g: Any, shape: tuple[int, ...]) -> Any:
     if gs == shape:
         return g
     lead = len(gs) - len(shape)
+    if lead == 1 and gs[1:] == shape:  # a bias: one leading dim added (the loop below, unrolled)
+        return B.reshape(B.sum_dim(g, 0), shape)
     for i in range(len(gs)):
         if i < lead or (shape[i - lead] == 1 and gs[i] != 1):
             g = B.sum_dim(g, i)
