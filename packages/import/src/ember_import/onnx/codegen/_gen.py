@@ -23,8 +23,8 @@ from ._errors import ModelGenError
 from ._expr import literal
 from ._gen_state import Field, GenState, Line
 from ._names import identifier
-from ._sym import Parts, Sym, Var, has_sym, parts_text
-from ._symfloat import SymFloat
+from ._sym import Parts, Sym, Var, parts_text
+from ._symfloat import SymFloat, has_sym
 from ._trace import DATA_DEPENDENT, untraced
 
 __all__ = ["Field", "Gen", "Val", "python_value"]

@@ -19,6 +19,7 @@ from .._ir import Graph, Node
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._run import convert_node
 from ._seqs import SeqVal, seq_arg
 from ._sym import Parts, Sym, Var
 from ._trace import untraced
@@ -119,8 +120,6 @@ def param(g: Gen, node: Node, name: str, value: Any, dyn_axes: set[int] | None =
 
 def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Tensor]], device: Var) -> Body:
     """Trace ``graph``'s nodes into lines of their own, its inputs bound to ``params`` (name, stand-in)."""
-    from ._run import convert_node
-
     saved = (
         g.lines,
         g.reads,
