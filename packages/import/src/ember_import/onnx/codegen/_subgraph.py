@@ -130,6 +130,7 @@ def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Te
         dict(g.sym_shapes),
         dict(g.host_syms),
         dict(g._weight_vals),
+        dict(g.materialized),  # a host constant written into these lines is not defined after them
     )
     # taken before a call re-binds a returned input
     params_vars = {
@@ -160,7 +161,18 @@ def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Te
         out_dims: list[tuple[Any, ...] | None] = [forward_dims(g, v) if isinstance(v, Tensor) else None for v in outs]
         lines = g.lines
     finally:
-        (g.lines, g.reads, g.env, g.node, g.device_var, g.traced, g.sym_shapes, g.host_syms, g._weight_vals) = saved
+        (
+            g.lines,
+            g.reads,
+            g.env,
+            g.node,
+            g.device_var,
+            g.traced,
+            g.sym_shapes,
+            g.host_syms,
+            g._weight_vals,
+            g.materialized,
+        ) = saved
     defined = {id(t) for ln in lines for t in ln.targets} | params_vars | {id(device)}
     free: list[Var] = []
     seen: set[int] = set()
