@@ -44,6 +44,7 @@ from ._methods import (
     return_line,
     returns_of,
 )
+from ._run import convert_node
 from ._seqs import SEQUENCE_OPS, SeqVal, convert_sequence
 from ._subgraph import (
     copy_value,
@@ -60,7 +61,7 @@ from ._subgraph import (
 from ._sym import Sym, Var, parts_text
 from ._trace import untraced
 
-__all__ = ["CONTROL_OPS", "convert_control", "wants_control"]
+__all__ = ["CONTROL_OPS", "control_flow", "convert_control", "wants_control"]
 
 #: the ops written as control flow when traced values are involved
 CONTROL_OPS = frozenset({"If", "Loop", "Scan"})
@@ -97,6 +98,15 @@ def convert_control(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         return
     fn = {"If": _if, "Loop": _loop, "Scan": _scan}[node.op_type]
     fn(g, ctx, node, args)
+
+
+def control_flow(g: Gen, ctx: Any, node: Node, args: list[Any]) -> bool:
+    """:func:`convert_control` of ``node`` where :func:`wants_control`, and whether it did: the
+    :data:`~._run.ControlFlow` given to :class:`~._run.TraceContext`."""
+    if not wants_control(g, node, args):
+        return False
+    convert_control(g, ctx, node, args)
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------- If
@@ -163,8 +173,6 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
 
 def _inline(g: Gen, ctx: Any, node: Node, graph: Graph) -> None:
     """Trace ``graph``'s nodes into the current lines and bind ``node``'s outputs to its outputs."""
-    from ._run import convert_node
-
     saved_env = g.env
     g.env = dict(saved_env)
     try:

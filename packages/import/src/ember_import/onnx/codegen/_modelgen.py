@@ -19,6 +19,7 @@ from .._ir import Graph, ValueInfo
 from .._module import OnnxModule, load_model
 from .._passes import fold_constants, remove_dead_nodes
 from .._program import host_device, host_override
+from ._control import control_flow
 from ._device import module_device, resolve_module_device
 from ._errors import ModelGenError
 from ._gen import Gen
@@ -139,7 +140,7 @@ def _generate(model: str | os.PathLike[str] | bytes | Any, class_name: str, reco
     g = Gen(graph, weights, constants, module.opset, True)
     g.quantized = {k: p.val() for k, p in module.weights.items() if not isinstance(p.val(), Tensor)}
     restore_qlinear(module, g)  # QLinearMatMul / QLinearConv: integer tensor code on the int8 weights
-    ctx = TraceContext(module.program, g)
+    ctx = TraceContext(module.program, g, control_flow)
     if not any(i.kind == "tensor" for i in graph.inputs):
         module_device(g)
     try:

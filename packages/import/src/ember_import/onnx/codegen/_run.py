@@ -9,6 +9,7 @@ arithmetic folds into Python expressions (``[batch, seq, 4, 8]``) where the runt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ember import DType, DTypeError, EmberError, Tensor
@@ -17,16 +18,21 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._program import Program, host_device
-from ._control import convert_control, wants_control
 from ._errors import ModelGenError
 from ._gen import Gen, flat
 from ._hints import traced_with_hints
 from ._host import HostDTypeError
-from ._sym import GUARDS, Sym, has_sym
-from ._symfloat import SymFloat, as_int
+from ._sym import GUARDS, Sym
+from ._symfloat import SymFloat, as_int, has_sym
 from ._trace import untraced
 
-__all__ = ["TraceContext", "convert_node", "shadow_outputs"]
+__all__ = ["ControlFlow", "TraceContext", "convert_node", "shadow_outputs"]
+
+#: writes a control-flow node (``If``/``Loop``/``Scan``, a sequence op on a traced sequence) as generated code
+#: and returns ``True``, or returns ``False`` to leave it to its runtime converter: :func:`._control.control_flow`,
+#: passed in by the caller (:mod:`._control` sits above this module: its sub-graph tracer runs nodes through
+#: :func:`convert_node`)
+ControlFlow = Callable[[Gen, "TraceContext", Node, list[Any]], bool]
 
 #: tags standing for Sym elements in a data-movement evaluation (above any size a trace uses)
 _TAG = 1 << 40
@@ -39,14 +45,16 @@ _ARITH = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a,
 
 
 class TraceContext(Context):
-    """The converters' context during generation (see the module docstring)."""
+    """The converters' context during generation (see the module docstring); ``control`` writes control-flow
+    nodes (:data:`ControlFlow`; ``None``: every node through its runtime converter)."""
 
-    __slots__ = ("gen",)
+    __slots__ = ("control", "gen")
 
-    def __init__(self, program: Program, gen: Gen) -> None:
+    def __init__(self, program: Program, gen: Gen, control: ControlFlow | None = None) -> None:
         host = host_device()
         super().__init__(program, host, host)
         self.gen = gen
+        self.control = control
 
     def values(self, t: Tensor | None) -> list[Any] | None:
         if t is None:
@@ -209,8 +217,7 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
     ctx.env = gen.env
     gen.node = node
     out: Any = None
-    if wants_control(gen, node, args):
-        convert_control(gen, ctx, node, args)
+    if ctx.control is not None and ctx.control(gen, ctx, node, args):
         return
     traced_in = any(_traced(gen, a) for a in args)
     if not traced_in and _has_host_syms(gen, args):

@@ -19,6 +19,7 @@ from .._ir import Graph, Node
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._run import convert_node
 from ._seqs import SeqVal, seq_arg
 from ._sym import Parts, Sym, Var
 from ._trace import untraced
@@ -119,8 +120,6 @@ def param(g: Gen, node: Node, name: str, value: Any, dyn_axes: set[int] | None =
 
 def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Tensor]], device: Var) -> Body:
     """Trace ``graph``'s nodes into lines of their own, its inputs bound to ``params`` (name, stand-in)."""
-    from ._run import convert_node
-
     saved = (
         g.lines,
         g.reads,
@@ -131,6 +130,7 @@ def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Te
         dict(g.sym_shapes),
         dict(g.host_syms),
         dict(g._weight_vals),
+        dict(g.materialized),  # a host constant written into these lines is not defined after them
     )
     # taken before a call re-binds a returned input
     params_vars = {
@@ -161,7 +161,18 @@ def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Te
         out_dims: list[tuple[Any, ...] | None] = [forward_dims(g, v) if isinstance(v, Tensor) else None for v in outs]
         lines = g.lines
     finally:
-        (g.lines, g.reads, g.env, g.node, g.device_var, g.traced, g.sym_shapes, g.host_syms, g._weight_vals) = saved
+        (
+            g.lines,
+            g.reads,
+            g.env,
+            g.node,
+            g.device_var,
+            g.traced,
+            g.sym_shapes,
+            g.host_syms,
+            g._weight_vals,
+            g.materialized,
+        ) = saved
     defined = {id(t) for ln in lines for t in ln.targets} | params_vars | {id(device)}
     free: list[Var] = []
     seen: set[int] = set()

@@ -9,38 +9,21 @@ static one is an ``int`` and folds into a constant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ._domain import decided, norm_axis
+from .._errors import OnnxImportError
+from ._domain import DataInt, decided
+from ._parts import Parts, Var, parts_text
 
-__all__ = ["GUARDS", "Parts", "Sym", "Var", "parts_text"]
+__all__ = ["GUARDS", "Parts", "Sym", "Var", "norm_axis", "parts_text", "set_real_op"]
 
 #: the values read from the data that a comparison used while a node was converted (the converter branched on
 #: them: generated code would be specialised on the trace's stand-in data); the generator checks it per node
 GUARDS: list[Any] = []
 
 
-class Var:
-    """A variable of the generated code; ``name`` is final once the source is written."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: source as a sequence of text and variables
-Parts = tuple[Any, ...]
-
-
-def parts_text(parts: Parts) -> str:
-    return "".join(p.name if isinstance(p, Var) else str(p) for p in parts)
-
-
-class Sym(int):
+class Sym(DataInt):
     """An int known when ``forward`` runs: its value is the trace's hint, :attr:`parts` the code computing it.
 
     ``+ - * // %`` and negation with ints or other ``Sym``\\ s give ``Sym``\\ s; comparisons use the hint (the
@@ -51,11 +34,6 @@ class Sym(int):
     parts: Parts
     coef: int
     factors: Parts | None
-
-    data: bool = False
-    #: the values it can take when generated code runs, where known (an axis of a given rank, a dim of a static
-    #: shape): a comparison that comes out the same for each of them decides nothing (see :mod:`._domain`)
-    domain: frozenset[int] | None = None
 
     def __new__(
         cls,
@@ -192,7 +170,7 @@ class Sym(int):
 
     def __norm_axis__(self, rank: int) -> Sym:
         """This axis in ``[0, rank)`` (ONNX's negative axes count from the end), branch-free: see
-        :func:`._domain.norm_axis`."""
+        :func:`norm_axis`."""
         return norm_axis(self, rank)
 
     def __eq__(self, other: Any) -> bool:
@@ -220,19 +198,34 @@ class Sym(int):
         return int.__ge__(self, other)
 
 
+#: ``a op b`` of numbers as a :class:`~._symfloat.SymFloat`: :func:`._symfloat.real_op`, which registers itself
+#: with :func:`set_real_op` when imported (:mod:`._symfloat` sits above this module; the package imports it)
+_REAL_OP: list[Callable[[Any, Any, str], Any]] = []
+
+
+def set_real_op(fn: Callable[[Any, Any, str], Any]) -> None:
+    """Make ``fn`` the arithmetic of a Sym with a float, and its true division (see :data:`_REAL_OP`)."""
+    _REAL_OP[:] = [fn]
+
+
 def real_op(a: Any, b: Any, op: str) -> Any:
     """``a op b`` (``+ - * /``) where one side is a float or ``op`` is ``/``: a :class:`~._symfloat.SymFloat`."""
-    from ._symfloat import real_op as op_
+    if not _REAL_OP:
+        raise RuntimeError(
+            "ember_import.onnx.codegen._symfloat is not imported: a Sym's arithmetic with a float needs it. "
+            "Import ember_import.onnx.codegen (the package imports it)."
+        )
+    return _REAL_OP[0](a, b, op)
 
-    return op_(a, b, op)
 
-
-def has_sym(v: Any) -> bool:
-    """Whether ``v`` (a value, or a list/tuple nesting them) holds a :class:`Sym`."""
-    from ._symfloat import SymFloat
-
-    if isinstance(v, (Sym, SymFloat)):
-        return True
-    if isinstance(v, (list, tuple)):
-        return any(has_sym(x) for x in v)
-    return False
+def norm_axis(axis: Any, rank: int) -> Any:
+    """``axis`` (a Sym read from the data, in ``[-rank, rank)``) as an axis in ``[0, rank)``, branch-free: the
+    code ``(axis % rank)``, whose domain is ``range(rank)``. An out-of-range axis is the model's error (ONNX
+    refuses it); the trace's own value is checked, so the example input cannot hide one."""
+    n = max(int(rank), 1)
+    h = int(axis)
+    if not -rank <= h < n:
+        raise OnnxImportError(
+            f"axis {h} read from the data is out of range for rank {rank} (expected {-rank} .. {rank - 1})."
+        )
+    return Sym(h % n, ("(", *Sym._p(axis), f" % {n})"), data=True, domain=frozenset(range(n)))

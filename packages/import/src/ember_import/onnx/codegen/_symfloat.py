@@ -14,9 +14,9 @@ import operator
 from typing import Any
 
 from ._domain import decided
-from ._sym import GUARDS, Parts, Sym, parts_text
+from ._sym import GUARDS, Parts, Sym, parts_text, set_real_op
 
-__all__ = ["SymFloat", "as_int", "real_op"]
+__all__ = ["SymFloat", "as_int", "has_sym", "real_op"]
 
 _OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
@@ -133,3 +133,15 @@ def as_int(v: Any) -> Any:
     if isinstance(v, SymFloat):
         return Sym(int(float(v)), ("int(", *v.parts, ")"), data=v.data)
     return v if isinstance(v, Sym) else int(v)
+
+
+set_real_op(real_op)  # a Sym's arithmetic with a float (``batch / 2``): :mod:`._sym` sits below this module
+
+
+def has_sym(v: Any) -> bool:
+    """Whether ``v`` (a value, or a list/tuple nesting them) holds a :class:`~._sym.Sym` or a :class:`SymFloat`."""
+    if isinstance(v, (Sym, SymFloat)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(has_sym(x) for x in v)
+    return False

@@ -17,41 +17,20 @@ import enum
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from ember import DType, Tensor
 from ember.backend import Device
 
-from ._domain import Shape
+from ._active import Gen, active, set_active
 from ._errors import ModelGenError
 from ._idiom import idiom
-from ._sym import Parts, Sym, has_sym
-from ._symfloat import SymFloat
-
-
-class Gen(Protocol):
-    """What the trace records into: the generation state (:class:`~._gen.Gen`, which imports this module: the
-    protocol keeps the import one way)."""
-
-    imports: set[tuple[str, str]]
-    depth: int
-    traced: dict[int, tuple[Any, Any]]
-    sym_shapes: dict[int, tuple[int, ...]]
-    host_syms: dict[int, tuple[Any, list[Any]]]
-
-    def record(self, parts: Parts, out: Any, name: str, call: tuple[Any, Any]) -> Any: ...
-
-    def host_read(self, t: Any, kind: str) -> Any: ...
-
-    def arg(self, v: Any, atom: bool = False) -> Parts: ...
-
-    def call_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Parts: ...
-
-    def index(self, key: Any) -> Parts: ...
+from ._shape import Shape
+from ._sym import Parts, Sym
+from ._symfloat import SymFloat, has_sym
 
 __all__ = ["tracing", "untraced"]
 
-_local = threading.local()
 _patch_lock = threading.Lock()
 
 #: Tensor attributes never recorded: properties, data reads (handled apart), protocol methods
@@ -73,19 +52,10 @@ _UNARY = {"__neg__": "-", "__invert__": "~", "__abs__": "abs"}
 DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "unique", "masked_select"})
 
 
-def _state() -> Gen | None:
-    return getattr(_local, "gen", None)
-
-
-def active() -> Gen | None:
-    """The generation tracing on this thread, or ``None``."""
-    return _state()
-
-
 @contextlib.contextmanager
 def untraced() -> Iterator[None]:
     """Compute without recording (a recognised layer's shadow, a folded host value)."""
-    gen = _state()
+    gen = active()
     if gen is None:
         yield
         return
@@ -115,7 +85,7 @@ def _involved(gen: Gen, v: Any) -> bool:
 def _wrap(fn: Callable[..., Any], render: Callable[..., Parts], name: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        gen = _state()
+        gen = active()
         if gen is None or gen.depth:
             return fn(*args, **kwargs)
         gen.depth += 1
@@ -175,7 +145,7 @@ def _module_render(module: str, name: str) -> Callable[..., Parts]:
 
 def _shape_property(orig: property) -> property:
     def get(self: Any) -> Any:
-        gen = _state()
+        gen = active()
         if gen is not None and not gen.depth:
             sym = gen.sym_shapes.get(id(self))
             return Shape(sym if sym is not None else orig.fget(self))  # type: ignore[misc]
@@ -187,7 +157,7 @@ def _shape_property(orig: property) -> property:
 def _host_read(fn: Callable[..., Any], kind: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        gen = _state()
+        gen = active()
         if gen is None or gen.depth or id(self) not in gen.traced:
             return fn(self, *args, **kwargs)
         return gen.host_read(self, kind)
@@ -202,7 +172,7 @@ def _alias(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         out = fn(self, *args, **kwargs)
-        gen = _state()
+        gen = active()
         if gen is not None and not gen.depth and id(self) in gen.traced:
             gen.traced[id(out)] = (out, gen.traced[id(self)][1])
             if id(self) in gen.sym_shapes:
@@ -265,10 +235,10 @@ def tracing(gen: Gen) -> Iterator[None]:
                 own = name in vars(owner)
                 saved.append((owner, name, vars(owner).get(name), own))
                 setattr(owner, name, repl)
-            _local.gen = gen
+            set_active(gen)
             yield
         finally:
-            _local.gen = None
+            set_active(None)
             for owner, name, old, own in reversed(saved):
                 if own:
                     setattr(owner, name, old)
