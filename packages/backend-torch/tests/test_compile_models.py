@@ -48,16 +48,8 @@ def test_captured_steps_equal_eager_steps(name: str) -> None:
     assert step.trace_count == 1  # twenty steps, one capture: the Python ran once
 
 
-#: a known bug (issue 32): dynamo refuses the captured LSTM step ("Attempt to trace generator") before inductor
-#: compiles anything; capture mode runs it. Strict: the case fails the run once it passes, to be unmarked then.
-_LSTM_DYNAMO = pytest.mark.xfail(
-    strict=True,
-    reason="torch.compile of the captured LSTM step: dynamo's 'Attempt to trace generator' (capture mode works)",
-)
-
-
 @SLOW
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_LSTM_DYNAMO if n == "lstm" else ()) for n in SMALL])
+@pytest.mark.parametrize("name", list(SMALL))
 def test_inductor_steps_equal_eager_steps(name: str) -> None:
     step = ember_torch.compile(train_step, mode="default")
     compare(name, DEV, B.seed, step, _lr())

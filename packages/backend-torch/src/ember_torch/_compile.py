@@ -134,7 +134,7 @@ class CompiledStep:
             _check_devices(fl)
             with _quiet_torch():
                 entry = self._capture(fl, args, kwargs)
-                outs = entry.run(*fl.leaves)  # type: ignore[misc]
+                outs = _first_run(entry, fl.leaves)
             self._cache[key] = entry
         else:
             outs = entry.run(*fl.leaves)  # type: ignore[misc]
@@ -169,9 +169,11 @@ class CompiledStep:
             return tuple(ow.outputs)
 
         t0 = time.perf_counter()
+        entry.mode = self.mode if self.mode is not None else default_mode(fl.leaves)
         _capture_state.ACTIVE[0] += 1
         try:
-            entry.gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fl.leaves)
+            with _kernels_for(entry.mode):
+                entry.gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fl.leaves)
         except BackendError:
             raise
         except Exception as exc:
@@ -185,7 +187,6 @@ class CompiledStep:
         finally:
             _capture_state.ACTIVE[0] -= 1
         self.trace_count += 1
-        entry.mode = self.mode if self.mode is not None else default_mode(fl.leaves)
         entry.run = self._runner(entry, fl.leaves)
         entry.capture_seconds = time.perf_counter() - t0
         return entry
@@ -205,6 +206,58 @@ class CompiledStep:
         whole = not any("generator" in n.kwargs for n in entry.gm.graph.nodes)
         return torch.compile(entry.gm, mode=mode, backend=self.backend, options=self.options,  # type: ignore[no-any-return]
                              fullgraph=whole, dynamic=False)
+
+
+def _kernels_for(mode: str) -> Any:
+    """The kernels the capture may record for ``mode``: for ``torch.compile`` (every mode but ``"capture"``),
+    not oneDNN's (``torch.backends.mkldnn`` off while capturing).
+
+    On the CPU, ``torch._VF.lstm`` (Ember's LSTM, ``_rnn.py``) records ``aten.mkldnn_rnn_layer`` and its backward,
+    whose workspace output is only made while autograd is on (``torch.is_grad_enabled()``); AOTAutograd runs a
+    graph with no input that requires a gradient (a captured step: Ember's backward is in it) with autograd off,
+    so the workspace is undefined and the backward refuses it (issue 32). Without oneDNN the LSTM is recorded as
+    its cell ops (matmuls, sigmoid, tanh), which inductor fuses. The captured graph as it is (``"capture"``) keeps
+    oneDNN's kernels, the eager step's."""
+    if mode == "capture":
+        return contextlib.nullcontext()
+    return _no_onednn()
+
+
+@contextlib.contextmanager
+def _no_onednn() -> Iterator[None]:
+    """``torch.backends.mkldnn`` off inside (its ``flags`` context also sets TF32 flags, with a warning)."""
+    was = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(was)
+
+
+def _first_run(entry: _Entry, leaves: list[Any]) -> Any:
+    """Run a new entry once (for a compiled mode, the ``torch.compile`` call that compiles): a refusal of torch's
+    compiler becomes a ``BackendError`` that names the step's mode, torch's reason, and what to do."""
+    if entry.mode == "capture":
+        return entry.run(*leaves)  # type: ignore[misc]
+    try:
+        return entry.run(*leaves)  # type: ignore[misc]
+    except BackendError:
+        raise
+    except Exception as exc:
+        if not type(exc).__module__.startswith(("torch._dynamo", "torch._inductor")):
+            raise
+        causes = [exc]
+        while causes[-1].__cause__ is not None or causes[-1].__context__ is not None:
+            nxt = causes[-1].__cause__ or causes[-1].__context__
+            if nxt in causes:
+                break
+            causes.append(nxt)  # type: ignore[arg-type]
+        reason = "; ".join(f"{type(c).__name__}: {(str(c).splitlines() or [''])[0]}" for c in reversed(causes))
+        raise BackendError(
+            f"ember_torch.compile: torch.compile (mode={entry.mode!r}) refused the captured step ({reason}). "
+            "The captured graph runs without torch's compiler: use mode='capture' for this step; please report "
+            "the step (issue 32)."
+        ) from exc
 
 
 def _check_devices(fl: Flat) -> None:
