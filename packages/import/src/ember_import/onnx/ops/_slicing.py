@@ -92,8 +92,9 @@ def slice_bounds(n: int, start: int, end: int, step: int) -> slice:
 
 
 def _int(v: Any) -> int:
-    """``v`` as an int, keeping an ``int`` subclass as is (ModelGen's symbolic sizes stay symbolic)."""
-    return v if isinstance(v, int) else int(v)
+    """``v`` as an int, keeping an ``int`` subclass as is (ModelGen's symbolic sizes stay symbolic); a bool becomes
+    a plain int."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else int(v)
 
 
 def _slice(node: Node, x: Tensor, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None,
@@ -150,10 +151,6 @@ def _wrap_pad(x: Tensor, pairs: Sequence[tuple[int, int]]) -> Tensor:
         start = math.ceil(a / n) * n - a
         x = tiled.narrow(d, start, n + a + b)
     return x
-
-
-def _int(v: Any) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else int(v)
 
 
 def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: float | int | bool,
