@@ -175,6 +175,10 @@ class Gen(GenState):
                 dims = tuple(target)  # the shape the call was given: its fixed sizes are ints, its others Syms
             return self.bind(out, var, dims)
         if isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) for o in out):
+            from ._runlist import count_is_dynamic, run_list
+
+            if count_is_dynamic(self, name, *call):
+                return run_list(self, parts, out, base)
             if not out:
                 return out
             vars_ = tuple(self.new_var(base) for _ in out)
