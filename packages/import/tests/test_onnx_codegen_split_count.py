@@ -22,7 +22,7 @@ from ember import Tensor
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
-from ember_import.onnx import ModelGen  # noqa: E402
+from ember_import.onnx import ModelGen, ModelGenError  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
@@ -83,3 +83,32 @@ def test_split_to_sequence_count_from_data_consumed(tmp_path: Path) -> None:
         want = sess.run(None, feeds)[0]
         got = net.forward(*(Tensor.from_data(v, dev) for v in feeds.values()))
         np.testing.assert_array_equal(got.to_numpy(), want)
+
+
+def _no_split_model(keepdims: int) -> Any:
+    node = h.make_node("SplitToSequence", ["data"], ["seq"], axis=0, keepdims=keepdims)
+    ins = [h.make_tensor_value_info("data", TP.FLOAT, ["N", 4])]
+    out = h.make_tensor_sequence_value_info("seq", TP.FLOAT, None)
+    return h.make_model(h.make_graph([node], "g", ins, [out]), opset_imports=[h.make_opsetid("", 18)])
+
+
+def test_split_to_sequence_count_from_run_time_dim(tmp_path: Path) -> None:
+    """Without ``split``, one piece per element of a run-time dim (``N``): as many pieces as each batch has."""
+    model = _no_split_model(1)
+    net, _ = _generate(model, tmp_path, "stsdim")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    dev = ember.backend("numpy").device()
+    for n in (1, 3, 5):
+        data = np.arange(4 * n, dtype=np.float32).reshape(n, 4) - 3.0
+        want = sess.run(None, {"data": data})[0]
+        got = net.forward(Tensor.from_data(data, dev))
+        assert len(got) == len(want) == n
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.to_numpy(), w)
+
+
+def test_split_to_sequence_squeezed_pieces_of_run_time_count_refused(tmp_path: Path) -> None:
+    """``keepdims=0`` squeezes each piece in the converter, a loop the trace would fix at the stand-in's count:
+    refused, not wrong."""
+    with pytest.raises(ModelGenError):
+        _generate(_no_split_model(0), tmp_path, "stsnokeep")

@@ -309,7 +309,13 @@ def _name_outputs(gen: Gen, node: Node, out: Any, mark: int) -> None:
     """Give the variables of the node's outputs that its lines defined the node's readable names."""
     outs = out if isinstance(out, tuple) else (out,)
     own = {id(t) for ln in gen.lines[mark:] for t in ln.targets}
+    from ._seqs import SeqVal  # (a run-time list: :mod:`._runlist`)
+
     for i, value in enumerate(outs):
+        if isinstance(value, SeqVal) and i < len(node.outputs) and node.outputs[i] and id(value.var) in own:
+            gen.var_names.release(value.var.name)
+            value.var.name = gen.node_var(node, i).name
+            continue
         if i >= len(node.outputs) or not node.outputs[i] or not isinstance(value, Tensor):
             continue
         hit = gen.traced.get(id(value))

@@ -43,6 +43,16 @@ class SeqVal:
         self.var = var
         self.elem = elem
 
+    def _count(self, *_: Any) -> Any:
+        """A converter that counts, indexes or iterates the sequence: its length is known only when the code
+        runs (the trace would fix its stand-in's count), so the node is refused."""
+        raise ModelGenError(
+            f"a sequence whose length is known only when the code runs ({self.var.name}) is counted, indexed or "
+            "iterated by a converter; generated code cannot fix its length. Use ember_import.onnx.load_model."
+        )
+
+    __iter__ = __len__ = __getitem__ = _count
+
 
 def seq_arg(g: Gen, v: Any) -> Parts:
     """The source of a value that may be a :class:`SeqVal`."""
