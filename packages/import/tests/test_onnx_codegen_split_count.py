@@ -112,3 +112,25 @@ def test_split_to_sequence_squeezed_pieces_of_run_time_count_refused(tmp_path: P
     refused, not wrong."""
     with pytest.raises(ModelGenError):
         _generate(_no_split_model(0), tmp_path, "stsnokeep")
+
+
+def test_split_num_outputs_of_run_time_dim(tmp_path: Path) -> None:
+    """``Split`` (opset 18) into 3 ``num_outputs`` of a run-time dim ``N``: chunks of ``ceil(N / 3)``, the last
+    smaller, computed in the generated code for each ``N`` (not the trace's stand-in size)."""
+    outs = ["y1", "y2", "y3"]
+    node = h.make_node("Split", ["x"], outs, axis=0, num_outputs=3)
+    ins = [h.make_tensor_value_info("x", TP.FLOAT, ["N", 4])]
+    model = h.make_model(
+        h.make_graph([node], "g", ins, [h.make_tensor_value_info(o, TP.FLOAT, [None, 4]) for o in outs]),
+        opset_imports=[h.make_opsetid("", 18)],
+    )
+    net, _ = _generate(model, tmp_path, "splitnum")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    dev = ember.backend("numpy").device()
+    for n in (6, 7, 9):
+        data = np.arange(4 * n, dtype=np.float32).reshape(n, 4) * 0.25
+        want = sess.run(None, {"x": data})
+        got = net.forward(Tensor.from_data(data, dev))
+        assert [g.to_numpy().shape for g in got] == [w.shape for w in want]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.to_numpy(), w)
