@@ -136,17 +136,6 @@ def test_a_branch_on_a_value_read_from_the_data_is_still_refused(tmp_path: Path)
         ModelGen().input(tmp_path / "empty.onnx").out_dir(tmp_path / "empty").run()
 
 
-def test_a_split_size_read_from_the_data_is_refused(tmp_path: Path) -> None:
-    # the number of pieces (6 // size, rounded up) depends on the value: generated code cannot unpack a fixed count
-    node = h.make_node("SplitToSequence", ["x", "size"], ["seq"], axis=1)
-    ins = [h.make_tensor_value_info("x", TP.FLOAT, [3, 6]), h.make_tensor_value_info("size", TP.INT64, [])]
-    outs = [h.make_tensor_sequence_value_info("seq", TP.FLOAT, None)]
-    model = h.make_model(h.make_graph([node], "g", ins, outs), opset_imports=[h.make_opsetid("", 18)])
-    onnx.save(model, tmp_path / "split.onnx")
-    with pytest.raises(ModelGenError, match="number of tensors .* depends on a value read from the data"):
-        ModelGen().input(tmp_path / "split.onnx").out_dir(tmp_path / "split").run()
-
-
 @pytest.mark.skipif(
     shutil.which("ruff") is None and importlib.util.find_spec("ruff") is None, reason="ruff is not installed"
 )

@@ -23,6 +23,7 @@ from ._errors import ModelGenError
 from ._expr import literal
 from ._gen_state import Field, GenState, Line
 from ._names import identifier
+from ._runlist import count_is_dynamic, run_list
 from ._sym import Parts, Sym, Var, parts_text
 from ._symfloat import SymFloat, has_sym
 from ._trace import DATA_DEPENDENT, untraced
@@ -175,12 +176,8 @@ class Gen(GenState):
                 dims = tuple(target)  # the shape the call was given: its fixed sizes are ints, its others Syms
             return self.bind(out, var, dims)
         if isinstance(out, (tuple, list)) and all(isinstance(o, Tensor) for o in out):
-            if isinstance(out, list) and any(_read_from_data(a) for a in (*call[0], *call[1].values())):
-                raise ModelGenError(
-                    f"{self._where()}: the number of tensors the Tensor-API call {parts_text(parts)[:120]} returns "
-                    "depends on a value read from the data (a split size or a count); generated code unpacks a "
-                    "fixed number. Use ember_import.onnx.load_model."
-                )
+            if count_is_dynamic(self, name, *call):
+                return run_list(self, parts, out, base)
             if not out:
                 return out
             vars_ = tuple(self.new_var(base) for _ in out)
@@ -386,12 +383,6 @@ class Gen(GenState):
         var = self.new_var("const" if shape else "scalar")
         self.lines.append(Line((var,), parts))
         self.materialized[id(t)] = (t, var)
-
-
-def _read_from_data(v: Any) -> bool:
-    """Whether ``v`` is a number read from the data (not a list of them: a list of sizes gives as many pieces
-    whatever their values)."""
-    return isinstance(v, (Sym, SymFloat)) and v.data
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -19,6 +19,7 @@ from ember import Tensor
 from .._ir import ValueInfo
 from ._errors import ModelGenError
 from ._gen import Gen
+from ._seqs import SeqVal
 from ._sym import parts_text
 
 __all__ = ["check_input", "output_source"]
@@ -56,6 +57,8 @@ def output_source(g: Gen, info: ValueInfo, v: Any) -> tuple[str, str]:
     if isinstance(v, list) and kind in ("sequence", "optional") and all(isinstance(x, Tensor) for x in v):
         items = ", ".join(parts_text(g.arg(x)) for x in v)
         return f"[{items}]", "list[Tensor]" if kind == "sequence" else "list[Tensor] | None"
+    if isinstance(v, SeqVal) and kind in ("sequence", "optional"):
+        return v.var.name, "list[Tensor]" if kind == "sequence" else "list[Tensor] | None"
     if v is None and kind == "optional":
         return "None", "Tensor | None"
     raise ModelGenError(f"output {info.name!r:.80} ({info.describe()}) is a {type(v).__name__} in the trace; "

@@ -22,6 +22,7 @@ from ._errors import ModelGenError
 from ._gen import Gen, flat
 from ._hints import traced_with_hints
 from ._host import HostDTypeError
+from ._seqval import SeqVal
 from ._sym import GUARDS, Sym
 from ._symfloat import SymFloat, as_int, has_sym
 from ._trace import untraced
@@ -317,6 +318,10 @@ def _name_outputs(gen: Gen, node: Node, out: Any, mark: int) -> None:
     outs = out if isinstance(out, tuple) else (out,)
     own = {id(t) for ln in gen.lines[mark:] for t in ln.targets}
     for i, value in enumerate(outs):
+        if isinstance(value, SeqVal) and i < len(node.outputs) and node.outputs[i] and id(value.var) in own:
+            gen.var_names.release(value.var.name)
+            value.var.name = gen.node_var(node, i).name
+            continue
         if i >= len(node.outputs) or not node.outputs[i] or not isinstance(value, Tensor):
             continue
         hit = gen.traced.get(id(value))

@@ -22,6 +22,7 @@ from .._program import host_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._seqval import SeqVal
 from ._sym import Parts, Sym, Var
 from ._trace import untraced
 
@@ -31,17 +32,6 @@ __all__ = ["SEQUENCE_OPS", "SeqVal", "convert_sequence", "seq_arg"]
 SEQUENCE_OPS = frozenset(
     {"Identity", "SequenceInsert", "SequenceAt", "SequenceLength", "SequenceErase", "ConcatFromSequence"}
 )
-
-
-class SeqVal:
-    """A sequence of run-time length: the list variable ``var`` and ``elem``, a stand-in of its elements
-    (``None`` while no element was seen: an empty start)."""
-
-    __slots__ = ("elem", "var")
-
-    def __init__(self, var: Var, elem: Tensor | None) -> None:
-        self.var = var
-        self.elem = elem
 
 
 def seq_arg(g: Gen, v: Any) -> Parts:

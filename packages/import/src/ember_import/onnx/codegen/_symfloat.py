@@ -14,6 +14,7 @@ import operator
 from typing import Any
 
 from ._domain import decided
+from ._errors import ModelGenError
 from ._sym import GUARDS, Parts, Sym, parts_text, set_real_op
 
 __all__ = ["SymFloat", "as_int", "has_sym", "real_op"]
@@ -92,6 +93,15 @@ class SymFloat(float):
     def __trunc__(self) -> Any:
         """``math.trunc`` of it: the int toward zero, written ``int(...)``."""
         return as_int(self)
+
+    def _rounded(self, *_: Any) -> Any:
+        """``math.ceil``/``math.floor``/``round`` of it: ``float``'s would give the trace's int, fixed in the
+        generated code for every other value (a count, a chunk size), so the node is refused."""
+        raise ModelGenError(f"{parts_text(self.parts)[:80]} (a value known only when the code runs) is rounded to "
+                            "an int by a converter; generated code cannot keep that symbolic. Use "
+                            "ember_import.onnx.load_model.")
+
+    __ceil__ = __floor__ = __round__ = _rounded
 
     # ---------------------------------------------------------------- comparisons (guards)
     def _guard(self, other: Any, cmp: Any) -> None:

@@ -45,7 +45,7 @@ def _split_sizes(node: Node, n: int, count: int, split: Sequence[int] | None, nu
         return list(split)
     parts = num_outputs or count
     if num_outputs is not None:  # opset 18: the last chunk may be smaller
-        size = math.ceil(n / parts)
+        size = -(-n // parts)  # ceil in ints: a run-time size (ModelGen's) stays one
         sizes = [size] * (parts - 1) + [n - size * (parts - 1)]
         if sizes[-1] < 0:
             raise OnnxImportError(f"{node.where()}: cannot split a dim of size {n} into {parts} chunks.")
