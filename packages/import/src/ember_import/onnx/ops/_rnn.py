@@ -138,7 +138,7 @@ def _recurrent(ctx: Context, node: Node, n_gates: int, defaults: Sequence[str], 
     for d in range(num_dir):
         wb = rb = None
         if b is not None:
-            wb, rb = b[d].split(gh, dim=0)
+            wb, rb = b[d].split([gh, gh], dim=0)
             if fold_rb:
                 wb, rb = wb + rb, None
         pd = None if p is None else p[d]
@@ -179,10 +179,10 @@ def _recurrent(ctx: Context, node: Node, n_gates: int, defaults: Sequence[str], 
 def _lstm_cell(xw: Tensor, h: Tensor, c: Tensor | None, d: _Dir) -> tuple[Tensor, Tensor | None]:
     assert c is not None
     hidden = h.shape[-1]
-    i, o, f, g = (xw + h.matmul(d.r_t)).split(hidden, dim=1)
+    i, o, f, g = (xw + h.matmul(d.r_t)).split([hidden] * 4, dim=1)
     pi = po = pf = None
     if d.p is not None:
-        pi, po, pf = d.p.split(hidden, dim=0)
+        pi, po, pf = d.p.split([hidden] * 3, dim=0)
     fa, ga, ha = d.acts
     i = fa(d.pre(i if pi is None else i + pi * c))
     if d.input_forget:
@@ -197,13 +197,13 @@ def _lstm_cell(xw: Tensor, h: Tensor, c: Tensor | None, d: _Dir) -> tuple[Tensor
 def _gru_cell(linear_before_reset: bool) -> Cell:
     def cell(xw: Tensor, h: Tensor, c: Tensor | None, d: _Dir) -> tuple[Tensor, Tensor | None]:
         hidden = h.shape[-1]
-        xz, xr, xh = xw.split(hidden, dim=1)
+        xz, xr, xh = xw.split([hidden] * 3, dim=1)
         fa, ga = d.acts
         if linear_before_reset:
             hr = h.matmul(d.r_t)
             if d.rb is not None:
                 hr = hr + d.rb
-            hz, hrr, hh = hr.split(hidden, dim=1)
+            hz, hrr, hh = hr.split([hidden] * 3, dim=1)
             z = fa(d.pre(xz + hz))
             r = fa(d.pre(xr + hrr))
             n = ga(d.pre(xh + r * hh))
@@ -214,7 +214,7 @@ def _gru_cell(linear_before_reset: bool) -> Cell:
             if d.rb is not None:
                 rb_zr, rb_h = d.rb.split([2 * hidden, hidden], dim=0)
                 hzr = hzr + rb_zr
-            hz, hrr = hzr.split(hidden, dim=1)
+            hz, hrr = hzr.split([hidden] * 2, dim=1)
             z = fa(d.pre(xz + hz))
             r = fa(d.pre(xr + hrr))
             hh = (r * h).matmul(r_h)
