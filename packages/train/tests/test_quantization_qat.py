@@ -51,11 +51,11 @@ def test_qat_with_the_learner_then_convert(tmp_path, backend) -> None:  # type: 
     assert isinstance(q.l1, QuantizedLinear) and q.l1.input.static
     # the converted model predicts what the trained QAT model predicts in validation (the same quantized numbers)
     hits, agree, n = 0, 0, 0
-    frozen = trained.valid()
+    frozen, q_inner = trained.valid(), q.valid()  # the converted layers keep the QAT model's (Autodiff) device
     data = h.dataset(48, 2)
     for start in range(0, 48, 16):
         b = h.batcher([data.get(i) for i in range(start, start + 16)], dev.inner)
-        logits_q = q.forward_classification(b).output.to_numpy()
+        logits_q = q_inner.forward_classification(b).output.to_numpy()
         logits_f = frozen.forward_classification(b).output.to_numpy()
         np.testing.assert_allclose(logits_q, logits_f, rtol=1e-4, atol=1e-4)
         pred = logits_q.argmax(1)

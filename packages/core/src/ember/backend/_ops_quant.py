@@ -103,14 +103,16 @@ class QuantOps:
                 point), values in ``[-127, 127]`` (``[-128, 127]`` is exact too).
             weight_scale: float32 primitive ``[channels_out]`` (per output channel; a per-tensor scale repeated).
             bias: float primitive ``[channels_out]`` or ``None``.
-            stride, padding, dilation: two ints each; ``padding`` is added on both sides with the input's zero
-                point (the real value 0, as ONNX and PyTorch pad quantized convolutions).
+            stride: two ints.
+            padding: two ints, added on both sides with the input's zero point (the real value 0, as ONNX and
+                PyTorch pad quantized convolutions).
+            dilation: two ints.
             groups: an int dividing both channel counts.
             dtype: the float type of the result (the backend's ``float_dtype``; also the type the rescale
                 computes in, float32 for float16/bfloat16).
-            out_scale, out_zero_point: ``None`` for a float result; a float32 ``[1]`` scale and an int8 ``[1]``
-                zero point (or ``None``) for an int8 result requantized as :meth:`quantize` (range
-                ``[-128, 127]``).
+            out_scale: ``None`` for a float result; a float32 ``[1]`` scale for an int8 result requantized as
+                :meth:`quantize` (range ``[-128, 127]``).
+            out_zero_point: with ``out_scale``, an int8 ``[1]`` zero point, or ``None`` (zero).
             cache: a dict the caller keeps with ``weight`` (the same values, scales, bias and options on every
                 call), where a backend may keep its prepacked form of the weight; ``None`` packs per call.
 
