@@ -50,9 +50,9 @@ ARRAY = 13
 NONE = 14
 """``None``: ``(NONE,)``."""
 
-#: the kinds :meth:`StepTree.kind_of` names
 KINDS = ("tensor", "param", "state", "module", "optim", "grads", "gradients", "none", "plain", "seq", "dict",
          "array", "dclass", "static")
+"""The kinds :meth:`StepTree.kind_of` names."""
 
 
 class Id:
