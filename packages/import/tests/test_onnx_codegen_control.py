@@ -28,6 +28,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
+from _codegen_support import generate_numpy  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[3]
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
@@ -47,17 +49,8 @@ def _const(name: str, value: Any, dtype: Any = F) -> Any:
 
 
 def _generate(model: Any, tmp_path: Path, tag: str) -> tuple[Any, str]:
-    path = tmp_path / f"{tag}.onnx"
-    onnx.save(model, path)
-    py = ModelGen().input(path).out_dir(tmp_path / tag).run()
-    spec = importlib.util.spec_from_file_location(f"_control_{tag}", py)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    dev = ember.backend("numpy").device()
-    net = mod.Model.from_record(str(py.parent / "model.mpk"), dev)
-    return (net, dev), py.read_text()
+    net, dev, text = generate_numpy(model, tmp_path, tag, "_control")
+    return (net, dev), text
 
 
 def _check(made: tuple[Any, Any], model: Any, feeds: dict[str, np.ndarray]) -> None:

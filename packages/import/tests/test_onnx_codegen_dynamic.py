@@ -23,7 +23,7 @@ from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-
+from _codegen_support import generate_numpy  # noqa: E402
 from ember_import.onnx import ModelGen, ModelGenError  # noqa: E402
 
 h = onnx.helper
@@ -42,16 +42,8 @@ def _model(node: Any, inputs: list[tuple[str, int, list[Any]]], out: tuple[str, 
 
 
 def _generate(model: Any, tmp: Path, tag: str) -> tuple[Any, str]:
-    path = tmp / f"{tag}.onnx"
-    onnx.save(model, path)
-    py = ModelGen().input(path).out_dir(tmp / tag).run()
-    spec = importlib.util.spec_from_file_location(f"_generated_dyn_{tag}", py)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    dev = ember.backend("numpy").device()
-    return mod.Model.from_record(str(Path(py).parent / "model.mpk"), dev), Path(py).read_text()
+    net, _, text = generate_numpy(model, tmp, tag, "_generated_dyn")
+    return net, text
 
 
 def _run(net: Any, model: Any, feeds: dict[str, np.ndarray]) -> None:

@@ -8,8 +8,6 @@ would need the count fixed (``Split`` into named outputs) is refused, never wron
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,24 +19,16 @@ from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-
-from ember_import.onnx import ModelGen, ModelGenError  # noqa: E402
+from _codegen_support import generate_numpy  # noqa: E402
+from ember_import.onnx import ModelGenError  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
 
 
 def _generate(model: Any, tmp: Path, tag: str) -> tuple[Any, str]:
-    path = tmp / f"{tag}.onnx"
-    onnx.save(model, path)
-    py = ModelGen().input(path).out_dir(tmp / tag).run()
-    spec = importlib.util.spec_from_file_location(f"_generated_split_{tag}", py)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    dev = ember.backend("numpy").device()
-    return mod.Model.from_record(str(Path(py).parent / "model.mpk"), dev), Path(py).read_text()
+    net, _, text = generate_numpy(model, tmp, tag, "_generated_split")
+    return net, text
 
 
 def _split_model(axis: int, keepdims_out: str = "seq", concat: bool = False) -> Any:

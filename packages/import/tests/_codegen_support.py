@@ -1,0 +1,28 @@
+"""Shared by the ModelGen test files: generate a model's source, import it and load its record on numpy."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+import ember
+from ember_import.onnx import ModelGen
+
+
+def generate_numpy(model: Any, tmp: Path, tag: str, prefix: str) -> tuple[Any, Any, str]:
+    """``(module, device, source)``: ``model`` saved as ``tmp/<tag>.onnx``, generated into ``tmp/<tag>/``, the
+    source imported as module ``<prefix>_<tag>`` and its record loaded on the numpy backend's device."""
+    path = tmp / f"{tag}.onnx"
+    onnx.save(model, path)
+    py = Path(ModelGen().input(path).out_dir(tmp / tag).run())
+    spec = importlib.util.spec_from_file_location(f"{prefix}_{tag}", py)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    dev = ember.backend("numpy").device()
+    return mod.Model.from_record(str(py.parent / "model.mpk"), dev), dev, py.read_text()
