@@ -60,8 +60,8 @@ def convert_optional(g: Gen, node: Node, args: list[Any]) -> None:
             t = Tensor.from_data(True, host_device(), dtype=DType.BOOL)
         out = g.bind(t, var)
     else:  # OptionalGetElement
-        name = node.inputs[0][:80] if node.inputs else ""
-        message = literal(f"OptionalGetElement: the optional {name} is empty (None); the model needs a value there")
+        name = node.inputs[0][:40] if node.inputs else ""
+        message = literal(f"OptionalGetElement: the optional {name} is empty (None); the model needs a value")
         g.lines.append(Line((), ("if ", opt.var, " is None:\n    raise ValueError(", message, ")")))
         var = g.new_var(node.outputs[0] or "value")
         g.lines.append(Line((var,), (opt.var,)))

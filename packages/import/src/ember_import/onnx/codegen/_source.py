@@ -132,6 +132,9 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     the same code."""
     if len(indent) + len(line) <= width:
         return [indent + line]
+    text = line.lstrip(" ")
+    if text != line:  # a line of a block (``raise`` under an ``if``): its own indent is the block's
+        return _fit(text, indent + " " * (len(line) - len(text)), width)
     code = _mask(line)
     # the top-level call (or list) with the longest arguments: ``self.c.val().slice([...])`` wraps at ``slice``
     best, depth, open_at = (-1, -1), 0, -1
