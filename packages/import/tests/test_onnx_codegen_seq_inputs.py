@@ -369,8 +369,8 @@ def test_generated_sources_pass_ruff_and_mypy(tmp_path: Path) -> None:
         _if_lists_model,
     )
     files = []
-    for build in builders:
-        tag = build.__name__.strip("_")
+    for k, build in enumerate(builders):
+        tag = f"model_{k}"
         onnx.save(build(), tmp_path / f"{tag}.onnx")
         py = Path(ModelGen().input(tmp_path / f"{tag}.onnx").out_dir(tmp_path / tag).run())
         f = tmp_path / f"gen_{tag}.py"
@@ -396,3 +396,83 @@ def test_generated_sources_pass_ruff_and_mypy(tmp_path: Path) -> None:
             [sys.executable, "-m", "mypy", "--config-file", cfg, *files], capture_output=True, text=True
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------------------------------- Loop
+def _loop_append_model(optional: bool) -> Any:
+    """``for i in range(trips): seq = [*seq, x * i]`` over a sequence input; with ``optional`` the start is an
+    ``optional<sequence>`` the body replaces by ``[]`` when empty (ONNX's ``test_loop16_seq_none`` without its
+    data-dependent ``Slice``)."""
+    nodes = [
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("Cast", ["i"], ["fi"], to=F),
+        helper.make_node("Mul", ["x", "fi"], ["y"]),
+    ]
+    carried_type = _opt_type(_seq_type(F, [2])) if optional else _seq_type(F, [2])
+    if optional:
+        then_b = helper.make_graph(
+            [helper.make_node("OptionalGetElement", ["seq_in"], ["got"])],
+            "then",
+            [],
+            [helper.make_value_info("got", _seq_type(F, [2]))],
+        )
+        else_b = helper.make_graph(
+            [helper.make_node("SequenceEmpty", [], ["empty"], dtype=F)],
+            "else",
+            [],
+            [helper.make_value_info("empty", _seq_type(F, [2]))],
+        )
+        nodes += [
+            helper.make_node("OptionalHasElement", ["seq_in"], ["has"]),
+            helper.make_node("If", ["has"], ["start"], then_branch=then_b, else_branch=else_b),
+            helper.make_node("SequenceInsert", ["start", "y"], ["seq_out"]),
+        ]
+    else:
+        nodes.append(helper.make_node("SequenceInsert", ["seq_in", "y"], ["seq_out"]))
+    body = helper.make_graph(
+        nodes,
+        "body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_value_info("seq_in", carried_type),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_value_info("seq_out", _seq_type(F, [2])),
+        ],
+    )
+    return _model(
+        [helper.make_node("Loop", ["trips", "", "seq"], ["out"], body=body)],
+        [
+            helper.make_tensor_value_info("trips", I64, []),
+            helper.make_value_info("seq", carried_type),
+            helper.make_tensor_value_info("x", F, [2]),
+        ],
+        [helper.make_value_info("out", _seq_type(F, [2]))],
+    )
+
+
+def test_loop_carrying_a_sequence_input(tmp_path: Path) -> None:
+    case = _Case(_loop_append_model(False), tmp_path, "loop_sequence")
+    assert "seq: list[Tensor]" in case.source
+    rng = np.random.default_rng(8)
+    for start, trips in ((0, 0), (0, 3), (2, 1), (3, 4)):
+        seq = [rng.standard_normal(2).astype(np.float32) for _ in range(start)]
+        (out,) = case.check(np.array(trips, np.int64), seq, rng.standard_normal(2).astype(np.float32))
+        assert len(out) == start + trips
+
+
+def test_loop_carrying_an_optional_sequence(tmp_path: Path) -> None:
+    """The body reads the optional with ``is not None`` each iteration: absent at the start, a list after."""
+    case = _Case(_loop_append_model(True), tmp_path, "loop_optional")
+    assert "seq: list[Tensor] | None" in case.source
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(2).astype(np.float32)
+    for start, trips in ((None, 1), (None, 3), (0, 2), (2, 3)):
+        seq = None if start is None else [rng.standard_normal(2).astype(np.float32) for _ in range(start)]
+        (out,) = case.check(np.array(trips, np.int64), seq, x)
+        assert len(out) == (start or 0) + trips
+    dev = case.dev  # no iteration: the start comes back, None included, as load_model gives it
+    assert case.net(Tensor.from_data(np.array(0), dev), None, Tensor.from_data(x, dev)) is None
+    assert case.runtime(Tensor.from_data(np.array(0), dev), None, Tensor.from_data(x, dev)) is None

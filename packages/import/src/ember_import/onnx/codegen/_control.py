@@ -368,6 +368,11 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     states, xs = args[: len(args) - n_scan_in], args[len(args) - n_scan_in :]
     if not xs or any(not isinstance(x, Tensor) for x in xs):
         raise ModelGenError(f"{node.where()}: a Scan needs tensor scan inputs.")
+    if any(isinstance(a, OptVal) for a in states):
+        raise ModelGenError(
+            f"{node.where()}: an optional state of a Scan; generated code carries tensors through a Scan. Use "
+            "ember_import.onnx.load_model."
+        )
     n_st = len(states)
     n_out = len(graph.outputs) - n_st
     in_axes = _axis_list(node, "scan_input_axes", len(xs), [len(shape_of(x)) for x in xs])

@@ -102,9 +102,7 @@ def sequence_map(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         if len(seq_vars) == 1:
             lines.append(f"for {elem_vars[0].name} in {first}:")
         else:
-            lines.append(
-                f"for {', '.join(v.name for v in elem_vars)} in zip({', '.join(v.name for v in seq_vars)}):"
-            )
+            lines.append(f"for {', '.join(v.name for v in elem_vars)} in zip({', '.join(v.name for v in seq_vars)}):")
         inner = body_lines(g, body.lines, outs)
         inner += [f"{lv.name}.append({o})" for lv, o in zip(lists, outs)]
         lines += ["    " + ln for ln in inner]
@@ -122,8 +120,8 @@ def sequence_map(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
             text,
         )
     )
-    out_vars = [g.node_var(node, k) if o else g.new_var(f"unused_{k}") for k, o in enumerate(node.outputs)]
-    for k, (o, var) in enumerate(zip(node.outputs, out_vars)):
-        if o:
-            g.env[o] = SeqVal(var, copy_value(body.outs[k]))
+    out_vars = [g.node_var(node, k) if out else g.new_var(f"unused_{k}") for k, out in enumerate(node.outputs)]
+    for k, (out, var) in enumerate(zip(node.outputs, out_vars)):
+        if out:
+            g.env[out] = SeqVal(var, copy_value(body.outs[k]))
     call_line(g, node, name, [*seq_args, *tensor_args], body.free, uses_device, out_vars)

@@ -25,6 +25,7 @@ from .._program import host_device
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._optval import OptVal
 from ._seqval import SeqVal
 from ._sym import Parts, Sym, Var
 from ._trace import untraced
@@ -38,8 +39,8 @@ SEQUENCE_OPS = frozenset(
 
 
 def seq_arg(g: Gen, v: Any) -> Parts:
-    """The source of a value that may be a :class:`SeqVal`."""
-    return (v.var,) if isinstance(v, SeqVal) else g.arg(v)
+    """The source of a value that may be a :class:`SeqVal` or an :class:`~._optval.OptVal` (its variable)."""
+    return (v.var,) if isinstance(v, (SeqVal, OptVal)) else g.arg(v)
 
 
 def _need_elem(node: Node, s: SeqVal) -> Tensor:

@@ -164,7 +164,7 @@ def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Te
                     "and None out of a sub-graph. Use ember_import.onnx.load_model."
                 )
         consts = [scalar_value(v) if isinstance(v, Tensor) and not is_dynamic(g, v) else None for v in outs]
-        out_parts = [(v.var,) if isinstance(v, OptVal) else seq_arg(g, v) for v in outs]
+        out_parts = [seq_arg(g, v) for v in outs]
         out_dims: list[tuple[Any, ...] | None] = [forward_dims(g, v) if isinstance(v, Tensor) else None for v in outs]
         lines = g.lines
     finally:
