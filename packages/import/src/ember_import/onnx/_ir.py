@@ -32,12 +32,15 @@ class ValueInfo:
         dtype: the element type; ``None`` when unknown or not a tensor (sequences, optionals).
         shape: the dims (``int``, symbolic ``str`` or ``None``); ``None`` when the rank is unknown.
         kind: ``"tensor"``, ``"sequence"``, ``"optional"`` or ``"unknown"``.
+        elem: for a sequence or an optional, the type it holds (a tensor's element type and shape, or a
+            sequence inside an optional); ``None`` otherwise or when the file does not say.
     """
 
     name: str
     dtype: DType | None = None
     shape: tuple[Dim, ...] | None = None
     kind: str = "tensor"
+    elem: ValueInfo | None = None
 
     def describe(self) -> str:
         """``"input float32[batch, 3, 224, 224]"``-style text for messages and ``onnx-info``."""

@@ -286,19 +286,20 @@ class _Builder:
         return TensorData(arr, dtype)  # to_array copies the bytes out of the proto: no second copy
 
     def value_info(self, v: Any) -> ValueInfo:
-        tp = v.type
+        return self._type_info(v.name, v.type)
+
+    def _type_info(self, name: str, tp: Any, depth: int = 0) -> ValueInfo:
+        """The :class:`ValueInfo` of type ``tp``; a sequence's or optional's contents in ``elem`` (nested at
+        most a few levels: a hostile file's deep nesting is cut off as ``unknown``)."""
         which = tp.WhichOneof("value")
         if which == "tensor_type":
-            return ValueInfo(v.name, self._dtype(tp.tensor_type.elem_type), self._shape(tp.tensor_type), "tensor")
-        if which == "sequence_type":
-            inner = tp.sequence_type.elem_type
+            return ValueInfo(name, self._dtype(tp.tensor_type.elem_type), self._shape(tp.tensor_type), "tensor")
+        if which in ("sequence_type", "optional_type") and depth < 4:
+            inner = tp.sequence_type.elem_type if which == "sequence_type" else tp.optional_type.elem_type
             dt = self._dtype(inner.tensor_type.elem_type) if inner.WhichOneof("value") == "tensor_type" else None
-            return ValueInfo(v.name, dt, None, "sequence")
-        if which == "optional_type":
-            inner = tp.optional_type.elem_type
-            dt = self._dtype(inner.tensor_type.elem_type) if inner.WhichOneof("value") == "tensor_type" else None
-            return ValueInfo(v.name, dt, None, "optional")
-        return ValueInfo(v.name, None, None, "unknown")
+            elem = self._type_info(name, inner, depth + 1) if inner.WhichOneof("value") else None
+            return ValueInfo(name, dt, None, which.split("_")[0], elem)
+        return ValueInfo(name, None, None, "unknown")
 
     @staticmethod
     def _dtype(elem_type: int) -> Any:

@@ -17,8 +17,9 @@ as ``forward`` (:func:`~._run.convert_node`, nested control flow included), into
 The body is traced once with the loop-carried values' shapes; a dim the body changes is traced again as a
 run-time size (``y.shape[0]``), so the code holds for every iteration. The values after the node get a static
 dim only where every path through it gives the same size. A sequence carried through a ``Loop`` or returned
-by a branch is a list of run-time length (:mod:`._seqs`); optionals crossing a sub-graph are refused
-(:class:`ModelGenError`).
+by a branch is a list of run-time length (:mod:`._seqs`); an optional carried through a ``Loop`` or returned
+``None`` by one branch is a value or ``None`` (:mod:`._optional`, ``Tensor | None``); ``SequenceMap`` over a
+run-time list is a ``for`` loop in a method (:mod:`._seqmap`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ from ._methods import (
     return_line,
     returns_of,
 )
+from ._optional import convert_optional
+from ._optval import OptVal, annotation_of, merge_annotations
 from ._run import convert_node
+from ._seqmap import sequence_map
 from ._seqs import SEQUENCE_OPS, SeqVal, convert_sequence
 from ._subgraph import (
     copy_value,
@@ -72,6 +76,10 @@ def wants_control(g: Gen, node: Node, args: list[Any]) -> bool:
     sub-graphs read from the enclosing scope."""
     if node.op_type in SEQUENCE_OPS and any(isinstance(a, SeqVal) for a in args):
         return True
+    if node.op_type == "SequenceMap" and any(isinstance(a, SeqVal) for a in args):
+        return True
+    if node.op_type not in CONTROL_OPS and any(isinstance(a, OptVal) for a in args):
+        return True  # written, or refused, by :func:`._optional.convert_optional`
     if node.op_type not in CONTROL_OPS:
         return False
     names = [n for sub in node.subgraphs() for n in sub.outer if n in g.env]
@@ -93,6 +101,12 @@ def convert_control(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     Raises:
         ModelGenError: a sequence or optional crossing the body, branches of different ranks or element types.
     """
+    if node.op_type not in CONTROL_OPS and any(isinstance(a, OptVal) for a in args):
+        convert_optional(g, node, args)
+        return
+    if node.op_type == "SequenceMap":
+        sequence_map(g, ctx, node, args)
+        return
     if node.op_type not in CONTROL_OPS:
         convert_sequence(g, node, args)
         return
@@ -123,13 +137,17 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     if len(then_b.outs) != len(else_b.outs) or not then_b.outs:
         raise ModelGenError(f"{node.where()}: its branches have different numbers of outputs.")
     dims: list[list[Any]] = []
-    seqs: list[int] = []
+    kinds: list[str] = []
+    values: list[Any] = []
     for k, (a, b) in enumerate(zip(then_b.outs, else_b.outs)):
         da, db = then_b.out_dims[k], else_b.out_dims[k]
-        if not isinstance(a, Tensor) and not isinstance(b, Tensor):  # two sequences: a list
-            seqs.append(k)
+        kind = merge_annotations(annotation_of(a), annotation_of(b))
+        kinds.append(kind or "Tensor")
+        if kind is not None and kind != "Tensor":  # lists, or a value on one branch and None on the other
+            values.append(_representative(a, b, kind))
             dims.append([])
             continue
+        values.append(a)
         if (
             not isinstance(a, Tensor)
             or not isinstance(b, Tensor)
@@ -166,9 +184,24 @@ def _if(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
         ]
 
     params = params_of(g, cond_param, free, uses_device, device)
-    g.methods.append(Method(name, params, returns_of(len(dims), tuple(seqs)), method_doc("If", node), body))
-    out_vars = bind_outputs(g, node, then_b.outs, dims)
+    returns = kinds[0] if len(kinds) == 1 else f"tuple[{', '.join(kinds)}]"
+    g.methods.append(Method(name, params, returns, method_doc("If", node), body))
+    out_vars = bind_outputs(g, node, values, dims)
     call_line(g, node, name, [cond], free, uses_device, out_vars)
+
+
+def _representative(a: Any, b: Any, kind: str) -> Any:
+    """The value standing for an ``If`` output that is a list or an optional (annotation ``kind``) after the
+    node: a :class:`SeqVal` or an :class:`OptVal` of the branches' element or value (a placeholder variable:
+    :func:`~._methods.bind_outputs` gives it the output's)."""
+    placeholder = Var("")
+    present = [v for v in (a, b) if v is not None]
+    items = [v.inner if isinstance(v, OptVal) else v for v in present]
+    if kind.startswith("list"):
+        elems = [v.elem if isinstance(v, SeqVal) else v[0] for v in items if isinstance(v, SeqVal) or v]
+        seq = SeqVal(placeholder, next((e for e in elems if e is not None), None))
+        return OptVal(placeholder, seq) if kind.endswith("None") else seq
+    return OptVal(placeholder, items[0])
 
 
 def _inline(g: Gen, ctx: Any, node: Node, graph: Graph) -> None:
@@ -260,20 +293,24 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
 
     named = [v for v in (m_var, cond_var) if v is not None] + cvars
     seqs = tuple(v for v, c in zip(cvars, carried) if not isinstance(c, Tensor))
-    params = params_of(g, named, body.free, uses_device, device, seqs)
+    kinds = _carried_kinds(node, carried, body.outs[1 : 1 + n_c])
+    params = params_of(g, named, body.free, uses_device, device, seqs, {id(v): t for v, t in zip(cvars, kinds)})
+    returns = [*kinds, *(["Tensor"] * n_scan)]
     g.methods.append(
         Method(
             name,
             params,
-            returns_of(n_c + n_scan, tuple(k for k, c in enumerate(carried) if not isinstance(c, Tensor))),
+            returns[0] if len(returns) == 1 else f"tuple[{', '.join(returns)}]",
             method_doc("Loop", node),
             text,
         )
     )
-    values: list[Tensor] = []
+    values: list[Any] = []
     dims: list[list[Any]] = []
     for k in range(n_c):
         v, d = body.outs[1 + k], body.out_dims[1 + k] or ()
+        if isinstance(carried[k], OptVal) and not isinstance(v, OptVal):  # None before the first iteration
+            v = OptVal(Var(""), v if isinstance(v, Tensor) else _representative(v, None, "list[Tensor]"))
         values.append(v)
         dims.append([None if isinstance(x, Sym) else int(x) for x in d])
     for k in range(n_scan):
@@ -295,6 +332,28 @@ def _loop(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     )
 
 
+def _carried_kinds(node: Node, carried: list[Any], outs: list[Any]) -> list[str]:
+    """The annotation of each loop-carried value: its start's and the body's output's together (an optional
+    start the body makes a list: ``list[Tensor] | None``).
+
+    Raises:
+        ModelGenError: a value the body turns into another kind, or into an optional from a plain start (the
+            body was traced with a value present).
+    """
+    kinds = []
+    for k, (c, o) in enumerate(zip(carried, outs)):
+        start = annotation_of(c)
+        kind = merge_annotations(start, annotation_of(o))
+        if kind is None or (kind != start and not start.endswith("| None")):
+            raise ModelGenError(
+                f"{node.where()}: the loop-carried value {k} is {start} before the loop and "
+                f"{annotation_of(o)} after an iteration; generated code needs one kind. Use "
+                "ember_import.onnx.load_model."
+            )
+        kinds.append(kind)
+    return kinds
+
+
 # ---------------------------------------------------------------------------------------------------- Scan
 def _axis_list(node: Node, attr: str, n: int, ranks: list[int]) -> list[int]:
     vals = [int(v) for v in node.attr(attr, [0] * n)]
@@ -309,6 +368,11 @@ def _scan(g: Gen, ctx: Any, node: Node, args: list[Any]) -> None:
     states, xs = args[: len(args) - n_scan_in], args[len(args) - n_scan_in :]
     if not xs or any(not isinstance(x, Tensor) for x in xs):
         raise ModelGenError(f"{node.where()}: a Scan needs tensor scan inputs.")
+    if any(isinstance(a, OptVal) for a in states):
+        raise ModelGenError(
+            f"{node.where()}: an optional state of a Scan; generated code carries tensors through a Scan. Use "
+            "ember_import.onnx.load_model."
+        )
     n_st = len(states)
     n_out = len(graph.outputs) - n_st
     in_axes = _axis_list(node, "scan_input_axes", len(xs), [len(shape_of(x)) for x in xs])

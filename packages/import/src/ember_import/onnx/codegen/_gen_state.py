@@ -206,8 +206,8 @@ class GenState:
             needed.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", _strip_strings(text)))
         out = []
         for ln, text in reversed(keep):
-            if not ln.targets:
-                out.append(text)
+            if not ln.targets:  # a statement (``if x is None:`` and its indented ``raise``): one line each
+                out.extend(text.split("\n"))
                 continue
             targets = ", ".join(t.name or "_" for t in ln.targets)
             out.append(f"{targets} = {text}")

@@ -16,6 +16,7 @@ from ._expr import literal
 from ._gen import Gen
 from ._gen_state import Line
 from ._names import doc_text, identifier
+from ._optval import OptVal, annotation_of
 from ._seqs import SeqVal, seq_arg
 from ._subgraph import copy_value, shape_of
 from ._sym import Parts, Sym, Var, parts_text
@@ -64,7 +65,11 @@ def method_name(g: Gen, node: Node, op: str) -> str:
 
 
 def annotation(g: Gen, v: Var) -> str:
-    """The annotation of a free variable: ``Tensor``, ``list[Tensor]``, ``list[int]`` or ``int``."""
+    """The annotation of a free variable: ``Tensor``, ``list[Tensor]``, an optional's (``Tensor | None``),
+    ``list[int]`` or ``int``."""
+    for x in g.env.values():
+        if isinstance(x, OptVal) and x.var is v:
+            return annotation_of(x)
     if any(isinstance(x, SeqVal) and x.var is v for x in g.env.values()):
         return "list[Tensor]"
     for _, var in g.traced.values():
@@ -87,10 +92,17 @@ def body_lines(g: Gen, lines: list[Line], returns: list[str]) -> list[str]:
 
 
 def bind_outputs(g: Gen, node: Node, values: list[Tensor], dims: list[list[Any]]) -> list[Var]:
-    """Fresh traced outputs of ``node`` in ``forward``; a ``None`` dim is a run-time size."""
+    """Fresh traced outputs of ``node`` in ``forward``; a ``None`` dim is a run-time size; an
+    :class:`~._optval.OptVal` value gives an optional (its stand-in's dims all the run's)."""
     out_vars = []
     for k, (v, ds) in enumerate(zip(values, dims)):
         var = g.node_var(node, k)
+        if isinstance(v, OptVal):  # a value or None
+            inner = SeqVal(var, v.inner.elem) if isinstance(v.inner, SeqVal) else copy_value(v.inner)
+            if k < len(node.outputs) and node.outputs[k]:
+                g.env[node.outputs[k]] = OptVal(var, inner)
+            out_vars.append(var)
+            continue
         if not isinstance(v, Tensor):  # a sequence: a list of run-time length
             elem = v.elem if isinstance(v, SeqVal) else v[0] if v else None
             if k < len(node.outputs) and node.outputs[k]:
@@ -124,10 +136,18 @@ def call_line(
 
 
 def params_of(
-    g: Gen, named: list[Var], free: list[Var], uses_device: bool, device: Var, seqs: tuple[Var, ...] = ()
+    g: Gen,
+    named: list[Var],
+    free: list[Var],
+    uses_device: bool,
+    device: Var,
+    seqs: tuple[Var, ...] = (),
+    types: dict[int, str] | None = None,
 ) -> list[tuple[Var, str]]:
-    """The method's parameters with their annotations."""
-    out = [(v, "list[Tensor]" if any(v is s for s in seqs) else "Tensor") for v in named]
+    """The method's parameters with their annotations (``types``: by ``id`` of a named parameter, else
+    ``list[Tensor]`` for ``seqs``, else ``Tensor``)."""
+    types = types or {}
+    out = [(v, types.get(id(v)) or ("list[Tensor]" if any(v is s for s in seqs) else "Tensor")) for v in named]
     out += [(v, annotation(g, v)) for v in free]
     if uses_device:
         out.append((device, "Device"))

@@ -26,14 +26,14 @@ from ._gen import Gen
 from ._gen_state import Line
 from ._hints import Hints
 from ._host import HostDTypeError, on_a_host
-from ._io import check_input, output_source
+from ._io import CONVENTION, check_input, container_input, output_source, stand_in
 from ._names import check_class_name, identifier
 from ._quant_recognizers import restore_qlinear
 from ._recognizers import RECOGNIZERS
 from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
 from ._sym import Sym, Var, parts_text
-from ._trace import tracing, untraced
+from ._trace import tracing
 from ._weights import save_weights
 
 __all__ = ["GeneratedModel", "ModelGen", "generate", "source_key_remap"]
@@ -63,8 +63,14 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
     inputs = []
     for info in graph.inputs:
         check_input(info)
-        assert info.dtype is not None and info.shape is not None
         var = Var(g.var_names.take(identifier(info.name, "input")))
+        if info.kind != "tensor":  # a list or an optional: its length or emptiness is the run's
+            g.env[info.name] = container_input(info, var, rng)
+            inputs.append((var.name, info))
+            if CONVENTION not in g.doc_notes:
+                g.doc_notes.append(CONVENTION)
+            continue
+        assert info.dtype is not None and info.shape is not None
         if g.device_source is None:
             g.device_source = (var, ".device")
         dims: list[Any] = []
@@ -84,14 +90,7 @@ def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
                 dims.append(Sym(next(hints), (var, f".shape[{axis}]")))
         shape = [int(d) for d in dims]
         dt = info.dtype
-        if dt.is_float:
-            data = TensorData(rng.standard_normal(shape).astype(np.float32), DType.FLOAT32)
-        elif dt is DType.BOOL:
-            data = TensorData(np.zeros(shape, dtype=bool), DType.BOOL)
-        else:
-            data = TensorData(np.zeros(shape, dtype=np.int64), DType.INT64)
-        with untraced():
-            t = Tensor.from_data(data, host_device(), dtype=dt)
+        t = stand_in(dt, shape, rng)
         if dt is not DType.BOOL and len(shape) <= 1:
             g.read_hints[id(t)] = Hints(shape, dt.is_float)  # what a host read of it gives the trace (axes, a count)
         g.bind(t, var, tuple(dims))

@@ -11,6 +11,7 @@ from .._ir import ValueInfo
 from ._errors import ModelGenError
 from ._expr import literal
 from ._gen import Gen
+from ._io import input_annotation
 from ._names import check_class_name, doc_text
 
 __all__ = ["RECORDERS", "check_record_type", "render"]
@@ -41,6 +42,9 @@ def _describe(info: ValueInfo, known: set[str] | None = None) -> str:
     """``float32[batch, 3]``: a dim named other than the inputs' dims (``known``; an exporter's or shape
     inference's name for a computed size) is shown as ``?``."""
     dt = str(info.dtype) if info.dtype is not None else "?"
+    if info.kind in ("sequence", "optional") and info.elem is not None:  # list[float32[n]], float32[4] | None
+        inner = _describe(info.elem, known)
+        return f"list[{inner}]" if info.kind == "sequence" else f"{inner} | None"
     if info.kind != "tensor":
         return f"{info.kind}<{dt}>"
     if info.shape is None:
@@ -128,6 +132,9 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     the same code."""
     if len(indent) + len(line) <= width:
         return [indent + line]
+    text = line.lstrip(" ")
+    if text != line:  # a line of a block (``raise`` under an ``if``): its own indent is the block's
+        return _fit(text, indent + " " * (len(line) - len(text)), width)
     code = _mask(line)
     # the top-level call (or list) with the longest arguments: ``self.c.val().slice([...])`` wraps at ``slice``
     best, depth, open_at = (-1, -1), 0, -1
@@ -181,7 +188,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     record_names = sorted({recorder} | ({"HalfPrecisionSettings"} if half else set()))
     uses_param = any(f.annotation == "Param" for f in g.fields)
 
-    sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
+    sig_in = ", ".join(f"{v}: {input_annotation(i)}" for v, i in inputs)
     types = g.output_types or ["Tensor"] * len(outputs)
     ret = types[0] if len(outputs) == 1 else f"tuple[{', '.join(types)}]"
     known = {d for _, i in inputs for d in (i.shape or ()) if isinstance(d, str)}

@@ -19,6 +19,7 @@ from .._ir import Graph, Node
 from ._errors import ModelGenError
 from ._gen import Gen
 from ._gen_state import Line
+from ._optval import OptVal
 from ._run import convert_node
 from ._seqs import SeqVal, seq_arg
 from ._sym import Parts, Sym, Var
@@ -53,8 +54,8 @@ class Body:
 
 
 def is_dynamic(g: Gen, v: Any) -> bool:
-    """Whether ``v`` is traced, holds ``Sym`` elements or is a run-time sequence."""
-    if isinstance(v, SeqVal):
+    """Whether ``v`` is traced, holds ``Sym`` elements or is a run-time sequence or optional."""
+    if isinstance(v, (SeqVal, OptVal)):
         return True
     if isinstance(v, Tensor):
         return g.is_traced(v) or id(v) in g.host_syms
@@ -96,7 +97,11 @@ def forward_dims(g: Gen, t: Tensor) -> tuple[Any, ...]:
 def param(g: Gen, node: Node, name: str, value: Any, dyn_axes: set[int] | None = None) -> tuple[Var, Any]:
     """A fresh traced stand-in of ``value`` held by a parameter named after ``name``: a dim is a run-time size
     (``name.shape[i]``) where it is one in the enclosing scope or listed in ``dyn_axes``; a sequence is a
-    :class:`~._seqs.SeqVal` (a list of run-time length)."""
+    :class:`~._seqs.SeqVal` (a list of run-time length), an optional an :class:`~._optval.OptVal`."""
+    if isinstance(value, OptVal):
+        var = g.new_var(name)
+        inner = SeqVal(var, value.inner.elem) if isinstance(value.inner, SeqVal) else value.inner
+        return var, OptVal(var, inner)
     if isinstance(value, SeqVal) or (isinstance(value, list) and all(isinstance(x, Tensor) for x in value)):
         var = g.new_var(name)
         elem = value.elem if isinstance(value, SeqVal) else value[0] if value else None
@@ -134,9 +139,9 @@ def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Te
     )
     # taken before a call re-binds a returned input
     params_vars = {
-        id(v.var) if isinstance(v, SeqVal) else id(g.traced[id(v)][1])
+        id(v.var) if isinstance(v, (SeqVal, OptVal)) else id(g.traced[id(v)][1])
         for _, v in params
-        if isinstance(v, SeqVal) or g.is_traced(v)
+        if isinstance(v, (SeqVal, OptVal)) or g.is_traced(v)
     }
     g.lines, g.reads, g.device_var = [], [], device
     g.env = dict(g.env)
@@ -150,13 +155,15 @@ def trace(g: Gen, ctx: Any, node: Node, graph: Graph, params: list[tuple[str, Te
             convert_node(g, ctx, n)
         outs = [g.value(o.name) for o in graph.outputs]
         for o, v in zip(graph.outputs, outs):
-            if not isinstance(v, (Tensor, SeqVal)) and not (isinstance(v, list) and is_dynamic(g, v)):
+            if not isinstance(v, (Tensor, SeqVal, OptVal, type(None))) and not (
+                isinstance(v, list) and all(isinstance(x, Tensor) for x in v)
+            ):
                 raise ModelGenError(
                     f"{node.where()}: sub-graph output "
-                    f"{o.name!r:.80} is a {type(v).__name__}; generated code carries tensors only "
-                    "out of a sub-graph. Use ember_import.onnx.load_model."
+                    f"{o.name!r:.80} is a {type(v).__name__}; generated code carries tensors, lists of them "
+                    "and None out of a sub-graph. Use ember_import.onnx.load_model."
                 )
-        consts = [None if is_dynamic(g, v) else scalar_value(v) for v in outs]
+        consts = [scalar_value(v) if isinstance(v, Tensor) and not is_dynamic(g, v) else None for v in outs]
         out_parts = [seq_arg(g, v) for v in outs]
         out_dims: list[tuple[Any, ...] | None] = [forward_dims(g, v) if isinstance(v, Tensor) else None for v in outs]
         lines = g.lines
@@ -219,6 +226,8 @@ def trace_fixed(
         body = trace(g, ctx, node, graph, [*fixed, *zip([n for n, _ in carried], cvals), *rest], device)
         changed = False
         for k, (v, axes) in enumerate(zip(cvals, dyn)):
+            if isinstance(v, OptVal):  # a value or None: its type is the body's (the caller's annotation)
+                continue
             if isinstance(v, SeqVal):  # a list: its elements' sizes are run-time sizes already
                 out = body.outs[out_of + k]
                 grown = out.elem if isinstance(out, SeqVal) else out[0] if isinstance(out, list) and out else None
