@@ -30,31 +30,30 @@ def _trig(n_in: int, n_out: int, n: int, like: Tensor) -> tuple[Tensor, Tensor]:
     dev = like.device
     t = Tensor.arange(0, n_in, dev).reshape([n_in, 1])
     k = Tensor.arange(0, n_out, dev).reshape([1, n_out])
-    angle = (t * k).remainder(n).float().cast(like.dtype) * (2.0 * math.pi / n)
+    # ``(2 pi) / n`` as a tensor division: ``float / n`` would drop a length known only when generated code runs
+    angle = (t * k).remainder(n).float().cast(like.dtype) * (2.0 * math.pi) / n
     return angle.cos(), angle.sin()
 
 
 def _fit(x: Tensor, n: int) -> Tensor:
-    """``x`` zero-padded or truncated to ``n`` along its last dim."""
-    m = x.shape[-1]
-    if m > n:
-        return x.narrow(x.rank - 1, 0, n)
-    if m < n:
-        pad = Tensor.zeros([*x.shape[:-1], n - m], x.device).cast(x.dtype)
-        return Tensor.cat([x, pad], x.rank - 1)
-    return x
+    """``x`` zero-padded or truncated to ``n`` along its last dim (one :meth:`Tensor.pad`: a negative amount
+    crops, so the length may be known only when generated code runs)."""
+    return x.pad([(0, n - x.shape[-1])])
 
 
-def dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool) -> tuple[Tensor, Tensor | None]:
+def dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool,
+             fit: bool = True) -> tuple[Tensor, Tensor | None]:
     """The DFT of ``re + i*im`` along the last dim with length ``n``: ``(real, imag)``; the inverse is
     normalized by ``1/n``; an inverse ``onesided`` returns the real signal (``imag`` ``None``). Computed in
-    float64 where the backend has it (sums of ``n`` products lose ~1e-5 in float32), then cast back."""
+    float64 where the backend has it (sums of ``n`` products lose ~1e-5 in float32), then cast back.
+    ``fit=False``: the last dim already has the length the transform reads (``n``, or ``n // 2 + 1`` for
+    an inverse ``onesided``), no zero-padding or truncation."""
     dtype = re.dtype
     wide = DType.FLOAT64 if DType.FLOAT64 in re.backend.supported_dtypes else dtype
     if wide is not dtype:
-        out_re, out_im = _dft_last(re.cast(wide), None if im is None else im.cast(wide), n, inverse, onesided)
+        out_re, out_im = _dft_last(re.cast(wide), None if im is None else im.cast(wide), n, inverse, onesided, fit)
         return out_re.cast(dtype), None if out_im is None else out_im.cast(dtype)
-    return _dft_last(re, im, n, inverse, onesided)
+    return _dft_last(re, im, n, inverse, onesided, fit)
 
 
 #: lengths up to this use one [n, n] matrix product; longer composite lengths split (four-step FFT)
@@ -103,19 +102,21 @@ def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int) -> tuple
     return flat(c_re), flat(c_im)
 
 
-def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool) -> tuple[Tensor, Tensor | None]:
+def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool,
+              fit: bool) -> tuple[Tensor, Tensor | None]:
     last = re.rank - 1
     if inverse and onesided:  # irfft: the full spectrum by Hermitian symmetry (X_{n-k} = conj X_k), real part
         m = n // 2 + 1
-        re = _fit(re, m)
-        im = _fit(im, m) if im is not None else Tensor.zeros(list(re.shape), re.device).cast(re.dtype)
-        if n - m > 0:
-            re = Tensor.cat([re, re.narrow(last, 1, n - m).flip([last])], last)
-            im = Tensor.cat([im, -im.narrow(last, 1, n - m).flip([last])], last)
+        re = _fit(re, m) if fit else re
+        im = (_fit(im, m) if fit else im) if im is not None else Tensor.zeros(list(re.shape), re.device).cast(re.dtype)
+        # bins 1 .. n - m mirrored (none for n <= 2: a narrow of length 0, no branch on a run-time n)
+        re = Tensor.cat([re, re.narrow(last, 1, n - m).flip([last])], last)
+        im = Tensor.cat([im, -im.narrow(last, 1, n - m).flip([last])], last)
         out, _ = _cdft(re, im, n, 1, n)
         return out / n, None
-    re = _fit(re, n)
-    im = None if im is None else _fit(im, n)
+    if fit:
+        re = _fit(re, n)
+        im = None if im is None else _fit(im, n)
     out_re, out_im = _cdft(re, im, n, 1 if inverse else -1, n // 2 + 1 if onesided else n)
     return (out_re / n, out_im / n) if inverse else (out_re, out_im)
 
@@ -134,11 +135,11 @@ def _dft(ctx: Context, node: Node, x: Tensor, n_in: Tensor | None, axis: int) ->
     inverse = bool(node.attr("inverse", 0))
     onesided = bool(node.attr("onesided", 0))
     if n_in is not None:
-        n = int(ctx.scalar(n_in))
+        n = ctx.int_scalar(n_in)
     else:
         n = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
     parts = [p.squeeze_dim(rank - 1).movedim(axis, -1) for p in x.split(1, dim=rank - 1)]
-    re, im = dft_last(parts[0], parts[1] if len(parts) == 2 else None, n, inverse, onesided)
+    re, im = dft_last(parts[0], parts[1] if len(parts) == 2 else None, n, inverse, onesided, fit=n_in is not None)
     outs = [re] if im is None else [re, im]
     return Tensor.stack([o.movedim(-1, axis) for o in outs], rank - 1)
 
