@@ -5,7 +5,9 @@ value; the generated code keeps the read as code (:mod:`._domain`), so the stand
 converter accepts. No single choice suits every role (``[0, 0]`` repeats an axis, a depth of 0 is empty, an
 axis of 1 is out of range for a vector), so the node is traced with each candidate in turn until one converts:
 zeros (the stand-in's own data), distinct axes ``0, 1, 2 ...``, then distinct counts ``1, 2, 3 ...``. The value
-that converts is kept for the input's later reads, so every node sees the same stand-in.
+that converts is kept for the input's later reads, so every node sees the same stand-in. A converter that
+knows a value consistent with its other inputs (a size list whose batch must be another input's) names it with
+:meth:`~.._context.Context.example`, and that value is the stand-in.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ __all__ = ["Hints", "traced_with_hints"]
 class Hints:
     """The candidate values of one int graph input's host reads (nested as its shape) and the one in use."""
 
-    __slots__ = ("options", "pick", "fixed")
+    __slots__ = ("options", "pick", "fixed", "example")
 
     def __init__(self, shape: list[int], real: bool = False) -> None:
         if not shape:
@@ -37,10 +39,13 @@ class Hints:
             self.options = [[float(x) for x in o] if isinstance(o, list) else float(o) for o in self.options]
         self.pick = 0
         self.fixed = False
+        #: a value the converter named consistent with its other inputs (:meth:`~.._context.Context.example`):
+        #: used before the candidates
+        self.example: Any = None
 
     @property
     def value(self) -> Any:
-        return self.options[self.pick]
+        return self.options[self.pick] if self.example is None else self.example
 
 
 def traced_with_hints(gen: Any, args: list[Any], convert: Callable[[], Any]) -> Any:
@@ -50,6 +55,8 @@ def traced_with_hints(gen: Any, args: list[Any], convert: Callable[[], Any]) -> 
     hints = [gen.read_hints[id(a)] for a in args if id(a) in gen.read_hints and not gen.read_hints[id(a)].fixed]
     tries = max((len(hi.options) for hi in hints), default=1)
     lines, reads, device = list(gen.lines), len(gen.reads), gen.device_var
+    # a failed attempt may have re-bound a traced input (a call that returns its receiver): restored with the lines
+    traced, sym_shapes = (dict(gen.traced), dict(gen.sym_shapes)) if tries > 1 else (None, None)
     for k in range(tries):
         for hi in hints:
             hi.pick = min(k, len(hi.options) - 1)
@@ -68,6 +75,11 @@ def traced_with_hints(gen: Any, args: list[Any], convert: Callable[[], Any]) -> 
                     for var in ln.targets:
                         gen.var_names.release(var.name)
             gen.lines[:] = lines  # (``device = x.device`` may have been inserted first)
+            if traced is not None and sym_shapes is not None:
+                gen.traced.clear()
+                gen.traced.update(traced)
+                gen.sym_shapes.clear()
+                gen.sym_shapes.update(sym_shapes)
             gen.device_var = device
             del gen.reads[reads:]
             GUARDS.clear()

@@ -25,6 +25,7 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from .._validate import validating
 from ._grid import sample
 from ._late import late
 from ._spatial import Geometry, geometry, pad_or_crop, spatial_rank
@@ -137,14 +138,17 @@ def col2im(ctx: Context, node: Node, x: Tensor, image_shape: Tensor, block_shape
     c = x.shape[1] // k
     counts = [(n + b + e - f) // s + 1 for n, b, e, f, s in zip(image, g.begin, g.end, g.effective(), g.strides)]
     total = math.prod(counts)
-    if c * k != x.shape[1] or total != x.shape[2]:
+    with validating():  # only rejects a bad model (the shapes may be read from the data)
+        bad = c * k != x.shape[1] or total != x.shape[2]
+    if bad:
         raise OnnxImportError(f"{node.where()}: input {list(x.shape)} does not match block_shape {block} and "
                               f"{counts} blocks ({total}) of image_shape {image} with the pads/strides/dilations.")
-    eye = Tensor.eye(k, x.device).cast(x.dtype).reshape([k, 1] + block)
-    w = Tensor.cat([eye] * c, 0) if c > 1 else eye
+    w = Tensor.eye(k, x.device).cast(x.dtype).reshape([k, 1] + block).repeat_dim(0, c)  # [c * k, 1, *block]
     cols = x.reshape([x.shape[0], x.shape[1]] + counts)
     y = _CONV_T[nd](cols, w, None, M.ConvTransposeOptions(stride=g.strides, dilation=g.dilations, groups=c))
-    return pad_or_crop(y, [-b for b in g.begin], [n - f + b for n, f, b in zip(image, y.shape[2:], g.begin)])
+    # the pads cropped at the start, the image's end reached by cropping or zero-padding (one pad: a negative
+    # amount crops, so the sizes may be known only when generated code runs)
+    return y.pad([(-b, n - f + b) for n, f, b in zip(image, y.shape[2:], g.begin)])
 
 
 @converter("CausalConvWithState", since=27)

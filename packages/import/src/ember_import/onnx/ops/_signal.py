@@ -42,18 +42,21 @@ def _fit(x: Tensor, n: int) -> Tensor:
 
 
 def dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool,
-             fit: bool = True) -> tuple[Tensor, Tensor | None]:
+             fit: bool = True, bound: int | None = None) -> tuple[Tensor, Tensor | None]:
     """The DFT of ``re + i*im`` along the last dim with length ``n``: ``(real, imag)``; the inverse is
     normalized by ``1/n``; an inverse ``onesided`` returns the real signal (``imag`` ``None``). Computed in
     float64 where the backend has it (sums of ``n`` products lose ~1e-5 in float32), then cast back.
     ``fit=False``: the last dim already has the length the transform reads (``n``, or ``n // 2 + 1`` for
-    an inverse ``onesided``), no zero-padding or truncation."""
+    an inverse ``onesided``), no zero-padding or truncation. ``bound``: an upper bound of ``n`` (the signal's
+    length when frames of ``n`` were cut from it) that picks the method, so a length known only when generated
+    code runs takes the direct one when the bound allows it."""
     dtype = re.dtype
     wide = DType.FLOAT64 if DType.FLOAT64 in re.backend.supported_dtypes else dtype
     if wide is not dtype:
-        out_re, out_im = _dft_last(re.cast(wide), None if im is None else im.cast(wide), n, inverse, onesided, fit)
+        out_re, out_im = _dft_last(re.cast(wide), None if im is None else im.cast(wide), n, inverse, onesided, fit,
+                                   bound)
         return out_re.cast(dtype), None if out_im is None else out_im.cast(dtype)
-    return _dft_last(re, im, n, inverse, onesided, fit)
+    return _dft_last(re, im, n, inverse, onesided, fit, bound)
 
 
 #: lengths up to this use one [n, n] matrix product; longer composite lengths split (four-step FFT)
@@ -68,13 +71,14 @@ def _split_length(n: int) -> int | None:
     return None
 
 
-def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int) -> tuple[Tensor, Tensor]:
+def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int,
+          bound: int | None = None) -> tuple[Tensor, Tensor]:
     """``sum_t x_t exp(sign*2*pi*i*k*t/n)`` for ``k < n_out`` along the last dim (length ``n``), unnormalized.
 
     Long composite lengths ``n = n1*n2`` use the four-step FFT (Bailey, 1990): ``n2`` DFTs of length ``n1``,
     twiddle factors ``exp(sign*2*pi*i*t2*k1/n)``, ``n1`` DFTs of length ``n2``; ``k = k1 + n1*k2``.
     """
-    n1 = _split_length(n) if n > DIRECT_MAX else None
+    n1 = _split_length(n) if (n if bound is None else bound) > DIRECT_MAX else None
     if n1 is None:  # (a + ib)(cos + i*sign*sin) = a cos - sign b sin + i(b cos + sign a sin)
         cos, sin = _trig(n, n_out, n, re)
         out_re, out_im = re.matmul(cos), re.matmul(sin) * float(sign)
@@ -103,7 +107,7 @@ def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int) -> tuple
 
 
 def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bool,
-              fit: bool) -> tuple[Tensor, Tensor | None]:
+              fit: bool, bound: int | None) -> tuple[Tensor, Tensor | None]:
     last = re.rank - 1
     if inverse and onesided:  # irfft: the full spectrum by Hermitian symmetry (X_{n-k} = conj X_k), real part
         m = n // 2 + 1
@@ -112,12 +116,12 @@ def _dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: bo
         # bins 1 .. n - m mirrored (none for n <= 2: a narrow of length 0, no branch on a run-time n)
         re = Tensor.cat([re, re.narrow(last, 1, n - m).flip([last])], last)
         im = Tensor.cat([im, -im.narrow(last, 1, n - m).flip([last])], last)
-        out, _ = _cdft(re, im, n, 1, n)
+        out, _ = _cdft(re, im, n, 1, n, bound)
         return out / n, None
     if fit:
         re = _fit(re, n)
         im = None if im is None else _fit(im, n)
-    out_re, out_im = _cdft(re, im, n, 1 if inverse else -1, n // 2 + 1 if onesided else n)
+    out_re, out_im = _cdft(re, im, n, 1 if inverse else -1, n // 2 + 1 if onesided else n, bound)
     return (out_re / n, out_im / n) if inverse else (out_re, out_im)
 
 
@@ -161,18 +165,22 @@ def stft(ctx: Context, node: Node, x: Tensor, step: Tensor, window: Tensor | Non
          frame_length: Tensor | None = None) -> Tensor:
     """``STFT``: frames of the window's length every ``frame_step``, weighted by ``window``, each
     transformed with length ``frame_length``: ``[batch, frames, bins, 2]``."""
-    hop = int(ctx.scalar(step))
-    n = ctx.scalar(frame_length)
-    size = window.shape[0] if window is not None else (int(n) if n is not None else x.shape[1])
-    n = size if n is None else int(n)
-    if size > x.shape[1]:
+    hop = ctx.int_scalar(step)
+    n = ctx.int_scalar(frame_length)
+    size = window.shape[0] if window is not None else (n if n is not None else x.shape[1])
+    n = size if n is None else n
+    with validating():  # only rejects a bad model (the lengths may be read from the data)
+        bad = size > x.shape[1]
+    if bad:
         raise OnnxImportError(f"{node.where()}: frame length {size} is longer than the signal ({x.shape[1]}).")
-    frames = x.unfold(1, size, hop)  # [batch, frames, 1 or 2, size]
+    # the real and imaginary parts apart first (their count is the static last dim), each cut into frames
+    # [batch, frames, size] (unfold rejects a size above the signal's) and weighted by the window
+    parts = [p.squeeze_dim(2).unfold(1, size, hop) for p in x.split(1, dim=2)]
     if window is not None:
-        frames = frames * window.cast(x.dtype)
-    parts = frames.split(1, dim=2)
-    re, im = dft_last(parts[0].squeeze_dim(2), parts[1].squeeze_dim(2) if len(parts) == 2 else None, n, False,
-                      bool(node.attr("onesided", 1)))
+        parts = [p * window.cast(x.dtype) for p in parts]
+    re, im = dft_last(parts[0], parts[1] if len(parts) == 2 else None, n, False,
+                      bool(node.attr("onesided", 1)), fit=window is not None and frame_length is not None,
+                      bound=x.shape[1] if window is None else None)
     assert im is not None
     return Tensor.stack([re, im], 3)
 
