@@ -386,6 +386,8 @@ class Gen(GenState):
 
 
 def _same(a: Any, b: Any) -> bool:
+    if has_sym(a) or has_sym(b):  # a value known when the code runs is written, never compared (a guard)
+        return False
     try:
         return bool(a == b) and type(a) is type(b)
     except Exception:
