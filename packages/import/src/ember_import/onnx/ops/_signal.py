@@ -222,27 +222,31 @@ def blackman_window(ctx: Context, node: Node, size: Tensor) -> Tensor:
 def mel_weight_matrix(ctx: Context, node: Node, bins: Tensor, dft_length: Tensor, rate: Tensor, low: Tensor,
                       high: Tensor) -> Tensor:
     """``MelWeightMatrix``: ``[dft_length//2 + 1, num_mel_bins]`` triangular filters on the mel scale
-    (``mel = 2595 log10(1 + hz/700)``), as ``onnx.reference`` computes them."""
-    n_mel, n_dft, sr = int(ctx.scalar(bins)), int(ctx.scalar(dft_length)), int(ctx.scalar(rate))
-    lo_mel = 2595.0 * math.log1p(float(ctx.scalar(low)) / 700.0) / math.log(10.0)
-    hi_mel = 2595.0 * math.log1p(float(ctx.scalar(high)) / 700.0) / math.log(10.0)
-    step = (hi_mel - lo_mel) / (n_mel + 2)
-    edges = []
-    for i in range(n_mel + 2):
-        hz = 700.0 * math.expm1((i * step + lo_mel) / 2595.0 * math.log(10.0))
-        edges.append(int(((n_dft + 1) * hz) // sr))
-    out = [[0.0] * n_mel for _ in range(n_dft // 2 + 1)]
-    for i in range(n_mel):
-        left, center, right = edges[i], edges[i + 1], edges[i + 2]
-        if center == left:
-            out[center][i] = 1.0
-        else:
-            for j in range(left, center + 1):
-                out[j][i] = (j - left) / (center - left)
-        for j in range(center, right):
-            out[j][i] = (right - j) / (right - center)
+    (``mel = 2595 log10(1 + hz/700)``), as ``onnx.reference`` computes them: ``num_mel_bins + 2`` edges evenly
+    spaced in mel, each at spectrogram bin ``floor((dft_length + 1) hz / sample_rate)``; filter ``i`` rises
+    from edge ``i`` to 1 at edge ``i + 1`` and falls to edge ``i + 2`` (the falling side written last, a
+    filter whose edges coincide is 1 at its centre). Computed with the Tensor API in float64 where the
+    backend has it, so the scalars may be read from the data when generated code runs; edges past the last
+    bin fall outside the matrix."""
+    n_mel, n_dft = ctx.int_scalar(bins), ctx.int_scalar(dft_length)
     dtype = dtype_of(int(node.attr("output_datatype", 1)), f"{node.where()} output_datatype")
-    return ctx.tensor(out, dtype) if out else Tensor.zeros([0, n_mel], ctx.device).cast(dtype)
+    dev = ctx.device
+    wide = DType.FLOAT64 if DType.FLOAT64 in bins.backend.supported_dtypes else DType.FLOAT32
+    ln10 = math.log(10.0)
+    lo_mel = (low.cast(wide) / 700.0).log1p() * (2595.0 / ln10)
+    hi_mel = (high.cast(wide) / 700.0).log1p() * (2595.0 / ln10)
+    step = (hi_mel - lo_mel) / (n_mel + 2)
+    mel = Tensor.arange(0, n_mel + 2, dev).float().cast(wide) * step + lo_mel
+    hz = ((mel * (ln10 / 2595.0)).exp() - 1.0) * 700.0
+    edges = (hz * (n_dft + 1) / rate.float().cast(wide)).floor()  # [num_mel_bins + 2]
+    left, center, right = (edges.narrow(0, k, n_mel).reshape([1, n_mel]) for k in range(3))
+    j = Tensor.arange(0, n_dft // 2 + 1, dev).float().cast(wide).reshape([n_dft // 2 + 1, 1])
+    rising = (j.greater_equal(left)).bool_and(j.lower_equal(center))
+    falling = (j.greater_equal(center)).bool_and(j.lower(right))
+    up = (center - j) / (center - left).clamp_min(1.0) * -1.0 + 1.0  # (j - left) / (center - left); 1 at a
+    down = (right - j) / (right - center).clamp_min(1.0)            # centre equal to its left edge
+    zero = Tensor.zeros([n_dft // 2 + 1, n_mel], dev).cast(wide)
+    return zero.mask_where(rising, up).mask_where(falling, down).cast(dtype)
 
 
 __all__ = ["dft_last"]
