@@ -23,6 +23,7 @@ from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from .._validate import validating
+from ..rules import dft_split, window_period
 
 
 def _trig(n_in: int, n_out: int, n: int, like: Tensor) -> tuple[Tensor, Tensor]:
@@ -187,17 +188,18 @@ def stft(ctx: Context, node: Node, x: Tensor, step: Tensor, window: Tensor | Non
 
 # ---------------------------------------------------------------------------------------------- windows
 def _window(ctx: Context, node: Node, size: Tensor, terms: list[float]) -> Tensor:
-    """``sum_j terms[j] * cos(2*pi*j*i/N)`` for ``i < size``, ``N = size`` (periodic) or ``size - 1``."""
-    m = int(ctx.scalar(size))
-    big_n = m if int(node.attr("periodic", 1)) else m - 1
+    """``sum_j terms[j] * cos(2*pi*j*i/N)`` for ``i < size``, ``N`` :func:`~..rules.window_period` (``size``
+    periodic, ``size - 1`` symmetric, at least 1); computed in float64 where the backend has it, then cast to
+    ``output_datatype``. ``size`` may be read from the data: the window is Tensor-API code over ``arange``."""
+    m = ctx.int_scalar(size)
+    period = window_period(m, bool(int(node.attr("periodic", 1))))
     dtype = dtype_of(int(node.attr("output_datatype", 1)), f"{node.where()} output_datatype")
-    vals = []
-    for i in range(m):
-        v = terms[0]
-        for j, a in enumerate(terms[1:], start=1):
-            v += a * math.cos(2.0 * math.pi * j * i / big_n) if big_n else a
-        vals.append(v)
-    return ctx.tensor(vals, dtype)
+    wide = DType.FLOAT64 if DType.FLOAT64 in size.backend.supported_dtypes else DType.FLOAT32
+    angle = Tensor.arange(0, m, ctx.device).float().cast(wide) * (2.0 * math.pi) / period
+    out = angle.cos() * terms[1] + terms[0]
+    for j, a in enumerate(terms[2:], start=2):
+        out = out + (angle * float(j)).cos() * a
+    return out.cast(dtype)
 
 
 @converter("HannWindow", since=17, static=(0,))
