@@ -206,6 +206,10 @@ def test_mel_weight_matrix_of_scalars_read_when_forward_runs(tmp_path: Path) -> 
 @pytest.mark.parametrize("align", [0, 1])
 @pytest.mark.parametrize("nd", [2, 3])
 def test_affine_grid_size_read_when_forward_runs(align: int, nd: int, tmp_path: Path) -> None:
+    """Against ONNX's reference evaluator (torch's ``affine_grid`` differs on purpose for unit sizes with
+    ``align_corners``: it gives 0 where ONNX gives -1), and torch where they agree."""
+    from onnx.reference import ReferenceEvaluator
+
     torch = pytest.importorskip("torch")
     node = h.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align)
     model = _model(node, [("theta", TP.FLOAT, [2, nd, nd + 1]), ("size", TP.INT64, [nd + 2])],
@@ -214,10 +218,15 @@ def test_affine_grid_size_read_when_forward_runs(align: int, nd: int, tmp_path: 
     assert "size.tolist()" in src
     theta = RNG.standard_normal((2, nd, nd + 1)).astype(np.float32)
     sizes = ([2, 3, 4, 5], [2, 1, 1, 7], [2, 2, 6, 1]) if nd == 2 else ([2, 1, 2, 3, 4], [2, 3, 1, 5, 1])
+    ref = ReferenceEvaluator(model)
     for size in sizes:
-        want = torch.nn.functional.affine_grid(torch.from_numpy(theta).double(), size, align_corners=bool(align))
         got = _call(net, theta, np.array(size, np.int64))
-        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+        with np.errstate(divide="ignore"):  # the reference's step 2 / (n - 1) of a unit size (its arange keeps -1)
+            want = ref.run(None, {"theta": theta, "size": np.array(size, np.int64)})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        if not align or min(size[2:]) > 1:
+            t = torch.nn.functional.affine_grid(torch.from_numpy(theta).double(), size, align_corners=bool(align))
+            np.testing.assert_allclose(got, t.numpy(), rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------- Col2Im
