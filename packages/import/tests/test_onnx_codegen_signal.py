@@ -7,7 +7,7 @@ Tensor-API calls taking them (``Tensor.arange(0, size, device)``), so one genera
 independent answer (numpy float64: ``np.fft``, ``np.hanning``; torch's ``affine_grid``/``fold``; ONNX's
 reference evaluator) for *several different* values of that input; the trace's own stand-in values differ
 from them. A length the converter's method depends on with no bound (``DFT``'s ``dft_length`` read from the
-data) is still refused.
+data) is planned when the code runs, by the converter's own host rule (``rules.dft_split``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
 from _codegen_support import generate_numpy  # noqa: E402
-from ember_import.onnx import ModelGen, ModelGenError, load_model  # noqa: E402
+from ember_import.onnx import load_model  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
@@ -139,14 +139,23 @@ def test_irfft_axis_read_when_forward_runs(tmp_path: Path) -> None:
         np.testing.assert_allclose(got[..., 0], want, rtol=1e-4, atol=1e-4)
 
 
-def test_dft_length_read_from_the_data_is_refused(tmp_path: Path) -> None:
-    """The method (direct or four-step) depends on the length, and nothing bounds it: refused, not guessed."""
-    node = h.make_node("DFT", ["x", "n"], ["y"], axis=1)
-    model = _model(node, [("x", TP.FLOAT, [1, 8, 1]), ("n", TP.INT64, [])], ("y", TP.FLOAT, 3), 17)
-    path = tmp_path / "dft_n.onnx"
-    onnx.save(model, path)
-    with pytest.raises(ModelGenError, match="DFT node"):
-        ModelGen().input(path).out_dir(tmp_path / "dft_n").run()
+@pytest.mark.parametrize(("inverse", "onesided"), [(0, 0), (1, 0), (0, 1)])
+def test_dft_length_read_when_forward_runs(inverse: int, onesided: int, tmp_path: Path) -> None:
+    """``dft_length`` zero-pads or truncates; nothing bounds it, so the generated code plans the method when it
+    runs (``rules.dft_split``): one direct product up to 2048, a four-step split above (4100 = 50 * 82)."""
+    node = h.make_node("DFT", ["x", "n"], ["y"], axis=1, inverse=inverse, onesided=onesided)
+    x = RNG.standard_normal((2, 8, 1 if onesided else 2)).astype(np.float32)
+    model = _model(node, [("x", TP.FLOAT, list(x.shape)), ("n", TP.INT64, [])], ("y", TP.FLOAT, 3), 17)
+    net, src = _generate(model, tmp_path, f"dft_n_{inverse}_{onesided}")
+    assert "n.tolist()" in src and "rules.dft_split(" in src
+    for n in (8, 5, 13, 1, 4100):
+        c = _complex(x)
+        want = np.fft.ifft(c, n=n, axis=1) if inverse else np.fft.fft(c, n=n, axis=1)
+        if onesided:
+            want = want[:, : n // 2 + 1]
+        got = _call(net, x, _scalar(n))
+        assert got.shape == _pack(want).shape, (n, got.shape)
+        np.testing.assert_allclose(got, _pack(want), rtol=1e-4, atol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------- STFT
@@ -154,7 +163,7 @@ SIGNAL = RNG.standard_normal((2, 64, 1)).astype(np.float32)
 
 
 def _stft_ref(x: np.ndarray, step: int, length: int, window: np.ndarray | None) -> np.ndarray:
-    frames = np.stack([x[:, i:i + length, 0] for i in range(0, x.shape[1] - length + 1, step)], 1).astype(np.float64)
+    frames = np.stack([x[:, i : i + length, 0] for i in range(0, x.shape[1] - length + 1, step)], 1).astype(np.float64)
     if window is not None:
         frames = frames * window
     return _pack(np.fft.rfft(frames, axis=-1))
@@ -162,8 +171,9 @@ def _stft_ref(x: np.ndarray, step: int, length: int, window: np.ndarray | None) 
 
 def test_stft_step_and_length_read_when_forward_runs(tmp_path: Path) -> None:
     node = h.make_node("STFT", ["x", "step", "", "length"], ["y"])
-    model = _model(node, [("x", TP.FLOAT, [2, 64, 1]), ("step", TP.INT64, []), ("length", TP.INT64, [])],
-                   ("y", TP.FLOAT, 4), 17)
+    model = _model(
+        node, [("x", TP.FLOAT, [2, 64, 1]), ("step", TP.INT64, []), ("length", TP.INT64, [])], ("y", TP.FLOAT, 4), 17
+    )
     net, src = _generate(model, tmp_path, "stft")
     assert "step.tolist()" in src and "length.tolist()" in src
     for step, length in ((8, 16), (5, 12), (16, 32), (1, 3), (64, 64)):
@@ -173,8 +183,9 @@ def test_stft_step_and_length_read_when_forward_runs(tmp_path: Path) -> None:
 
 def test_stft_with_a_window_and_a_step_read_when_forward_runs(tmp_path: Path) -> None:
     node = h.make_node("STFT", ["x", "step", "w"], ["y"])
-    model = _model(node, [("x", TP.FLOAT, [2, 64, 1]), ("step", TP.INT64, []), ("w", TP.FLOAT, [16])],
-                   ("y", TP.FLOAT, 4), 17)
+    model = _model(
+        node, [("x", TP.FLOAT, [2, 64, 1]), ("step", TP.INT64, []), ("w", TP.FLOAT, [16])], ("y", TP.FLOAT, 4), 17
+    )
     net, _ = _generate(model, tmp_path, "stft_w")
     w = np.hanning(16).astype(np.float32)
     for step in (4, 7, 16):
@@ -193,8 +204,12 @@ def test_mel_weight_matrix_of_scalars_read_when_forward_runs(tmp_path: Path) -> 
     net, src = _generate(model, tmp_path, "mel")
     assert "bins.tolist()" in src and "n_dft.tolist()" in src
     ref = ReferenceEvaluator(model)
-    for bins, n_dft, rate, low, high in ((8, 16, 8192, 0.0, 4096.0), (10, 64, 16000, 20.0, 7600.0),
-                                         (3, 9, 1000, 100.0, 450.0), (40, 512, 22050, 0.0, 11025.0)):
+    for bins, n_dft, rate, low, high in (
+        (8, 16, 8192, 0.0, 4096.0),
+        (10, 64, 16000, 20.0, 7600.0),
+        (3, 9, 1000, 100.0, 450.0),
+        (40, 512, 22050, 0.0, 11025.0),
+    ):
         feeds = [_scalar(bins), _scalar(n_dft), _scalar(rate), _scalar(low, np.float32), _scalar(high, np.float32)]
         want = ref.run(None, dict(zip(names, feeds)))[0]
         got = _call(net, *feeds)
@@ -212,8 +227,9 @@ def test_affine_grid_size_read_when_forward_runs(align: int, nd: int, tmp_path: 
 
     torch = pytest.importorskip("torch")
     node = h.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align)
-    model = _model(node, [("theta", TP.FLOAT, [2, nd, nd + 1]), ("size", TP.INT64, [nd + 2])],
-                   ("grid", TP.FLOAT, nd + 2), 20)
+    model = _model(
+        node, [("theta", TP.FLOAT, [2, nd, nd + 1]), ("size", TP.INT64, [nd + 2])], ("grid", TP.FLOAT, nd + 2), 20
+    )
     net, src = _generate(model, tmp_path, f"affine_{nd}_{align}")
     assert "size.tolist()" in src
     theta = RNG.standard_normal((2, nd, nd + 1)).astype(np.float32)
@@ -230,13 +246,19 @@ def test_affine_grid_size_read_when_forward_runs(align: int, nd: int, tmp_path: 
 
 
 # ---------------------------------------------------------------------------------------------- Col2Im
-@pytest.mark.parametrize(("attrs", "tag"), [({}, "plain"), ({"strides": [2, 1], "pads": [1, 0, 0, 2]}, "pads"),
-                                            ({"dilations": [1, 2]}, "dil")])
+@pytest.mark.parametrize(
+    ("attrs", "tag"),
+    [({}, "plain"), ({"strides": [2, 1], "pads": [1, 0, 0, 2]}, "pads"), ({"dilations": [1, 2]}, "dil")],
+)
 def test_col2im_shapes_read_when_forward_runs(attrs: dict[str, Any], tag: str, tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     node = h.make_node("Col2Im", ["x", "image", "block"], ["y"], **attrs)
-    model = _model(node, [("x", TP.FLOAT, ["n", "ck", "l"]), ("image", TP.INT64, [2]), ("block", TP.INT64, [2])],
-                   ("y", TP.FLOAT, 4), 18)
+    model = _model(
+        node,
+        [("x", TP.FLOAT, ["n", "ck", "l"]), ("image", TP.INT64, [2]), ("block", TP.INT64, [2])],
+        ("y", TP.FLOAT, 4),
+        18,
+    )
     net, src = _generate(model, tmp_path, f"col2im_{tag}")
     assert "image.tolist()" in src and "block.tolist()" in src
     stride = attrs.get("strides", [1, 1])
@@ -248,9 +270,10 @@ def test_col2im_shapes_read_when_forward_runs(attrs: dict[str, Any], tag: str, t
         x = RNG.standard_normal((2, c * block[0] * block[1], counts[0] * counts[1])).astype(np.float32)
         # the blocks summed into the image padded by ONNX's pads (begin, end), then the pads cropped
         padded = [n + pads[i] + pads[i + 2] for i, n in enumerate(image)]
-        full = torch.nn.functional.fold(torch.from_numpy(x).double(), padded, block, dilation=dil,
-                                        stride=stride).numpy()
-        want = full[:, :, pads[0]:pads[0] + image[0], pads[1]:pads[1] + image[1]]
+        full = torch.nn.functional.fold(
+            torch.from_numpy(x).double(), padded, block, dilation=dil, stride=stride
+        ).numpy()
+        want = full[:, :, pads[0] : pads[0] + image[0], pads[1] : pads[1] + image[1]]
         got = _call(net, x, np.array(image, np.int64), np.array(block, np.int64))
         assert got.shape == (2, c, *image)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -222,9 +222,16 @@ def _keep_domain(name: str, fn: Callable[[int, int], int]) -> None:
     setattr(Sym, name, method)
 
 
-for _name, _fn in (("__add__", lambda a, b: a + b), ("__radd__", lambda a, b: b + a), ("__sub__", lambda a, b: a - b),
-                   ("__rsub__", lambda a, b: b - a), ("__mul__", lambda a, b: a * b), ("__rmul__", lambda a, b: b * a),
-                   ("__floordiv__", lambda a, b: a // b), ("__rfloordiv__", lambda a, b: b // a)):
+for _name, _fn in (
+    ("__add__", lambda a, b: a + b),
+    ("__radd__", lambda a, b: b + a),
+    ("__sub__", lambda a, b: a - b),
+    ("__rsub__", lambda a, b: b - a),
+    ("__mul__", lambda a, b: a * b),
+    ("__rmul__", lambda a, b: b * a),
+    ("__floordiv__", lambda a, b: a // b),
+    ("__rfloordiv__", lambda a, b: b // a),
+):
     _keep_domain(_name, _fn)
 
 

@@ -23,7 +23,7 @@ from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
 from .._validate import validating
-from ..rules import dft_split, window_period
+from ..rules import dft_split, from_data, window_period
 
 
 def _trig(n_in: int, n_out: int, n: int, like: Tensor) -> tuple[Tensor, Tensor]:
@@ -64,12 +64,14 @@ def dft_last(re: Tensor, im: Tensor | None, n: int, inverse: bool, onesided: boo
 DIRECT_MAX = 2048
 
 
-def _split_length(n: int) -> int | None:
-    """The largest factor of ``n`` not above ``sqrt(n)`` (None for a prime ``n``)."""
-    for f in range(math.isqrt(n), 1, -1):
-        if n % f == 0:
-            return f
-    return None
+def _direct(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int) -> tuple[Tensor, Tensor]:
+    """The transform of :func:`_cdft` as one matrix product with ``[n, n_out]`` cosines and sines."""
+    cos, sin = _trig(n, n_out, n, re)  # (a + ib)(cos + i*sign*sin) = a cos - sign b sin + i(b cos + sign a sin)
+    out_re, out_im = re.matmul(cos), re.matmul(sin) * float(sign)
+    if im is not None:
+        out_re = out_re - im.matmul(sin) * float(sign)
+        out_im = out_im + im.matmul(cos)
+    return out_re, out_im
 
 
 def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int,
@@ -77,16 +79,27 @@ def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int,
     """``sum_t x_t exp(sign*2*pi*i*k*t/n)`` for ``k < n_out`` along the last dim (length ``n``), unnormalized.
 
     Long composite lengths ``n = n1*n2`` use the four-step FFT (Bailey, 1990): ``n2`` DFTs of length ``n1``,
-    twiddle factors ``exp(sign*2*pi*i*t2*k1/n)``, ``n1`` DFTs of length ``n2``; ``k = k1 + n1*k2``.
+    twiddle factors ``exp(sign*2*pi*i*t2*k1/n)``, ``n1`` DFTs of length ``n2``; ``k = k1 + n1*k2``. A length
+    read from the data (:func:`~..rules.from_data`, a ModelGen trace) picks the method by its ``bound``: the
+    direct one under :data:`DIRECT_MAX`, else (or with no bound) one four-step level split by
+    :func:`~..rules.dft_split` (``n1 = 1``: the direct transform of the whole length) with direct inner
+    transforms, a structure that holds for every length.
     """
-    n1 = _split_length(n) if (n if bound is None else bound) > DIRECT_MAX else None
-    if n1 is None:  # (a + ib)(cos + i*sign*sin) = a cos - sign b sin + i(b cos + sign a sin)
-        cos, sin = _trig(n, n_out, n, re)
-        out_re, out_im = re.matmul(cos), re.matmul(sin) * float(sign)
-        if im is not None:
-            out_re = out_re - im.matmul(sin) * float(sign)
-            out_im = out_im + im.matmul(cos)
-        return out_re, out_im
+    if from_data(n):
+        if bound is not None and bound <= DIRECT_MAX:
+            return _direct(re, im, n, sign, n_out)
+        return _four_step(re, im, n, dft_split(n, DIRECT_MAX), sign, n_out, nested=False)
+    n1 = dft_split(n, DIRECT_MAX)
+    if n1 == 1:
+        return _direct(re, im, n, sign, n_out)
+    return _four_step(re, im, n, n1, sign, n_out, nested=True)
+
+
+def _four_step(re: Tensor, im: Tensor | None, n: int, n1: int, sign: int, n_out: int,
+               nested: bool) -> tuple[Tensor, Tensor]:
+    """One level of the four-step FFT of :func:`_cdft` with ``n = n1 * n2``; the inner transforms are
+    :func:`_cdft` (``nested``: split again where long) or :func:`_direct`."""
+    inner = _cdft if nested else _direct
     n2 = n // n1
     lead = list(re.shape[:-1])
     r = len(lead)
@@ -94,15 +107,15 @@ def _cdft(re: Tensor, im: Tensor | None, n: int, sign: int, n_out: int,
     def grid(t: Tensor) -> Tensor:  # [..., n] with t = n2*t1 + t2 -> [..., t2, t1]
         return t.reshape([*lead, n1, n2]).swap_dims(r, r + 1)
 
-    a_re, a_im = _cdft(grid(re), None if im is None else grid(im), n1, sign, n1)  # [..., t2, k1]
+    a_re, a_im = inner(grid(re), None if im is None else grid(im), n1, sign, n1)  # [..., t2, k1]
     cos, sin = _trig(n2, n1, n, re)
     b_re = a_re * cos - a_im * sin * float(sign)
     b_im = a_im * cos + a_re * sin * float(sign)
-    c_re, c_im = _cdft(b_re.swap_dims(r, r + 1), b_im.swap_dims(r, r + 1), n2, sign, n2)  # [..., k1, k2]
+    c_re, c_im = inner(b_re.swap_dims(r, r + 1), b_im.swap_dims(r, r + 1), n2, sign, n2)  # [..., k1, k2]
 
     def flat(t: Tensor) -> Tensor:  # [..., k1, k2] -> [..., n] with k = k1 + n1*k2
         out = t.swap_dims(r, r + 1).reshape([*lead, n])
-        return out if n_out == n else out.narrow(r, 0, n_out)
+        return out if nested and n_out == n else out.narrow(r, 0, n_out)
 
     return flat(c_re), flat(c_im)
 
@@ -144,7 +157,10 @@ def _dft(ctx: Context, node: Node, x: Tensor, n_in: Tensor | None, axis: int) ->
     else:
         n = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
     parts = [p.squeeze_dim(rank - 1).movedim(axis, -1) for p in x.split(1, dim=rank - 1)]
-    re, im = dft_last(parts[0], parts[1] if len(parts) == 2 else None, n, inverse, onesided, fit=n_in is not None)
+    # without dft_length the length is the signal axis's (irfft: 2 * (bins - 1)): bounded by the dims of x
+    bound = None if n_in is not None else max(2 * (d - 1) if inverse and onesided else d for d in x.shape[:-1])
+    re, im = dft_last(parts[0], parts[1] if len(parts) == 2 else None, n, inverse, onesided, fit=n_in is not None,
+                      bound=bound)
     outs = [re] if im is None else [re, im]
     return Tensor.stack([o.movedim(-1, axis) for o in outs], rank - 1)
 
@@ -245,8 +261,9 @@ def mel_weight_matrix(ctx: Context, node: Node, bins: Tensor, dft_length: Tensor
     j = Tensor.arange(0, n_dft // 2 + 1, dev).float().cast(wide).reshape([n_dft // 2 + 1, 1])
     rising = (j.greater_equal(left)).bool_and(j.lower_equal(center))
     falling = (j.greater_equal(center)).bool_and(j.lower(right))
-    up = (center - j) / (center - left).clamp_min(1.0) * -1.0 + 1.0  # (j - left) / (center - left); 1 at a
-    down = (right - j) / (right - center).clamp_min(1.0)            # centre equal to its left edge
+    # (j - left) / (center - left) written as 1 - (center - j) / (center - left): 1 at a centre equal to its left
+    up = (center - j) / (center - left).clamp_min(1.0) * -1.0 + 1.0
+    down = (right - j) / (right - center).clamp_min(1.0)
     zero = Tensor.zeros([n_dft // 2 + 1, n_mel], dev).cast(wide)
     return zero.mask_where(rising, up).mask_where(falling, down).cast(dtype)
 

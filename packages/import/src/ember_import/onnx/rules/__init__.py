@@ -22,5 +22,13 @@ from ._hostrule import from_data, host_rule, is_host_rule
 from ._shape import broadcast_shapes, reshape_target
 from ._signal import affine_grid_axis, dft_split, window_period
 
-__all__ = ["affine_grid_axis", "broadcast_shapes", "dft_split", "from_data", "host_rule", "is_host_rule",
-           "reshape_target", "window_period"]
+__all__ = [
+    "affine_grid_axis",
+    "broadcast_shapes",
+    "dft_split",
+    "from_data",
+    "host_rule",
+    "is_host_rule",
+    "reshape_target",
+    "window_period",
+]

@@ -37,20 +37,20 @@ def affine_grid_axis(n: int, align_corners: bool) -> list[float]:
     return [-1.0 + 1.0 / n if n > 0 else -1.0, 2.0 / n if n > 0 else 0.0]
 
 
-#: lengths up to this are transformed with one ``[n, n]`` matrix product (the DFT converter's ``DIRECT_MAX``)
-DFT_DIRECT_MAX = 2048
-
-
 @host_rule(var="split")
-def dft_split(n: int) -> int:
+def dft_split(n: int, direct_max: int) -> int:
     """The factor ``n1`` of a length-``n`` DFT's four-step split (Bailey, 1990: ``n = n1 * n2``, ``n2`` DFTs of
-    length ``n1`` then ``n1`` of length ``n2``): 1 (no split, one direct transform) for ``n <=``
-    :data:`DFT_DIRECT_MAX` or a prime ``n``, else the largest factor of ``n`` not above ``sqrt(n)``.
+    length ``n1`` then ``n1`` of length ``n2``): 1 (no split: one direct transform) for ``n <= direct_max`` or a
+    prime ``n``, else the largest factor of ``n`` not above ``sqrt(n)``.
+
+    Args:
+        n: the transform's length.
+        direct_max: the longest length transformed directly (one ``[n, n]`` matrix product).
 
     Returns:
         An int ``>= 1`` dividing ``n`` (1 for ``n <= 1``).
     """
-    if n <= DFT_DIRECT_MAX:
+    if n <= direct_max:
         return 1
     for f in range(math.isqrt(n), 1, -1):
         if n % f == 0:
