@@ -22,19 +22,14 @@ import ember
 from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
-from _codegen_support import generate_numpy  # noqa: E402
+from _codegen_support import generate_numpy, one_node_model  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
 
 
-def _model(node: Any, inputs: list[tuple[str, int, list[Any]]], out: tuple[str, int, int], opset: int) -> Any:
-    """A one-node model whose output dims are unknown (they depend on the inputs' values)."""
-    ins = [h.make_tensor_value_info(n, t, s) for n, t, s in inputs]
-    name, et, rank = out
-    outs = [h.make_tensor_value_info(name, et, [None] * rank)]
-    return h.make_model(h.make_graph([node], "g", ins, outs), opset_imports=[h.make_opsetid("", opset)])
+_model = one_node_model
 
 
 def _generate(model: Any, tmp: Path, tag: str) -> tuple[Any, str]:
