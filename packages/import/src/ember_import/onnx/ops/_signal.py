@@ -4,11 +4,16 @@
 Complex values are ONNX's real representation: a trailing dim of 2 (real, imaginary) or 1 (real only). The
 DFT is a matrix product with cosine and sine matrices built with Ember ops (the angle ``2*pi*(k*t mod n)/n``
 is reduced in integers first): ``O(n^2)`` for lengths up to ``DIRECT_MAX``, longer composite lengths are
-split recursively (four-step FFT); ``dft_length`` zero-pads or truncates, ``onesided`` keeps the ``n//2 + 1``
-non-negative frequencies, and the inverse with ``onesided`` (``irfft``) rebuilds a real signal from half a
-spectrum by Hermitian symmetry. Window formulas are the ONNX specification's (onnx/docs/Operators.md);
-``MelWeightMatrix`` follows ``onnx.reference.ops.op_mel_weight_matrix`` step by step (host arithmetic on
-the static scalar inputs).
+split recursively (four-step FFT, split by :func:`~..rules.dft_split`); ``dft_length`` zero-pads or truncates,
+``onesided`` keeps the ``n//2 + 1`` non-negative frequencies, and the inverse with ``onesided`` (``irfft``)
+rebuilds a real signal from half a spectrum by Hermitian symmetry. Window formulas are the ONNX specification's
+(onnx/docs/Operators.md); ``MelWeightMatrix`` follows ``onnx.reference.ops.op_mel_weight_matrix``.
+
+Every size here (a window's length, ``dft_length``, the DFT axis, ``STFT``'s step and frame length, the mel
+scalars) may be read from the data: the converters build their tensors with the Tensor API (``arange`` of the
+length) and keep their planning branch-free or in host rules (:mod:`ember_import.onnx.rules`), so ModelGen's
+generated code reads those values when it runs. A Python ``float`` divided by such a length would lose it
+(``float.__truediv__`` accepts an ``int`` subclass), hence tensor divisions: ``angle * (2 pi) / n``.
 """
 
 from __future__ import annotations
