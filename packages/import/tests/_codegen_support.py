@@ -1,4 +1,5 @@
-"""Shared by the ModelGen test files: generate a model's source, import it and load its record on numpy."""
+"""Shared by the ModelGen test files: one-node models, generate a model's source, import it and load its record
+on numpy."""
 
 from __future__ import annotations
 
@@ -26,3 +27,14 @@ def generate_numpy(model: Any, tmp: Path, tag: str, prefix: str) -> tuple[Any, A
     spec.loader.exec_module(mod)
     dev = ember.backend("numpy").device()
     return mod.Model.from_record(str(py.parent / "model.mpk"), dev), dev, py.read_text()
+
+
+def one_node_model(node: Any, inputs: list[tuple[str, int, list[Any]]], out: tuple[str, int, int],
+                   opset: int = 18) -> Any:
+    """A one-node model; ``inputs`` are (name, element type, shape), ``out`` is (name, element type, rank): the
+    output's dims are left unknown, as exporters write them when they depend on an input's values."""
+    h = onnx.helper
+    ins = [h.make_tensor_value_info(n, t, s) for n, t, s in inputs]
+    name, et, rank = out
+    outs = [h.make_tensor_value_info(name, et, [None] * rank)]
+    return h.make_model(h.make_graph([node], "g", ins, outs), opset_imports=[h.make_opsetid("", opset)])

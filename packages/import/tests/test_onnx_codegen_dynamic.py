@@ -23,7 +23,7 @@ from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from _codegen_support import generate_numpy  # noqa: E402
+from _codegen_support import generate_numpy, one_node_model  # noqa: E402
 from ember_import.onnx import ModelGen, ModelGenError  # noqa: E402
 
 h = onnx.helper
@@ -32,13 +32,7 @@ ROOT = Path(__file__).resolve().parents[3]
 _NP = {TP.FLOAT: np.float32, TP.INT64: np.int64, TP.DOUBLE: np.float64}
 
 
-def _model(node: Any, inputs: list[tuple[str, int, list[Any]]], out: tuple[str, int, int], opset: int = 18) -> Any:
-    """A one-node model; ``out`` is (name, element type, rank): the output's dims are left unknown, as
-    exporters write them when they depend on an input's values."""
-    ins = [h.make_tensor_value_info(n, t, s) for n, t, s in inputs]
-    name, et, rank = out
-    outs = [h.make_tensor_value_info(name, et, [None] * rank)]
-    return h.make_model(h.make_graph([node], "g", ins, outs), opset_imports=[h.make_opsetid("", opset)])
+_model = one_node_model
 
 
 def _generate(model: Any, tmp: Path, tag: str) -> tuple[Any, str]:

@@ -80,6 +80,13 @@ class Context:
             raise
         return list(out)
 
+    def example(self, t: Tensor | None, value: Any) -> None:
+        """Name ``value`` (Python ints or a list of them, as ``t``'s data) as a value of the input ``t`` that is
+        consistent with the node's other inputs (``AffineGrid``'s batch size is ``theta``'s), before a host read
+        of ``t``. The runtime reads the real data and ignores it; a ModelGen trace, which runs a converter on
+        stand-in values of the graph inputs it reads, takes ``value`` as that stand-in (its generated code reads
+        ``t`` when it runs, whatever the stand-in was)."""
+
     def ints(self, t: Tensor | None) -> list[int] | None:
         """The elements of an Int tensor as Python ints (``None`` stays ``None``); see :meth:`values`."""
         v = self.values(t)

@@ -22,7 +22,7 @@ from typing import Any
 from .._validate import is_validating
 from ._active import active
 
-__all__ = ["DataInt", "decided"]
+__all__ = ["DataInt", "decided", "domain_values"]
 
 #: at most this many value pairs are tried before a comparison counts as a guard
 _MAX_PAIRS = 4096
@@ -36,6 +36,12 @@ class DataInt(int):
     #: the values it can take when generated code runs, where known (an axis of a given rank, a dim of a static
     #: shape): a comparison that comes out the same for each of them decides nothing
     domain: frozenset[int] | None = None
+
+
+def domain_values(v: Any) -> frozenset[int] | None:
+    """The values ``v`` can take when generated code runs: its domain, the hint of a size of the input (shapes
+    are specialised on), the int itself; ``None`` when unknown (a value read from the data)."""
+    return _values(v)
 
 
 def _values(v: Any) -> frozenset[int] | None:

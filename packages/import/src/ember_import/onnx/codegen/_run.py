@@ -67,6 +67,11 @@ class TraceContext(Context):
             return [t.tolist()]  # one read, no reshape line
         return super().values(t)
 
+    def example(self, t: Tensor | None, value: Any) -> None:
+        hints = self.gen.read_hints.get(id(t)) if t is not None else None
+        if hints is not None and not hints.fixed:
+            hints.example = _hints(value)
+
     def ints(self, t: Tensor | None) -> list[int] | None:
         v = self.values(t)
         return None if v is None else [x if isinstance(x, Sym) else int(x) for x in v]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import OnnxImportError
-from ._domain import DataInt, decided
+from ._domain import DataInt, decided, domain_values
 from ._parts import Parts, Var, parts_text
 
 __all__ = ["GUARDS", "Parts", "Sym", "Var", "norm_axis", "parts_text", "set_real_op"]
@@ -196,6 +196,43 @@ class Sym(DataInt):
     def __ge__(self, other: Any) -> bool:
         self._guard(other, int.__ge__)
         return int.__ge__(self, other)
+
+
+def _keep_domain(name: str, fn: Callable[[int, int], int]) -> None:
+    """Make ``Sym.<name>`` carry its operand's :attr:`~._domain.DataInt.domain` to the result: the values
+    ``fn(x, y)`` takes for ``x`` in it and ``y`` the other operand (an int, or a Sym's values), so a size derived
+    from a picked dim (``2 * (n - 1)`` with ``n = x.shape[axis]``) still decides comparisons that come out the
+    same for every dim. A pair of Syms is taken as independent (a superset of the values: conservative)."""
+    orig = getattr(Sym, name)
+
+    def method(self: Sym, other: Any) -> Any:
+        out = orig(self, other)
+        if not isinstance(out, Sym) or out is self or out.domain is not None or self.domain is None:
+            return out
+        others = domain_values(other)
+        if others is not None and len(self.domain) * len(others) <= 4096:
+            try:
+                out.domain = frozenset(fn(int(x), y) for x in self.domain for y in others)
+            except ZeroDivisionError:
+                pass
+        return out
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = orig.__doc__
+    setattr(Sym, name, method)
+
+
+for _name, _fn in (
+    ("__add__", lambda a, b: a + b),
+    ("__radd__", lambda a, b: b + a),
+    ("__sub__", lambda a, b: a - b),
+    ("__rsub__", lambda a, b: b - a),
+    ("__mul__", lambda a, b: a * b),
+    ("__rmul__", lambda a, b: b * a),
+    ("__floordiv__", lambda a, b: a // b),
+    ("__rfloordiv__", lambda a, b: b // a),
+):
+    _keep_domain(_name, _fn)
 
 
 #: ``a op b`` of numbers as a :class:`~._symfloat.SymFloat`: :func:`._symfloat.real_op`, which registers itself

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from ember import DType, Tensor
@@ -25,6 +26,7 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from .._validate import validating
 from ._grid import sample
 from ._late import late
 from ._spatial import Geometry, geometry, pad_or_crop, spatial_rank
@@ -121,12 +123,53 @@ def conv_transpose(ctx: Context, node: Node, x: Tensor, w: Tensor, b: Tensor | N
     return add_channel_bias(y, b)
 
 
+def _factorizations(n: int, parts: int, budget: list[int]) -> Iterator[list[int]]:
+    """The ordered ways to write ``n`` as a product of ``parts`` positive ints (``budget[0]``: steps left)."""
+    if parts == 1:
+        yield [n]
+        return
+    for f in range(1, n + 1):
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        if n % f == 0:
+            for rest in _factorizations(n // f, parts - 1, budget):
+                yield [f, *rest]
+
+
+def _col2im_example(node: Node, shape: list[int], nd: int) -> tuple[list[int], list[int]] | None:
+    """An ``(image_shape, block_shape)`` consistent with an input of ``shape`` ``[N, C * prod(block), L]`` and
+    the node's strides, dilations and pads (smallest blocks first), or ``None`` when a bounded search finds
+    none: the example a trace runs the converter on (:meth:`~.._context.Context.example`)."""
+    if not 1 <= nd <= 3 or shape[1] < 1 or shape[2] < 1:
+        return None
+    g = geometry(node, [1] * nd, [1] * nd)
+    budget = [20000]
+    for k in range(1, shape[1] + 1):
+        if shape[1] % k:
+            continue
+        for block in _factorizations(k, nd, budget):
+            for counts in _factorizations(shape[2], nd, budget):
+                image = [(c - 1) * s + d * (b - 1) + 1 - p - q
+                         for c, s, d, b, p, q in zip(counts, g.strides, g.dilations, block, g.begin, g.end)]
+                if all(n >= 1 for n in image):
+                    return image, block
+        if budget[0] < 0:
+            return None
+    return None
+
+
 @converter("Col2Im", since=18, static=(1, 2))
 def col2im(ctx: Context, node: Node, x: Tensor, image_shape: Tensor, block_shape: Tensor) -> Tensor:
     """``Col2Im`` (opset 18): ``[N, C * prod(block), L]`` columns summed back into ``[N, C, *image]`` (the
     adjoint of im2col, PyTorch ``F.fold``). Computed as a transposed convolution with ``C`` groups whose
     weight routes column row ``c * K + j`` to kernel position ``j`` of channel ``c``, then cropped by the
     pads."""
+    if x.rank == 3 and image_shape.rank == 1:
+        example = _col2im_example(node, [int(d) for d in x.shape], int(image_shape.shape[0]))
+        if example is not None:
+            ctx.example(image_shape, example[0])
+            ctx.example(block_shape, example[1])
     image, block = ctx.ints(image_shape) or [], ctx.ints(block_shape) or []
     nd = len(image)
     if not 1 <= nd <= 3 or len(block) != nd or x.rank != 3:
@@ -137,14 +180,17 @@ def col2im(ctx: Context, node: Node, x: Tensor, image_shape: Tensor, block_shape
     c = x.shape[1] // k
     counts = [(n + b + e - f) // s + 1 for n, b, e, f, s in zip(image, g.begin, g.end, g.effective(), g.strides)]
     total = math.prod(counts)
-    if c * k != x.shape[1] or total != x.shape[2]:
+    with validating():  # only rejects a bad model (the shapes may be read from the data)
+        bad = c * k != x.shape[1] or total != x.shape[2]
+    if bad:
         raise OnnxImportError(f"{node.where()}: input {list(x.shape)} does not match block_shape {block} and "
                               f"{counts} blocks ({total}) of image_shape {image} with the pads/strides/dilations.")
-    eye = Tensor.eye(k, x.device).cast(x.dtype).reshape([k, 1] + block)
-    w = Tensor.cat([eye] * c, 0) if c > 1 else eye
+    w = Tensor.eye(k, x.device).cast(x.dtype).reshape([k, 1] + block).repeat_dim(0, c)  # [c * k, 1, *block]
     cols = x.reshape([x.shape[0], x.shape[1]] + counts)
     y = _CONV_T[nd](cols, w, None, M.ConvTransposeOptions(stride=g.strides, dilation=g.dilations, groups=c))
-    return pad_or_crop(y, [-b for b in g.begin], [n - f + b for n, f, b in zip(image, y.shape[2:], g.begin)])
+    # the pads cropped at the start, the image's end reached by cropping or zero-padding (one pad: a negative
+    # amount crops, so the sizes may be known only when generated code runs)
+    return y.pad([(-b, n - f + b) for n, f, b in zip(image, y.shape[2:], g.begin)])
 
 
 @converter("CausalConvWithState", since=27)

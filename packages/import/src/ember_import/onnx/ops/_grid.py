@@ -14,6 +14,7 @@ coordinate first, which gives other values near the border).
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 
 from ember import Tensor
@@ -22,6 +23,8 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from .._validate import validating
+from ..rules import affine_grid_axis
 
 __all__ = ["sample", "grid_sample", "affine_grid"]
 
@@ -138,16 +141,19 @@ def grid_sample(ctx: Context, node: Node, x: Tensor, grid: Tensor) -> Tensor:
     return sample(x, coords, mode, padding, bounds)
 
 
-def _base_grid(sizes: Sequence[int], align: bool) -> list[list[float]]:
+def _base_grid(sizes: Sequence[int], align: bool, like: Tensor) -> Tensor:
     """Homogeneous normalized positions ``[prod(sizes), nd + 1]``, rows ``(x, y[, z], 1)`` in row-major order
-    of ``sizes`` (``op_affine_grid.py``)."""
-    axes = []
-    for n in sizes:
-        if align:
-            axes.append([-1.0 + 2.0 * i / (n - 1) if n > 1 else -1.0 for i in range(n)])
-        else:
-            axes.append([-1.0 + (2.0 * i + 1.0) / n for i in range(n)])
-    return [[*reversed(p), 1.0] for p in itertools.product(*axes)]
+    of ``sizes`` (``op_affine_grid.py``), in ``like``'s dtype on its device: per dim ``start + i * step``
+    (:func:`~..rules.affine_grid_axis`), broadcast over the others. The sizes may be read from the data."""
+    nd = len(sizes)
+    dev, dtype = like.device, like.dtype
+    cols = []
+    for k in reversed(range(nd)):  # x varies along the last dim
+        start, step = affine_grid_axis(sizes[k], align)
+        pos = Tensor.arange(0, sizes[k], dev).float().cast(dtype) * step + start
+        cols.append(pos.reshape([sizes[k] if i == k else 1 for i in range(nd)]).expand(list(sizes)))
+    cols.append(Tensor.ones(list(sizes), dev).cast(dtype))
+    return Tensor.stack(cols, nd).reshape([math.prod(sizes), nd + 1])
 
 
 @converter("AffineGrid", since=20, static=(1,))
@@ -155,12 +161,16 @@ def affine_grid(ctx: Context, node: Node, theta: Tensor, size: Tensor) -> Tensor
     """``AffineGrid`` (opset 20): ``theta`` ``[N, 2, 3]`` (2-D) or ``[N, 3, 4]`` (3-D) applied to the
     normalized grid of ``size`` ``[N, C, H, W]`` / ``[N, C, D, H, W]`` -> ``[N, H, W, 2]`` / ``[N, D, H, W, 3]``
     (PyTorch ``F.affine_grid``)."""
+    if theta.rank == 3 and size.rank == 1:  # a size consistent with theta for a trace's stand-in
+        ctx.example(size, [theta.shape[0], 1, *range(2, size.shape[0])])
     shape = ctx.ints(size) or []
     nd = len(shape) - 2
-    if nd not in (2, 3) or list(theta.shape) != [shape[0], nd, nd + 1]:
+    with validating():  # only rejects a bad model (the sizes may be read from the data)
+        bad = nd not in (2, 3) or list(theta.shape) != [shape[0], nd, nd + 1]
+    if bad:
         raise OnnxImportError(f"{node.where()}: expected size [N, C, H, W] or [N, C, D, H, W] and theta "
                               f"[N, nd, nd + 1], got size {shape} and theta {list(theta.shape)}.")
-    base = ctx.tensor(_base_grid(shape[2:], bool(node.attr("align_corners", 0))), theta.dtype, theta.device)
+    base = _base_grid(shape[2:], bool(node.attr("align_corners", 0)), theta)
     grid = base.unsqueeze_dim(0).matmul(theta.swap_dims(1, 2))  # [N, prod, nd]
-    return grid.reshape([shape[0]] + shape[2:] + [nd])
+    return grid.reshape([theta.shape[0], *shape[2:], nd])
 

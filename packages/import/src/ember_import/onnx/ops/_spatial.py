@@ -15,6 +15,7 @@ from ember import Tensor
 
 from .._errors import OnnxImportError
 from .._ir import Node
+from .._validate import validating
 
 __all__ = ["Geometry", "geometry", "pad_or_crop", "spatial_rank"]
 
@@ -74,7 +75,9 @@ def geometry(node: Node, sizes: Sequence[int], kernel: Sequence[int] | None = No
     """
     nd = len(sizes)
     k = list(kernel) if kernel is not None else _ints_attr(node, "kernel_shape", nd, 0)
-    if len(k) != nd or any(i < 1 for i in k):
+    with validating():  # only rejects a bad model (a kernel read from the data is kept as code)
+        bad = len(k) != nd or any(i < 1 for i in k)
+    if bad:
         raise OnnxImportError(f"{node.where()}: kernel_shape must have {nd} positive values, got {k}.")
     s = _ints_attr(node, "strides", nd, 1)
     d = _ints_attr(node, "dilations", nd, 1)
