@@ -13,6 +13,7 @@ from typing import Any
 
 from ember import Bool, Int, Tensor
 
+from .. import rules
 from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
@@ -36,25 +37,10 @@ def concat(ctx: Context, node: Node, *xs: Tensor) -> Tensor:
 
 
 def _split_sizes(node: Node, n: int, count: int, split: Sequence[int] | None, num_outputs: int | None) -> list[int]:
-    if split:
-        if sum(split) != n or any(s < 0 for s in split) or len(split) != count:
-            raise OnnxImportError(
-                f"{node.where()}: split {list(split)} must give {count} non-negative sizes summing to the dim's "
-                f"size {n}."
-            )
-        return list(split)
-    parts = num_outputs or count
-    if num_outputs is not None:  # opset 18: the last chunk may be smaller
-        size = -(-n // parts)  # ceil in ints: a run-time size (ModelGen's) stays one
-        sizes = [size] * (parts - 1) + [n - size * (parts - 1)]
-        if sizes[-1] < 0:
-            raise OnnxImportError(f"{node.where()}: cannot split a dim of size {n} into {parts} chunks.")
-        return sizes
-    if n % parts:
-        raise OnnxImportError(
-            f"{node.where()}: a dim of size {n} does not split evenly into {parts} outputs; give the split sizes."
-        )
-    return [n // parts] * parts
+    try:
+        return rules.split_sizes(n, count, split, num_outputs)
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
 
 
 def _split(node: Node, x: Tensor, split: Sequence[int] | None, num_outputs: int | None) -> tuple[Tensor, ...]:
@@ -161,17 +147,10 @@ def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: flo
     Raises:
         OnnxImportError: a pads list of the wrong length, an unknown mode, reflect padding beyond the dim.
     """
-    dims = list(range(x.rank)) if axes is None else [norm_axis(node, int(a), x.rank, "axes entry") for a in axes]
-    if len(set(dims)) != len(dims):
-        raise OnnxImportError(f"{node.where()}: axes {list(axes or [])} repeat an axis; list each once.")
-    if len(pads) != 2 * len(dims):
-        raise OnnxImportError(
-            f"{node.where()}: pads {list(pads)} must hold 2 entries per padded axis ({len(dims)} axes)."
-        )
-    k = len(dims)
-    pairs = [(0, 0)] * x.rank
-    for i, d in enumerate(dims):  # (an int subclass stays itself: ModelGen's value read when generated code runs)
-        pairs[d] = (_int(pads[i]), _int(pads[i + k]))
+    try:  # ONNX's axes and pads as one (begin, end) pair per dim: a host rule (axes read from the data stay code)
+        pairs: Any = rules.pad_pairs(x.rank, [_int(p) for p in pads], None if axes is None else [_int(a) for a in axes])
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
     if mode == "constant":  # Tensor.pad crops the negative amounts first, and returns x for zero ones
         v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else \
             value if isinstance(value, float) else float(value)

@@ -19,6 +19,16 @@ decide) is :func:`host_rule`'s, in :mod:`._hostrule`.
 from __future__ import annotations
 
 from ._hostrule import from_data, host_rule, is_host_rule
-from ._shape import broadcast_shapes, reshape_target
+from ._shape import broadcast_shapes, pad_pairs, range_count, reshape_target, split_sizes, unpool_ends
 
-__all__ = ["broadcast_shapes", "from_data", "host_rule", "is_host_rule", "reshape_target"]
+__all__ = [
+    "broadcast_shapes",
+    "from_data",
+    "host_rule",
+    "is_host_rule",
+    "pad_pairs",
+    "range_count",
+    "reshape_target",
+    "split_sizes",
+    "unpool_ends",
+]
