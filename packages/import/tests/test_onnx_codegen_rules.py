@@ -9,6 +9,9 @@ not to be specialised on the trace's stand-in values; a rule called on constants
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from ember_import.onnx.rules import from_data, host_rule  # noqa: E402
 h = onnx.helper
 TP = onnx.TensorProto
 DEV = ember.backend("numpy").device()
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _model(nodes: list[Any], ins: list[Any], outs: list[Any], opset: int, inits: list[Any] | None = None) -> Any:
@@ -105,3 +109,26 @@ def test_rule_on_constants_alone_folds(tmp_path: Path) -> None:
     assert "rules." not in src and "import rules" not in src
     assert "x.reshape([2, 6, 2])" in src
     _compare(model, net, {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+def test_generated_rule_code_passes_ruff_and_mypy(tmp_path: Path) -> None:
+    """The rule's import is used (ruff F401), and its result types check (mypy on the generated file)."""
+    model = _model([h.make_node("Reshape", ["x", "shape"], ["r"]),
+                    h.make_node("Split", ["r", "split"], ["a", "b"], axis=0)],
+                   [h.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4]),
+                    h.make_tensor_value_info("shape", TP.INT64, [2]),
+                    h.make_tensor_value_info("split", TP.INT64, [2])],
+                   [h.make_tensor_value_info("a", TP.FLOAT, [None, None]),
+                    h.make_tensor_value_info("b", TP.FLOAT, [None, None])], 13)
+    net, _, src = generate_numpy(model, tmp_path, "lint", "_generated_rules")
+    assert len(_rule_lines(src)) == 2
+    py = tmp_path / "lint" / "model.py"
+    for cmd in (["ruff", "check", "--no-cache"], ["mypy"]):
+        done = subprocess.run([sys.executable, "-m", *cmd, "--config-file" if cmd == ["mypy"] else "--config",
+                               str(ROOT / "pyproject.toml"), str(py)], capture_output=True, text=True, cwd=py.parent)
+        assert done.returncode == 0, done.stdout + done.stderr
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    for spec, split in (([6, 4], [1, 5]), ([-1, 2], [12, 0]), ([0, 12], [2, 0])):
+        _compare(model, net, {"x": x, "shape": np.array(spec, dtype=np.int64),
+                              "split": np.array(split, dtype=np.int64)})
