@@ -105,6 +105,14 @@ def test_pad_negative_pads_from_data(tmp_path: Path, mode: str) -> None:
     _check(model, tmp_path, f"pad_{mode}", [{"x": X34, "pads": _i64(*p)} for p in cases])
 
 
+def test_wrap_pad_from_data(tmp_path: Path) -> None:
+    model = _model([h.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")],
+                   [_vi("x", TP.FLOAT, [3, 4]), _vi("pads", TP.INT64, [4])], [_vi("y", TP.FLOAT, [None] * 2)], 19)
+    cases = [[1, 2, 0, 3], [0, 5, 4, 1], [-1, 1, 2, -2], [0, 0, 0, 0], [3, -3, 1, 9]]
+    src = _check(model, tmp_path, "pad_wrap", [{"x": X34, "pads": _i64(*p)} for p in cases])
+    assert "rules.wrap_pad_plan([3, 4], " in src
+
+
 @pytest.mark.parametrize("opset", [13, 18])
 def test_split_sizes_from_data(tmp_path: Path, opset: int) -> None:
     model = _model([h.make_node("Split", ["x", "split"], ["a", "b"], axis=1)],

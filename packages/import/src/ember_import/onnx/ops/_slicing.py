@@ -7,7 +7,6 @@ input), wrapped when negative. Semantics: onnx/docs/Operators.md and Changelog.m
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,18 +126,6 @@ def gather(ctx: Context, node: Node, data: Tensor, indices: Tensor) -> Tensor:
     return data.take(axis, wrap_index(indices, data.shape[axis]))  # -n..-1 count from the end
 
 
-def _wrap_pad(x: Tensor, pairs: Sequence[tuple[int, int]]) -> Tensor:
-    for d, (a, b) in enumerate(pairs):
-        if not (a or b):
-            continue
-        n = x.shape[d]
-        reps = 1 + math.ceil(a / n) + math.ceil(b / n)
-        tiled = x.repeat([reps if i == d else 1 for i in range(x.rank)])
-        start = math.ceil(a / n) * n - a
-        x = tiled.narrow(d, start, n + a + b)
-    return x
-
-
 def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: float | int | bool,
                axes: Sequence[int] | None = None) -> Tensor:
     """``x`` padded by ONNX ``pads`` (``[begin_0, ..., begin_k, end_0, ..., end_k]`` for ``axes``, all dims by
@@ -155,11 +142,16 @@ def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: flo
         v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else \
             value if isinstance(value, float) else float(value)
         return x.pad(pairs, v)
-    if mode == "wrap":
-        if any(a < 0 or b < 0 for a, b in pairs):  # crop first
-            x = x.slice([slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(pairs)])
-            pairs = [(max(a, 0), max(b, 0)) for a, b in pairs]
-        return _wrap_pad(x, pairs) if any(a or b for a, b in pairs) else x
+    if mode == "wrap":  # crop, tile, cut: a host rule plans the three (pads read from the data stay code)
+        try:
+            plan = rules.wrap_pad_plan(list(x.shape), pairs)
+        except OnnxImportError as exc:
+            raise OnnxImportError(f"{node.where()}: {exc}") from exc
+        if not rules.from_data(pairs) and all(a == 0 and b == 0 for a, b in pairs):
+            return x
+        x = x.slice([(p[0], p[1], 1) for p in plan])
+        x = x.repeat([p[2] for p in plan])
+        return x.slice([(p[3], p[4], 1) for p in plan])
     if mode not in ("reflect", "edge"):
         raise OnnxImportError(f"{node.where()}: unknown pad mode {mode!r}; ONNX has constant, reflect, edge, wrap.")
     try:

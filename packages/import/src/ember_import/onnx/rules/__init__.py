@@ -19,7 +19,15 @@ decide) is :func:`host_rule`'s, in :mod:`._hostrule`.
 from __future__ import annotations
 
 from ._hostrule import from_data, host_rule, is_host_rule
-from ._shape import broadcast_shapes, pad_pairs, range_count, reshape_target, split_sizes, unpool_ends
+from ._shape import (
+    broadcast_shapes,
+    pad_pairs,
+    range_count,
+    reshape_target,
+    split_sizes,
+    unpool_ends,
+    wrap_pad_plan,
+)
 
 __all__ = [
     "broadcast_shapes",
@@ -31,4 +39,5 @@ __all__ = [
     "reshape_target",
     "split_sizes",
     "unpool_ends",
+    "wrap_pad_plan",
 ]

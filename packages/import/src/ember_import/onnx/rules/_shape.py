@@ -9,7 +9,15 @@ from typing import Any
 from .._errors import OnnxImportError
 from ._hostrule import host_rule
 
-__all__ = ["broadcast_shapes", "pad_pairs", "range_count", "reshape_target", "split_sizes", "unpool_ends"]
+__all__ = [
+    "broadcast_shapes",
+    "pad_pairs",
+    "range_count",
+    "reshape_target",
+    "split_sizes",
+    "unpool_ends",
+    "wrap_pad_plan",
+]
 
 
 @host_rule(var="shape")
@@ -186,3 +194,35 @@ def unpool_ends(inferred: Sequence[int], shape: Sequence[int]) -> list[int]:
             f"{list(inferred)}; got {list(shape)}."
         )
     return [o - i for o, i in zip(shape, inferred)]
+
+
+@host_rule(var="plan")
+def wrap_pad_plan(shape: Sequence[int], pairs: Sequence[Sequence[int]]) -> list[list[int]]:
+    """``Pad`` 19's ``wrap`` mode as three slicing steps per dim: ``[crop_start, crop_stop, reps, start, stop]``.
+
+    The input is cropped to ``crop_start:crop_stop`` (negative amounts), tiled ``reps`` times, and the
+    result is ``start:stop`` of that: the dim of cropped size ``m`` padded by ``a`` elements before and ``b``
+    after, circularly (``numpy.pad(mode="wrap")``, the ONNX reference).
+
+    Args:
+        shape: the input's shape.
+        pairs: one ``[before, after]`` pair per dim (:func:`pad_pairs`).
+
+    Returns:
+        ``len(shape)`` plans of 5 ints.
+
+    Raises:
+        OnnxImportError: a dim cropped to nothing (or empty) that is to be padded: it has nothing to wrap.
+    """
+    plans = []
+    for n, (a, b) in zip(shape, pairs, strict=True):
+        start, stop = max(-a, 0), n - max(-b, 0)
+        m, a, b = stop - start, max(a, 0), max(b, 0)
+        if m <= 0 and (a or b):
+            raise OnnxImportError(
+                f"wrap padding ({a}, {b}) of a dim of size {n} cropped to {max(m, 0)}: nothing to wrap around."
+            )
+        before, after = (-(-a // m), -(-b // m)) if m > 0 else (0, 0)  # ceil in ints
+        first = before * m - a
+        plans.append([start, max(stop, start), 1 + before + after, first, first + max(m, 0) + a + b])
+    return plans
