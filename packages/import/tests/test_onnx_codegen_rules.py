@@ -24,7 +24,10 @@ from ember import Tensor
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from _codegen_support import generate_numpy  # noqa: E402
-from ember_import.onnx import OnnxImportError, rules  # noqa: E402
+from ember_import.onnx import ModelGenError, OnnxImportError, rules  # noqa: E402
+from ember_import.onnx.codegen._active import set_active  # noqa: E402
+from ember_import.onnx.codegen._gen import Gen  # noqa: E402
+from ember_import.onnx.codegen._sym import Sym, Var, parts_text  # noqa: E402
 from ember_import.onnx.rules import from_data, host_rule  # noqa: E402
 
 h = onnx.helper
@@ -132,3 +135,86 @@ def test_generated_rule_code_passes_ruff_and_mypy(tmp_path: Path) -> None:
     for spec, split in (([6, 4], [1, 5]), ([-1, 2], [12, 0]), ([0, 12], [2, 0])):
         _compare(model, net, {"x": x, "shape": np.array(spec, dtype=np.int64),
                               "split": np.array(split, dtype=np.int64)})
+
+
+# ---------------------------------------------------------------- the trace side, on a bare generation state
+class _Gen:
+    """What :func:`ember_import.onnx.codegen._rules.record_rule` uses of a generation: its lines, reads, imports
+    and the rendering of arguments (:class:`~ember_import.onnx.codegen._gen.Gen`'s own ``arg``/``call_args``)."""
+
+    depth = 0
+
+    def __init__(self) -> None:
+        self.imports: set[tuple[str, str]] = set()
+        self.lines: list[Any] = []
+        self.reads: list[Any] = []
+
+    def new_var(self, base: str) -> Var:
+        return Var(f"{base}_{len(self.lines)}")
+
+    def arg(self, v: Any, atom: bool = False) -> Any:
+        return Gen.arg(self, v, atom)  # type: ignore[arg-type]
+
+    def call_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return Gen.call_args(self, args, kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def bare_gen() -> Any:
+    gen = _Gen()
+    set_active(gen)  # type: ignore[arg-type]
+    try:
+        yield gen
+    finally:
+        set_active(None)
+
+
+def _read(name: str, *hints: int) -> list[Sym]:
+    """Values read from the data (``name[i]``) whose trace stand-ins are ``hints``."""
+    var = Var(name)
+    return [Sym(v, (var, f"[{i}]"), data=True) for i, v in enumerate(hints)]
+
+
+@host_rule(var="twice")
+def _twice(values: list[int]) -> list[int]:
+    return [2 * v for v in values]
+
+
+@host_rule(var="flag")
+def _flag(n: int) -> bool:  # breaks the contract: a bool result would be a branch
+    return n > 0
+
+
+def test_a_rule_call_with_data_is_one_line_whose_results_are_run_time_values(bare_gen: Any) -> None:
+    sizes = _read("sizes", 0, 0)  # stand-ins the rule refuses (they do not sum to 6): its stand_in is used
+    out = rules.split_sizes(6, 2, sizes, None)
+    assert len(bare_gen.lines) == 1 and bare_gen.reads == list(bare_gen.lines[0].targets)
+    assert parts_text(bare_gen.lines[0].parts) == "rules.split_sizes(6, 2, [sizes[0], sizes[1]], None)"
+    assert bare_gen.imports == {("ember_import.onnx", "rules")}
+    assert [int(s) for s in out] == [3, 3] and all(isinstance(s, Sym) and s.data for s in out)
+    var = bare_gen.lines[0].targets[0].name
+    assert [repr(s) for s in out] == [f"{var}[0]", f"{var}[1]"]
+    assert parts_text(bare_gen.arg(out)) == var  # the unchanged result list is written as its variable
+    out.append(1)
+    assert parts_text(bare_gen.arg(out)) == f"[{var}[0], {var}[1], 1]"  # changed: element-wise again
+    assert from_data(out) and not from_data([1, 2], 3.0)
+
+
+def test_a_rule_call_on_constants_alone_is_a_plain_call(bare_gen: Any) -> None:
+    assert rules.split_sizes(6, 2, [2, 4], None) == [2, 4]
+    assert rules.range_count(1.0, 10.0, 2.0) == 5
+    assert bare_gen.lines == [] and bare_gen.imports == set()
+
+
+def test_a_rule_must_be_exported_by_the_rules_module(bare_gen: Any) -> None:
+    assert _twice([1, 2]) == [2, 4]  # static: a plain call, wherever the rule lives
+    with pytest.raises(ModelGenError, match="not exported"):
+        _twice(_read("sizes", 1, 2))
+
+
+def test_a_rule_returning_a_bool_is_refused(bare_gen: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rules, "_flag", _flag, raising=False)
+    monkeypatch.setattr(_flag, "__module__", "ember_import.onnx.rules")
+    monkeypatch.setattr(_flag, "__name__", "_flag")
+    with pytest.raises(ModelGenError, match="bool"):
+        _flag(_read("n", 3)[0])

@@ -146,7 +146,7 @@ def unsqueeze(ctx: Context, node: Node, x: Tensor, axes: Tensor) -> Tensor:
 def expand(ctx: Context, node: Node, x: Tensor, spec: Tensor) -> Tensor:
     """``Expand`` (8, 13): numpy-style broadcast of ``x`` with the ``shape`` input (either side may be 1)."""
     target = broadcast_shape(node, [x.shape, ctx.ints(spec) or []])
-    if not rules.from_data(target) and list(x.shape) == target:
+    if not rules.from_data(target, list(x.shape)) and list(x.shape) == target:
         return x
     if x.rank < len(target):
         x = reshape_exact(x, [1] * (len(target) - x.rank) + list(x.shape))

@@ -153,9 +153,9 @@ def range_count(start: float, limit: float, delta: float) -> int:
 
 
 @host_rule(var="pads")
-def pad_pairs(rank: int, pads: Sequence[int], axes: Sequence[int] | None) -> list[list[int]]:
+def pad_pairs(rank: int, pads: Sequence[int], axes: Sequence[int] | None) -> list[tuple[int, int]]:
     """``Pad``'s (11, 18: ``axes``) ``pads`` (``[begin_0, ..., begin_k, end_0, ..., end_k]`` for ``axes``, every
-    dim by default; negative axes count from the end) as one ``[begin, end]`` pair per dim of a rank-``rank``
+    dim by default; negative axes count from the end) as one ``(begin, end)`` pair per dim of a rank-``rank``
     input (0 where an axis is not padded).
 
     Raises:
@@ -170,9 +170,9 @@ def pad_pairs(rank: int, pads: Sequence[int], axes: Sequence[int] | None) -> lis
     if len(pads) != 2 * len(dims):
         raise OnnxImportError(f"pads {list(pads)} must hold 2 entries per padded axis ({len(dims)} axes).")
     k = len(dims)
-    pairs = [[0, 0] for _ in range(rank)]
+    pairs = [(0, 0)] * rank
     for i, d in enumerate(dims):
-        pairs[d] = [pads[i], pads[i + k]]
+        pairs[d] = (pads[i], pads[i + k])
     return pairs
 
 
@@ -206,7 +206,7 @@ def wrap_pad_plan(shape: Sequence[int], pairs: Sequence[Sequence[int]]) -> list[
 
     Args:
         shape: the input's shape.
-        pairs: one ``[before, after]`` pair per dim (:func:`pad_pairs`).
+        pairs: one ``(before, after)`` pair per dim (:func:`pad_pairs`).
 
     Returns:
         ``len(shape)`` plans of 5 ints.
