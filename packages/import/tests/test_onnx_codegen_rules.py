@@ -73,10 +73,12 @@ def test_host_rule_takes_a_lowercase_variable_name() -> None:
 
 
 def test_reshape_rule_is_one_line_and_its_result_feeds_the_next_call(tmp_path: Path) -> None:
-    model = _model([h.make_node("Reshape", ["x", "shape"], ["y"])],
-                   [h.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4]),
-                    h.make_tensor_value_info("shape", TP.INT64, [3])],
-                   [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])], 14)
+    model = _model(
+        [h.make_node("Reshape", ["x", "shape"], ["y"])],
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4]), h.make_tensor_value_info("shape", TP.INT64, [3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])],
+        14,
+    )
     net, _, src = generate_numpy(model, tmp_path, "reshape", "_generated_rules")
     assert "from ember_import.onnx import rules" in src
     lines = _rule_lines(src)
@@ -91,10 +93,12 @@ def test_reshape_rule_is_one_line_and_its_result_feeds_the_next_call(tmp_path: P
 
 @pytest.mark.parametrize("dims", [[2, 3, 4], [2, 0, 3]], ids=["full", "empty"])
 def test_reshape_allowzero_from_data(tmp_path: Path, dims: list[int]) -> None:
-    model = _model([h.make_node("Reshape", ["x", "shape"], ["y"], allowzero=1)],
-                   [h.make_tensor_value_info("x", TP.FLOAT, dims),
-                    h.make_tensor_value_info("shape", TP.INT64, [3])],
-                   [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])], 14)
+    model = _model(
+        [h.make_node("Reshape", ["x", "shape"], ["y"], allowzero=1)],
+        [h.make_tensor_value_info("x", TP.FLOAT, dims), h.make_tensor_value_info("shape", TP.INT64, [3])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])],
+        14,
+    )
     net, _, src = generate_numpy(model, tmp_path, f"allowzero_{len(dims)}_{dims[1]}", "_generated_rules")
     assert "rules.reshape_target(" in src and ", True)" in src
     x = np.arange(int(np.prod(dims)), dtype=np.float32).reshape(dims) + 0.25
@@ -105,9 +109,13 @@ def test_reshape_allowzero_from_data(tmp_path: Path, dims: list[int]) -> None:
 
 def test_rule_on_constants_alone_folds(tmp_path: Path) -> None:
     spec = h.make_tensor("shape", TP.INT64, [3], [0, -1, 2])
-    model = _model([h.make_node("Reshape", ["x", "shape"], ["y"])],
-                   [h.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4])],
-                   [h.make_tensor_value_info("y", TP.FLOAT, [2, 6, 2])], 14, [spec])
+    model = _model(
+        [h.make_node("Reshape", ["x", "shape"], ["y"])],
+        [h.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [2, 6, 2])],
+        14,
+        [spec],
+    )
     net, _, src = generate_numpy(model, tmp_path, "folded", "_generated_rules")
     assert "rules." not in src and "import rules" not in src
     assert "x.reshape([2, 6, 2])" in src
@@ -117,24 +125,39 @@ def test_rule_on_constants_alone_folds(tmp_path: Path) -> None:
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 def test_generated_rule_code_passes_ruff_and_mypy(tmp_path: Path) -> None:
     """The rule's import is used (ruff F401), and its result types check (mypy on the generated file)."""
-    model = _model([h.make_node("Reshape", ["x", "shape"], ["r"]),
-                    h.make_node("Split", ["r", "split"], ["a", "b"], axis=0)],
-                   [h.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4]),
-                    h.make_tensor_value_info("shape", TP.INT64, [2]),
-                    h.make_tensor_value_info("split", TP.INT64, [2])],
-                   [h.make_tensor_value_info("a", TP.FLOAT, [None, None]),
-                    h.make_tensor_value_info("b", TP.FLOAT, [None, None])], 13)
+    model = _model(
+        [h.make_node("Reshape", ["x", "shape"], ["r"]), h.make_node("Split", ["r", "split"], ["a", "b"], axis=0)],
+        [
+            h.make_tensor_value_info("x", TP.FLOAT, [2, 3, 4]),
+            h.make_tensor_value_info("shape", TP.INT64, [2]),
+            h.make_tensor_value_info("split", TP.INT64, [2]),
+        ],
+        [h.make_tensor_value_info("a", TP.FLOAT, [None, None]), h.make_tensor_value_info("b", TP.FLOAT, [None, None])],
+        13,
+    )
     net, _, src = generate_numpy(model, tmp_path, "lint", "_generated_rules")
     assert len(_rule_lines(src)) == 2
     py = tmp_path / "lint" / "model.py"
     for cmd in (["ruff", "check", "--no-cache"], ["mypy"]):
-        done = subprocess.run([sys.executable, "-m", *cmd, "--config-file" if cmd == ["mypy"] else "--config",
-                               str(ROOT / "pyproject.toml"), str(py)], capture_output=True, text=True, cwd=py.parent)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                *cmd,
+                "--config-file" if cmd == ["mypy"] else "--config",
+                str(ROOT / "pyproject.toml"),
+                str(py),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=py.parent,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     for spec, split in (([6, 4], [1, 5]), ([-1, 2], [12, 0]), ([0, 12], [2, 0])):
-        _compare(model, net, {"x": x, "shape": np.array(spec, dtype=np.int64),
-                              "split": np.array(split, dtype=np.int64)})
+        _compare(
+            model, net, {"x": x, "shape": np.array(spec, dtype=np.int64), "split": np.array(split, dtype=np.int64)}
+        )
 
 
 # ---------------------------------------------------------------- the trace side, on a bare generation state
