@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from .._errors import OnnxImportError
 from ._hostrule import host_rule
@@ -148,7 +148,8 @@ def range_count(start: float, limit: float, delta: float) -> int:
     if delta == 0:
         raise OnnxImportError("delta is 0; a Range needs a non-zero step.")
     if all(isinstance(v, int) for v in (start, limit, delta)):
-        return max(-((start - limit) // delta), 0)  # (int-only arithmetic: a run-time size stays one)
+        # int-only arithmetic (no int() call: a run-time size, ModelGen's int subclass, stays one)
+        return cast(int, max(-((start - limit) // delta), 0))
     return max(math.ceil((limit - start) / delta), 0)
 
 
