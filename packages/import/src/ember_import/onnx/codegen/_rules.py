@@ -9,7 +9,8 @@ the trace's side of it (the ``torch.fx.wrap`` pattern): :func:`record_rule` is i
   data among the arguments (ints, including the :class:`~._sym.Sym` dims of a dynamic shape, fold as before):
   the plain call;
 - otherwise: the rule runs once on the trace's stand-in values (the *hint run*, whose result gives the
-  structure and the values the converter goes on with), and the call is written as one line
+  structure and the values the converter goes on with; when the rule refuses them, on the values of its
+  ``stand_in``), and the call is written as one line
   ``shape = rules.reshape_target([2, 3, 4], sizes, False)``; its results are :class:`~._sym.Sym`\\ s (ints) and
   :class:`~._symfloat.SymFloat`\\ s (floats) read from that variable (``shape[0]``), lists of them being
   :class:`RuleList`\\ s that a Tensor-API call writes as the variable itself (``x.reshape(shape)``).
@@ -24,6 +25,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from .._errors import OnnxImportError
 from ..rules._hostrule import set_trace_hook
 from ._active import active
 from ._errors import ModelGenError
@@ -143,7 +145,15 @@ def record_rule(rule: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[st
     gen: Any = active()
     if gen is None or gen.depth or not (has_data(args) or has_data(kwargs)):
         return fn(*args, **kwargs)
-    hint = fn(*_hint(args), **_hint(kwargs))
+    h_args, h_kwargs = _hint(args), _hint(kwargs)
+    try:
+        hint = fn(*h_args, **h_kwargs)
+    except OnnxImportError:
+        stand_in = rule.__ember_stand_in__  # type: ignore[attr-defined]
+        if stand_in is None:
+            raise
+        s_args, s_kwargs = stand_in(*h_args, **h_kwargs)
+        hint = fn(*s_args, **s_kwargs)  # (the stand-in's own error, if any, is the model's: its static values)
     public, alias = _home(rule)
     gen.imports.add((public.rpartition(".")[0], alias))
     parts = (f"{alias}.{rule.__name__}(", *gen.call_args(args, kwargs), ")")

@@ -257,7 +257,7 @@ def convert_node(gen: Gen, ctx: TraceContext, node: Node) -> None:
 
 
 #: ops whose outputs may be host constants although an input is traced (its static shape)
-_SHAPE_ONLY = frozenset({"Shape", "Size"})
+_SHAPE_ONLY = frozenset({"Shape", "Size", "EyeLike"})
 #: inputs a converter reads for their element type only (static in ONNX): a host constant converted to the
 #: type of a traced ``like`` stays a constant
 _TYPE_ONLY = {"CastLike": frozenset({1})}

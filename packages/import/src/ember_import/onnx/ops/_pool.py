@@ -24,6 +24,7 @@ from typing import Any
 from ember import DType, Float, Tensor
 from ember.tensor import functional as M
 
+from .. import rules
 from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
@@ -254,11 +255,13 @@ def max_unpool(ctx: Context, node: Node, x: Tensor, indices: Tensor, output_shap
     g = geometry(node, x.shape[2:])
     inferred = list(x.shape[:2]) + [(n - 1) * s + k - b - e for n, s, k, b, e in
                                     zip(x.shape[2:], g.strides, g.kernel, g.begin, g.end)]
-    shape = ctx.ints(output_shape) or inferred
-    if len(shape) != nd + 2 or any(o < i for o, i in zip(shape, inferred)):
-        raise OnnxImportError(f"{node.where()}: output_shape must have {nd + 2} values, each at least the "
-                              f"inferred {inferred}; got {shape}.")
+    try:  # the zeros appended per dim: a host rule (an output_shape read from the data stays code)
+        ends = rules.unpool_ends(inferred, ctx.ints(output_shape) or inferred)
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
     flat = Tensor.zeros([math.prod(inferred)], x.device, x.kind).cast(x.dtype)
     idx = indices.to_device(x.device) if indices.device is not x.device else indices
     y = flat.scatter(0, idx.reshape([-1]), x.reshape([-1])).reshape(inferred)
-    return pad_or_crop(y, [0] * (nd + 2), [o - i for o, i in zip(shape, inferred)])
+    if rules.from_data(ends):
+        return y.pad([(0, e) for e in ends])
+    return pad_or_crop(y, [0] * (nd + 2), ends)

@@ -51,7 +51,7 @@ def reshape_exact(x: Tensor, shape: Sequence[int]) -> Tensor:
     directly. Which of the two is decided by ``x``'s element count (an empty target goes with an empty input),
     never by the entries of ``shape``, which may be read from the data (ModelGen's host rules)."""
     target = shape if isinstance(shape, list) else list(shape)  # a rule's result list stays its variable
-    if math.prod(x.shape) == 0:
+    if math.prod(x.shape) == 0 and not any(type(s) is int and s == -1 for s in target):  # (-1: a run-time size)
         return Tensor.zeros(target, x.device, x.kind).cast(x.dtype)
     return x.reshape(target)
 
@@ -146,7 +146,7 @@ def unsqueeze(ctx: Context, node: Node, x: Tensor, axes: Tensor) -> Tensor:
 def expand(ctx: Context, node: Node, x: Tensor, spec: Tensor) -> Tensor:
     """``Expand`` (8, 13): numpy-style broadcast of ``x`` with the ``shape`` input (either side may be 1)."""
     target = broadcast_shape(node, [x.shape, ctx.ints(spec) or []])
-    if not rules.from_data(target) and list(x.shape) == target:
+    if not rules.from_data(target, list(x.shape)) and list(x.shape) == target:
         return x
     if x.rank < len(target):
         x = reshape_exact(x, [1] * (len(target) - x.rank) + list(x.shape))
@@ -157,7 +157,9 @@ def expand(ctx: Context, node: Node, x: Tensor, spec: Tensor) -> Tensor:
 def tile(ctx: Context, node: Node, x: Tensor, repeats: Tensor) -> Tensor:
     """``Tile`` (6, 13): ``repeats[i]`` copies along dim ``i`` (one entry per dim)."""
     reps = ctx.ints(repeats) or []
-    if len(reps) != x.rank or any(r < 0 for r in reps):
+    with validating():  # only rejects a bad model: ``repeat`` checks the counts again when generated code runs
+        bad = len(reps) != x.rank or any(r < 0 for r in reps)
+    if bad:
         raise OnnxImportError(
             f"{node.where()}: repeats {reps} must hold one non-negative count per dim of the input "
             f"(rank {x.rank})."
@@ -196,12 +198,23 @@ def range_(ctx: Context, node: Node, start: Tensor, limit: Tensor, delta: Tensor
         OnnxImportError: ``delta`` is 0.
     """
     a, b, d = ctx.scalar(start), ctx.scalar(limit), ctx.scalar(delta)
-    if d == 0:
-        raise OnnxImportError(f"{node.where()}: delta is 0; a Range needs a non-zero step.")
+    try:
+        n = rules.range_count(a, b, d)
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
+    if rules.from_data(a, b, d):
+        # bounds read when generated code runs: ``start + i * delta`` as tensor code, in int64 for integer types
+        # and in the type of ``start`` for floats (float32 for 16-bit ones), then cast to ``start``'s type
+        out = Tensor.arange(0, n, ctx.device)
+        if start.dtype.is_float:
+            wide = DType.FLOAT32 if start.dtype in (DType.FLOAT16, DType.BFLOAT16) else start.dtype
+            out = out.float()
+            out = out.cast(wide) if out.dtype is not wide else out
+        out = out.mul_scalar(d).add_scalar(a)
+        return out if out.dtype is start.dtype else out.cast(start.dtype)
     if isinstance(a, int) and isinstance(b, int) and isinstance(d, int) and not start.dtype.is_float:
-        # integer bounds: ceil((b - a) / d) in integer arithmetic, the values as one ``arange`` (a size that is
-        # only known when a generated model runs stays symbolic through this)
-        n = max(-((a - b) // d), 0)
+        # integer bounds: the values as one ``arange`` (a size that is only known when a generated model runs
+        # stays symbolic through this)
         if n == 0:
             return ctx.tensor([], start.dtype)
         out = Tensor.arange(0, n, ctx.device)
@@ -210,6 +223,5 @@ def range_(ctx: Context, node: Node, start: Tensor, limit: Tensor, delta: Tensor
         if a != 0:
             out = out.add_scalar(a)
         return out if out.dtype is start.dtype else out.cast(start.dtype)
-    n = max(math.ceil((b - a) / d), 0)
     values = [a + i * d for i in range(n)]
     return ctx.tensor(values if values else [], start.dtype)

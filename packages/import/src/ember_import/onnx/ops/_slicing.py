@@ -7,12 +7,12 @@ input), wrapped when negative. Semantics: onnx/docs/Operators.md and Changelog.m
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from ember import Bool, Int, Tensor
 
+from .. import rules
 from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
@@ -36,25 +36,10 @@ def concat(ctx: Context, node: Node, *xs: Tensor) -> Tensor:
 
 
 def _split_sizes(node: Node, n: int, count: int, split: Sequence[int] | None, num_outputs: int | None) -> list[int]:
-    if split:
-        if sum(split) != n or any(s < 0 for s in split) or len(split) != count:
-            raise OnnxImportError(
-                f"{node.where()}: split {list(split)} must give {count} non-negative sizes summing to the dim's "
-                f"size {n}."
-            )
-        return list(split)
-    parts = num_outputs or count
-    if num_outputs is not None:  # opset 18: the last chunk may be smaller
-        size = -(-n // parts)  # ceil in ints: a run-time size (ModelGen's) stays one
-        sizes = [size] * (parts - 1) + [n - size * (parts - 1)]
-        if sizes[-1] < 0:
-            raise OnnxImportError(f"{node.where()}: cannot split a dim of size {n} into {parts} chunks.")
-        return sizes
-    if n % parts:
-        raise OnnxImportError(
-            f"{node.where()}: a dim of size {n} does not split evenly into {parts} outputs; give the split sizes."
-        )
-    return [n // parts] * parts
+    try:
+        return rules.split_sizes(n, count, split, num_outputs)
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
 
 
 def _split(node: Node, x: Tensor, split: Sequence[int] | None, num_outputs: int | None) -> tuple[Tensor, ...]:
@@ -141,18 +126,6 @@ def gather(ctx: Context, node: Node, data: Tensor, indices: Tensor) -> Tensor:
     return data.take(axis, wrap_index(indices, data.shape[axis]))  # -n..-1 count from the end
 
 
-def _wrap_pad(x: Tensor, pairs: Sequence[tuple[int, int]]) -> Tensor:
-    for d, (a, b) in enumerate(pairs):
-        if not (a or b):
-            continue
-        n = x.shape[d]
-        reps = 1 + math.ceil(a / n) + math.ceil(b / n)
-        tiled = x.repeat([reps if i == d else 1 for i in range(x.rank)])
-        start = math.ceil(a / n) * n - a
-        x = tiled.narrow(d, start, n + a + b)
-    return x
-
-
 def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: float | int | bool,
                axes: Sequence[int] | None = None) -> Tensor:
     """``x`` padded by ONNX ``pads`` (``[begin_0, ..., begin_k, end_0, ..., end_k]`` for ``axes``, all dims by
@@ -161,26 +134,24 @@ def pad_tensor(node: Node, x: Tensor, pads: Sequence[int], mode: str, value: flo
     Raises:
         OnnxImportError: a pads list of the wrong length, an unknown mode, reflect padding beyond the dim.
     """
-    dims = list(range(x.rank)) if axes is None else [norm_axis(node, int(a), x.rank, "axes entry") for a in axes]
-    if len(set(dims)) != len(dims):
-        raise OnnxImportError(f"{node.where()}: axes {list(axes or [])} repeat an axis; list each once.")
-    if len(pads) != 2 * len(dims):
-        raise OnnxImportError(
-            f"{node.where()}: pads {list(pads)} must hold 2 entries per padded axis ({len(dims)} axes)."
-        )
-    k = len(dims)
-    pairs = [(0, 0)] * x.rank
-    for i, d in enumerate(dims):  # (an int subclass stays itself: ModelGen's value read when generated code runs)
-        pairs[d] = (_int(pads[i]), _int(pads[i + k]))
+    try:  # ONNX's axes and pads as one (begin, end) pair per dim: a host rule (axes read from the data stay code)
+        pairs: Any = rules.pad_pairs(x.rank, [_int(p) for p in pads], None if axes is None else [_int(a) for a in axes])
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
     if mode == "constant":  # Tensor.pad crops the negative amounts first, and returns x for zero ones
         v: float | int | bool = bool(value) if x.kind is Bool else int(value) if x.kind is Int else \
             value if isinstance(value, float) else float(value)
         return x.pad(pairs, v)
-    if mode == "wrap":
-        if any(a < 0 or b < 0 for a, b in pairs):  # crop first
-            x = x.slice([slice(max(-a, 0), x.shape[d] - max(-b, 0)) for d, (a, b) in enumerate(pairs)])
-            pairs = [(max(a, 0), max(b, 0)) for a, b in pairs]
-        return _wrap_pad(x, pairs) if any(a or b for a, b in pairs) else x
+    if mode == "wrap":  # crop, tile, cut: a host rule plans the three (pads read from the data stay code)
+        try:
+            plan = rules.wrap_pad_plan(list(x.shape), pairs)
+        except OnnxImportError as exc:
+            raise OnnxImportError(f"{node.where()}: {exc}") from exc
+        if not rules.from_data(pairs) and all(a == 0 and b == 0 for a, b in pairs):
+            return x
+        x = x.slice([(p[0], p[1], 1) for p in plan])
+        x = x.repeat([p[2] for p in plan])
+        return x.slice([(p[3], p[4], 1) for p in plan])
     if mode not in ("reflect", "edge"):
         raise OnnxImportError(f"{node.where()}: unknown pad mode {mode!r}; ONNX has constant, reflect, edge, wrap.")
     try:

@@ -19,7 +19,15 @@ decide) is :func:`host_rule`'s, in :mod:`._hostrule`.
 from __future__ import annotations
 
 from ._hostrule import from_data, host_rule, is_host_rule
-from ._shape import broadcast_shapes, reshape_target
+from ._shape import (
+    broadcast_shapes,
+    pad_pairs,
+    range_count,
+    reshape_target,
+    split_sizes,
+    unpool_ends,
+    wrap_pad_plan,
+)
 from ._signal import affine_grid_axis, dft_split, window_period
 
 __all__ = [
@@ -29,6 +37,11 @@ __all__ = [
     "from_data",
     "host_rule",
     "is_host_rule",
+    "pad_pairs",
+    "range_count",
     "reshape_target",
+    "split_sizes",
+    "unpool_ends",
     "window_period",
+    "wrap_pad_plan",
 ]

@@ -47,7 +47,9 @@ _HOOK: list[Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 _FROM_DATA: list[Callable[[Any], bool]] = []
 
 
-def host_rule(*, var: str) -> Callable[[F], F]:
+def host_rule(
+    *, var: str, stand_in: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]] | None = None
+) -> Callable[[F], F]:
     """Mark a function as a host rule (see the module docstring for the contract it must keep)::
 
         @host_rule(var="shape")
@@ -56,6 +58,12 @@ def host_rule(*, var: str) -> Callable[[F], F]:
     Args:
         var: the base name of the variable that holds the rule's result in generated code (``shape``); a
             lower-case identifier.
+        stand_in: for a rule whose arguments must satisfy a relation (``Split`` sizes summing to the dim's
+            size), ``stand_in(*args, **kwargs) -> (args, kwargs)``: arguments the rule accepts, with the same
+            static values and list lengths. ModelGen's trace runs the rule on its own stand-in values for what is
+            read from the data; when the rule refuses them (:class:`~ember_import.onnx.OnnxImportError`), it
+            runs it on these instead (only the trace's hint values change: the generated code calls the rule on
+            the real values, which it checks).
 
     Returns:
         A decorator giving a function with the rule's signature and docstring: the plain call when no ModelGen
@@ -73,6 +81,7 @@ def host_rule(*, var: str) -> Callable[[F], F]:
             return fn(*args, **kwargs)
 
         rule.__ember_host_rule__ = var  # type: ignore[attr-defined]
+        rule.__ember_stand_in__ = stand_in  # type: ignore[attr-defined]
         return cast(F, rule)
 
     return mark
