@@ -48,6 +48,10 @@ def _apply(ctx: Context, x: Tensor, axis: int, t: Taps, n_out: Any, extrapolatio
     shape[axis] = n_out
     if t.w is None:  # nearest: one neighbour each
         y = x.take(axis, on_x(t.idx[0]))
+    elif t.matrix is not None:  # every tap at once: [..., n_out, taps, ...], summed over the taps
+        wide = [*x.shape[:axis], n_out, t.matrix, *x.shape[axis + 1:]]
+        w = on_x(t.w[0].cast(x.dtype).reshape([*shape[:axis], n_out, t.matrix, *shape[axis + 1:]]))
+        y = (x.take(axis, on_x(t.idx[0].reshape([-1]))).reshape(wide) * w).sum_dim(axis + 1).squeeze_dim(axis + 1)
     else:
         y = None
         for i, w in zip(t.idx, t.w):  # one gather per tap: no [..., n_out, taps, ...] intermediate

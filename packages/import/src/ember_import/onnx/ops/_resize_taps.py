@@ -16,7 +16,6 @@ is known now (a plain ``int``/``float``), which picks the same result either way
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from ember import DType, Tensor
@@ -52,11 +51,14 @@ class Sampling:
 class Taps:
     """One axis' sampling: ``idx[j]`` the (clamped, int) source index of tap ``j`` per output; ``w[j]`` its
     float64 weight (``None`` for nearest: one tap of weight 1); ``outside`` the Bool mask of the outputs taking
-    the extrapolation value (``None`` when no output can)."""
+    the extrapolation value (``None`` when no output can). With ``matrix`` (the antialiased kernels, whose tap
+    count may be known only when the model runs), ``idx[0]`` and ``w[0]`` are ``[n_out, matrix]`` matrices
+    holding every tap."""
 
     idx: list[Tensor]
     w: list[Tensor] | None
     outside: Tensor | None
+    matrix: Any = None
 
 
 def _scalar(ctx: Context, v: Any, dev: Device) -> Tensor:
@@ -118,69 +120,70 @@ def _keys(t: Tensor, a: float) -> Tensor:
     return near.mask_where(t.greater_elem(1.0), far).mask_fill(t.greater_equal_elem(2.0), 0.0)
 
 
-def _weights(s: Sampling, ratio: Tensor, scale: Any) -> tuple[list[Tensor], int]:
-    """The weights of the taps (``[n_out]`` each) and the first tap's offset (``coeffs`` of the reference's
-    linear and cubic modes; the antialiased kernels stretch by ``1 / min(scale, 1)``)."""
-    if not s.antialias:
-        if s.mode == "linear":
-            return [1.0 - ratio, ratio], 0
-        return [_keys(ratio + 1.0, s.a), _keys(ratio, s.a), _keys(1.0 - ratio, s.a), _keys(2.0 - ratio, s.a)], 0
-    sc = min(scale, 1.0)
-    start = math.floor(-(1 if s.mode == "linear" else 2) / sc) + 1
+def _weights(s: Sampling, ratio: Tensor) -> list[Tensor]:
+    """The weights of the taps, ``[n_out]`` each (``coeffs`` of the reference's linear and cubic modes)."""
     if s.mode == "linear":
-        w = [(1.0 - ((i - ratio) * sc).abs()).clamp(0.0, 1.0) for i in range(start, 2 - start)]
-    else:
-        w = [_keys((i - ratio) * sc, s.a) for i in range(start, 2 - start)]
-    total = w[0]
-    for c in w[1:]:
-        total = total + c
-    return [c / total for c in w], start
+        return [1.0 - ratio, ratio]
+    return [_keys(ratio + 1.0, s.a), _keys(ratio, s.a), _keys(1.0 - ratio, s.a), _keys(2.0 - ratio, s.a)]
+
+
+def _antialiased(ctx: Context, s: Sampling, ratio: Tensor, n_out: Any, scale: Any, dev: Device) -> tuple[Tensor, Any]:
+    """The antialiased kernel's weights as a ``[n_out, n]`` matrix, and its tap count ``n``: the kernel is
+    stretched by ``1 / min(scale, 1)``, so ``n`` depends on the scale (an int read back from a tensor: the
+    scale may be known only when the model runs)."""
+    support = 1.0 if s.mode == "linear" else 2.0
+    sc = _scalar(ctx, scale, dev).clamp_max(1.0)
+    start = (-support / sc).floor() + 1.0
+    n = (2.0 - start * 2.0).int().into_scalar()
+    offsets = Tensor.arange(0, n, dev).float().cast(F64).reshape([1, n]) + start
+    t = (offsets - ratio.reshape([n_out, 1])) * sc
+    w = (1.0 - t.abs()).clamp(0.0, 1.0) if s.mode == "linear" else _keys(t, s.a)
+    return w / w.sum_dim(1), n
+
+
+def _first(x: Tensor, n: Any) -> Tensor:
+    """The first of ``n`` (even) neighbours of each coordinate ``x``: ``p - n/2 - pad`` with ``p =
+    floor(x + pad)``, ``pad = ceil(n / 2)``, one further when ``x + pad`` is not integral."""
+    pad = -(-n // 2)
+    shifted = x + pad
+    p = shifted.floor()
+    first = p - (n // 2 + pad)
+    return (first + 1.0).mask_where(shifted.equal(p), first)
 
 
 def taps(ctx: Context, s: Sampling, n_in: Any, n_out: Any, scale: Any, roi: tuple[Any, Any],
          dev: Device) -> Taps:
     """The sampling of one axis of ``n_in`` elements resized to ``n_out`` with ``scale`` (``roi``: the axis'
     ``(start, end)`` for ``tf_crop_and_resize``), computed on ``dev``. ``n_in``, ``n_out``, ``scale`` and ``roi``
-    may be values known only when the model runs.
-
-    Raises:
-        NotImplementedError: an antialiased kernel with a scale not known now (its tap count depends on it).
-    """
-    if s.antialias and not known(scale):
-        raise NotImplementedError("an antialiased resize whose scale is read from the data: its number of taps "
-                                  "depends on the scale")
+    may be values known only when the model runs."""
     y = Tensor.arange(0, n_out, dev).float().cast(F64)
     x = source(ctx, s.ctm, y, scale, n_in, n_out, roi, dev)
     xi = x.floor()
     integral = x.equal(xi)
     ratio = (x - xi).mask_fill(integral, 1.0)
-    if s.mode == "nearest":
-        w: list[Tensor] | None = None
-        n = 2
+    outside = x.lower_elem(0.0).bool_or(x.greater_elem(n_in - 1)) if s.ctm == "tf_crop_and_resize" else None
+    if s.mode == "nearest":  # the second neighbour when rounding up, which an integral x always does
+        first = _first(x, 2)
+        up = _rounds_up(ctx, s.rounding, ratio, integral, scale, dev)
+        pick = first + 1.0 if up is True else first.mask_where(up, first + 1.0)
+        return Taps([pick.clamp(0, n_in - 1).int()], None, outside)
+    if s.antialias:
+        w_all, n = _antialiased(ctx, s, ratio, n_out, scale, dev)
+        offsets = Tensor.arange(0, n, dev).float().cast(F64).reshape([1, n])
+        pos, w = [_first(x, n).reshape([n_out, 1]) + offsets], [w_all]
     else:
-        w, _ = _weights(s, ratio, scale)
-        n = len(w)
-    pad = -(-n // 2)
-    p = (x + pad).floor()
-    # the first neighbour: p - n/2 - pad, one further when x + pad is not integral (n is even here)
-    first = p - (n // 2 + pad)
-    first = (first + 1.0).mask_where((x + pad).equal(p), first)
-    pos = [first + j if j else first for j in range(n)]
-    if w is not None and s.exclude_outside:
+        n = None
+        w = _weights(s, ratio)
+        first = _first(x, len(w))
+        pos = [first + j if j else first for j in range(len(w))]
+    if s.exclude_outside:
         w = [c.mask_fill(i.lower_elem(0.0).bool_or(i.greater_equal_elem(n_in)), 0.0) for c, i in zip(w, pos)]
-        total = w[0]
+        total = w[0].sum_dim(1) if n is not None else w[0]
         for c in w[1:]:
             total = total + c
         total = total.mask_fill(total.equal_elem(0.0), 1.0)
         w = [c / total for c in w]
-    if w is None:  # nearest: the second neighbour when rounding up, which an integral x always does
-        up = _rounds_up(ctx, s.rounding, ratio, integral, scale, dev)
-        pos = [pos[1] if up is True else pos[0].mask_where(up, pos[1])]
-    idx = [i.clamp(0, n_in - 1).int() for i in pos]
-    outside = None
-    if s.ctm == "tf_crop_and_resize":
-        outside = x.lower_elem(0.0).bool_or(x.greater_elem(n_in - 1))
-    return Taps(idx, w, outside)
+    return Taps([i.clamp(0, n_in - 1).int() for i in pos], w, outside, n)
 
 
 def _rounds_up(ctx: Context, rounding: str, ratio: Tensor, integral: Tensor, scale: Any, dev: Device) -> Any:
