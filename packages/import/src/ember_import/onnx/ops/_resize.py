@@ -216,6 +216,11 @@ def resize(ctx: Context, node: Node, x: Tensor, roi: Tensor | None = None, scale
                         antialias=bool(node.attr("antialias", 0)) and mode != "nearest",
                         a=float(node.attr("cubic_coeff_a", -0.75)), ctm=ctm,
                         exclude_outside=bool(node.attr("exclude_outside", 0)))
+    if sampling.antialias:
+        with validating():
+            if any(s <= 0 for s in sc):
+                raise OnnxImportError(f"{node.where()}: an antialiased resize needs positive scales (its kernel is "
+                                      f"stretched by 1 / scale), got {sc}.")
     opts = _Options(sampling, roi=roi_v if ctm == "tf_crop_and_resize" else None,
                     extrapolation=float(node.attr("extrapolation_value", 0.0)))
     return _resample(ctx, x, axes, sc, out, opts)
