@@ -2,7 +2,8 @@
 
 The output size and the sampling (source coordinates, neighbours, weights) depend on those values, so the
 generated ``forward`` computes them with code when it runs. One generated file must give the answer of ONNX's
-reference implementation (``onnx.reference``, float64 coordinates) for *several different* values of the input (the trace's own stand-in values differ from all of them): every mode
+reference implementation (``onnx.reference``, float64 coordinates) for *several different* values of the input
+(the trace's own stand-in values differ from all of them): every mode
 (nearest with each rounding, linear, cubic), the coordinate transforms, ``keep_aspect_ratio_policy``, ``axes``,
 ``antialias`` (whose tap count depends on the scale), ``exclude_outside``, ``tf_crop_and_resize``'s ``roi``, the
 legacy ``Upsample``/``Resize``-10, an integer input, and a U-Net-style upsample to a skip connection's size taken
@@ -30,8 +31,9 @@ import pytest
 from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
-from _codegen_support import generate_numpy  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+from _codegen_support import generate_numpy  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 
 h = onnx.helper
@@ -41,8 +43,9 @@ _TP = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64, np.dtype(np
 X = np.random.default_rng(0).standard_normal((1, 2, 5, 6)).astype(np.float32)
 
 
-def _model(nodes: list[Any], inputs: dict[str, tuple[int, list[Any]]], out_type: int = TP.FLOAT,
-           opset: int = 19) -> Any:
+def _model(
+    nodes: list[Any], inputs: dict[str, tuple[int, list[Any]]], out_type: int = TP.FLOAT, opset: int = 19
+) -> Any:
     ins = [h.make_tensor_value_info(n, t, s) for n, (t, s) in inputs.items()]
     out = h.make_tensor_value_info("y", out_type, [None] * 4)  # sizes known when the model runs
     return h.make_model(h.make_graph(nodes, "g", ins, [out]), opset_imports=[h.make_opsetid("", opset)])
@@ -52,8 +55,9 @@ def _resize(inputs: list[str], **attrs: Any) -> Any:
     return h.make_node("Resize", inputs, ["y"], **attrs)
 
 
-def _check(model: Any, tmp: Path, tag: str, feeds: list[dict[str, np.ndarray]], atol: float = 1e-5,
-           expect: str = "reference") -> str:
+def _check(
+    model: Any, tmp: Path, tag: str, feeds: list[dict[str, np.ndarray]], atol: float = 1e-5, expect: str = "reference"
+) -> str:
     """Generate ``model`` once; its ``forward`` and ``load_model`` give the outputs of the ONNX reference
     implementation (``expect="ort"``: onnxruntime's) on every feed."""
     net, dev, text = generate_numpy(model, tmp, tag, "_generated_resize")
@@ -70,8 +74,9 @@ def _check(model: Any, tmp: Path, tag: str, feeds: list[dict[str, np.ndarray]], 
         for who, fn in (("generated", net), ("load_model", loaded)):
             got = np.asarray(fn(*args).to_data().to_numpy())
             assert got.shape == want.shape, (who, got.shape, want.shape, feed)
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=atol,
-                                       err_msg=f"{who} on {feed}")
+            np.testing.assert_allclose(
+                got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=atol, err_msg=f"{who} on {feed}"
+            )
         shapes.add(want.shape)
     assert len(shapes) == len(feeds), f"the feeds must give different output shapes, got {shapes}"
     return text
@@ -141,8 +146,13 @@ def test_scales_on_axes_attribute(tmp_path: Path) -> None:
 
 
 def test_tf_crop_and_resize_roi_input(tmp_path: Path) -> None:
-    node = _resize(["x", "roi", "", "sizes"], mode="linear", axes=[2, 3],
-                   coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=10.0)
+    node = _resize(
+        ["x", "roi", "", "sizes"],
+        mode="linear",
+        axes=[2, 3],
+        coordinate_transformation_mode="tf_crop_and_resize",
+        extrapolation_value=10.0,
+    )
     model = _model([node], {"x": (TP.FLOAT, [1, 2, 5, 6]), "roi": (TP.FLOAT, [4]), "sizes": (TP.INT64, [2])})
     feeds = [
         {"x": X, "roi": _f(0.4, 0.6, 0.6, 0.8), "sizes": _i(3, 3)},
@@ -162,8 +172,9 @@ def test_antialias_tap_count_follows_the_scale(mode: str, tmp_path: Path) -> Non
     _check(model, tmp_path, f"aa_{mode}", feeds)
 
 
-@pytest.mark.parametrize(("op", "opset", "mode"), [("Upsample", 9, "nearest"), ("Resize", 10, "linear"),
-                                                   ("Resize", 10, "nearest")])
+@pytest.mark.parametrize(
+    ("op", "opset", "mode"), [("Upsample", 9, "nearest"), ("Resize", 10, "linear"), ("Resize", 10, "nearest")]
+)
 def test_legacy_scales_input(op: str, opset: int, mode: str, tmp_path: Path) -> None:
     node = h.make_node(op, ["x", "scales"], ["y"], mode=mode)
     model = _model([node], {"x": (TP.FLOAT, [1, 2, 5, 6]), "scales": (TP.FLOAT, [4])}, opset=opset)
@@ -191,8 +202,10 @@ def _unet_model() -> Any:
         h.make_node("Resize", ["x", "", "", "sizes"], ["up"], mode="linear"),
         h.make_node("Add", ["up", "skip"], ["y"]),
     ]
-    ins = [h.make_tensor_value_info("x", TP.FLOAT, ["N", 3, "h", "w"]),
-           h.make_tensor_value_info("skip", TP.FLOAT, ["N", 3, "H", "W"])]
+    ins = [
+        h.make_tensor_value_info("x", TP.FLOAT, ["N", 3, "h", "w"]),
+        h.make_tensor_value_info("skip", TP.FLOAT, ["N", 3, "H", "W"]),
+    ]
     out = h.make_tensor_value_info("y", TP.FLOAT, ["N", 3, "H", "W"])
     graph = h.make_graph(nodes, "unet", ins, [out])
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 19)])
@@ -202,8 +215,12 @@ def test_unet_upsample_to_a_dynamic_skip_size(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     feeds = []
     for n, (hh, ww), (big_h, big_w) in ((1, (4, 5), (8, 10)), (2, (3, 3), (7, 6)), (1, (6, 4), (12, 9))):
-        feeds.append({"x": rng.standard_normal((n, 3, hh, ww)).astype(np.float32),
-                      "skip": rng.standard_normal((n, 3, big_h, big_w)).astype(np.float32)})
+        feeds.append(
+            {
+                "x": rng.standard_normal((n, 3, hh, ww)).astype(np.float32),
+                "skip": rng.standard_normal((n, 3, big_h, big_w)).astype(np.float32),
+            }
+        )
     text = _check(_unet_model(), tmp_path, "unet", feeds)
     assert "skip.shape[2]" in text and "tolist" not in text  # sizes from the shapes: no host read of data
 
@@ -215,7 +232,30 @@ def test_generated_resize_passes_ruff(tmp_path: Path) -> None:
     node = _resize(["x", "", "", "sizes"], mode="cubic", antialias=1, keep_aspect_ratio_policy="not_larger")
     model = _model([node], {"x": (TP.FLOAT, [1, 2, 5, 6]), "sizes": (TP.INT64, [4])})
     generate_numpy(model, tmp_path, "ruff", "_generated_resize")
-    cmd = [sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
-           str(tmp_path / "ruff" / "model.py")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ruff",
+        "check",
+        "--no-cache",
+        "--config",
+        str(ROOT / "pyproject.toml"),
+        str(tmp_path / "ruff" / "model.py"),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+def test_generated_resize_passes_mypy(tmp_path: Path) -> None:
+    node = _resize(["x", "roi", "scales"], mode="nearest", coordinate_transformation_mode="tf_crop_and_resize")
+    model = _model([node], {"x": (TP.FLOAT, [1, 2, 5, 6]), "roi": (TP.FLOAT, [8]), "scales": (TP.FLOAT, [4])})
+    generate_numpy(model, tmp_path, "typed", "_generated_resize")
+    py = tmp_path / "typed" / "model.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(py)],
+        capture_output=True,
+        text=True,
+        cwd=py.parent,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

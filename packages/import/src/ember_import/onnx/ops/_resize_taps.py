@@ -85,8 +85,9 @@ def _fill(t: Tensor, mask: Any, value: Any) -> Tensor:
     return t.mask_fill(mask, value)
 
 
-def source(ctx: Context, ctm: str, y: Tensor, scale: Any, n_in: Any, n_out: Any, roi: tuple[Any, Any],
-           dev: Device) -> Tensor:
+def source(
+    ctx: Context, ctm: str, y: Tensor, scale: Any, n_in: Any, n_out: Any, roi: tuple[Any, Any], dev: Device
+) -> Tensor:
     """The source coordinate of each output ``y`` (float64 ``[n_out]``) under the coordinate transform ``ctm``
     (``_get_neighbor_idxes``' transforms of the ONNX reference)."""
     out_f = scale * n_in
@@ -151,8 +152,7 @@ def _first(x: Tensor, n: Any) -> Tensor:
     return (first + 1.0).mask_where(shifted.equal(p), first)
 
 
-def taps(ctx: Context, s: Sampling, n_in: Any, n_out: Any, scale: Any, roi: tuple[Any, Any],
-         dev: Device) -> Taps:
+def taps(ctx: Context, s: Sampling, n_in: Any, n_out: Any, scale: Any, roi: tuple[Any, Any], dev: Device) -> Taps:
     """The sampling of one axis of ``n_in`` elements resized to ``n_out`` with ``scale`` (``roi``: the axis'
     ``(start, end)`` for ``tf_crop_and_resize``), computed on ``dev``. ``n_in``, ``n_out``, ``scale`` and ``roi``
     may be values known only when the model runs."""
