@@ -116,8 +116,9 @@ def source(
 def _keys(t: Tensor, a: float) -> Tensor:
     """Keys' cubic convolution kernel of ``t`` (elementwise)."""
     t = t.abs()
-    near = (t**3) * (a + 2) - (t**2) * (a + 3) + 1
-    far = (t**3) * a - (t**2) * (5 * a) + t * (8 * a) - 4 * a
+    square, cube = t**2, t**3
+    near = cube * (a + 2) - square * (a + 3) + 1
+    far = cube * a - square * (5 * a) + t * (8 * a) - 4 * a
     return near.mask_where(t.greater_elem(1.0), far).mask_fill(t.greater_equal_elem(2.0), 0.0)
 
 
@@ -128,18 +129,20 @@ def _weights(s: Sampling, ratio: Tensor) -> list[Tensor]:
     return [_keys(ratio + 1.0, s.a), _keys(ratio, s.a), _keys(1.0 - ratio, s.a), _keys(2.0 - ratio, s.a)]
 
 
-def _antialiased(ctx: Context, s: Sampling, ratio: Tensor, n_out: Any, scale: Any, dev: Device) -> tuple[Tensor, Any]:
-    """The antialiased kernel's weights as a ``[n_out, n]`` matrix, and its tap count ``n``: the kernel is
-    stretched by ``1 / min(scale, 1)``, so ``n`` depends on the scale (an int read back from a tensor: the
-    scale may be known only when the model runs)."""
+def _antialiased(
+    ctx: Context, s: Sampling, ratio: Tensor, n_out: Any, scale: Any, dev: Device
+) -> tuple[Tensor, Tensor, Any]:
+    """The antialiased kernel's weights as a ``[n_out, n]`` matrix, the tap numbers ``0 .. n - 1`` (float64
+    ``[1, n]``) and the tap count ``n``: the kernel is stretched by ``1 / min(scale, 1)``, so ``n`` depends on
+    the scale (an int read back from a tensor: the scale may be known only when the model runs)."""
     support = 1.0 if s.mode == "linear" else 2.0
     sc = _scalar(ctx, scale, dev).clamp_max(1.0)
     start = (-support / sc).floor() + 1.0
     n = (2.0 - start * 2.0).int().into_scalar()
-    offsets = Tensor.arange(0, n, dev).float().cast(F64).reshape([1, n]) + start
-    t = (offsets - ratio.reshape([n_out, 1])) * sc
+    j = Tensor.arange(0, n, dev).float().cast(F64).reshape([1, n])
+    t = (j + start - ratio.reshape([n_out, 1])) * sc
     w = (1.0 - t.abs()).clamp(0.0, 1.0) if s.mode == "linear" else _keys(t, s.a)
-    return w / w.sum_dim(1), n
+    return w / w.sum_dim(1), j, n
 
 
 def _first(x: Tensor, n: Any) -> Tensor:
@@ -168,8 +171,7 @@ def taps(ctx: Context, s: Sampling, n_in: Any, n_out: Any, scale: Any, roi: tupl
         pick = first + 1.0 if up is True else first.mask_where(up, first + 1.0)
         return Taps([pick.clamp(0, n_in - 1).int()], None, outside)
     if s.antialias:
-        w_all, n = _antialiased(ctx, s, ratio, n_out, scale, dev)
-        offsets = Tensor.arange(0, n, dev).float().cast(F64).reshape([1, n])
+        w_all, offsets, n = _antialiased(ctx, s, ratio, n_out, scale, dev)
         pos, w = [_first(x, n).reshape([n_out, 1]) + offsets], [w_all]
     else:
         n = None
