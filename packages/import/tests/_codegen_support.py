@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,3 +27,10 @@ def generate_numpy(model: Any, tmp: Path, tag: str, prefix: str) -> tuple[Any, A
     spec.loader.exec_module(mod)
     dev = ember.backend("numpy").device()
     return mod.Model.from_record(str(py.parent / "model.mpk"), dev), dev, py.read_text()
+
+
+def lint_generated(tool: str, py: Path) -> subprocess.CompletedProcess[str]:
+    """``ruff check`` or ``mypy`` (``tool``) on the generated file ``py`` with the repository's settings."""
+    config = str(Path(__file__).resolve().parents[3] / "pyproject.toml")
+    args = ["ruff", "check", "--no-cache", "--config", config] if tool == "ruff" else ["mypy", "--config-file", config]
+    return subprocess.run([sys.executable, "-m", *args, str(py)], capture_output=True, text=True, cwd=py.parent)

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +31,11 @@ from ember import Tensor
 onnx = pytest.importorskip("onnx")
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-from _codegen_support import generate_numpy  # noqa: E402
+from _codegen_support import generate_numpy, lint_generated  # noqa: E402
 from ember_import.onnx import load_model  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
-ROOT = Path(__file__).resolve().parents[3]
 _TP = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64, np.dtype(np.uint8): TP.UINT8}
 X = np.random.default_rng(0).standard_normal((1, 2, 5, 6)).astype(np.float32)
 
@@ -232,17 +229,7 @@ def test_generated_resize_passes_ruff(tmp_path: Path) -> None:
     node = _resize(["x", "", "", "sizes"], mode="cubic", antialias=1, keep_aspect_ratio_policy="not_larger")
     model = _model([node], {"x": (TP.FLOAT, [1, 2, 5, 6]), "sizes": (TP.INT64, [4])})
     generate_numpy(model, tmp_path, "ruff", "_generated_resize")
-    cmd = [
-        sys.executable,
-        "-m",
-        "ruff",
-        "check",
-        "--no-cache",
-        "--config",
-        str(ROOT / "pyproject.toml"),
-        str(tmp_path / "ruff" / "model.py"),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = lint_generated("ruff", tmp_path / "ruff" / "model.py")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -251,11 +238,5 @@ def test_generated_resize_passes_mypy(tmp_path: Path) -> None:
     node = _resize(["x", "roi", "scales"], mode="nearest", coordinate_transformation_mode="tf_crop_and_resize")
     model = _model([node], {"x": (TP.FLOAT, [1, 2, 5, 6]), "roi": (TP.FLOAT, [8]), "scales": (TP.FLOAT, [4])})
     generate_numpy(model, tmp_path, "typed", "_generated_resize")
-    py = tmp_path / "typed" / "model.py"
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(py)],
-        capture_output=True,
-        text=True,
-        cwd=py.parent,
-    )
+    done = lint_generated("mypy", tmp_path / "typed" / "model.py")
     assert done.returncode == 0, done.stdout + done.stderr
