@@ -121,21 +121,36 @@ def _mode(node: Node) -> str:
     return mode
 
 
+def _kept(s: Any, o: Any, n: Any) -> bool:
+    """Whether an axis of ``n`` elements resized to ``o`` with scale ``s`` keeps its size for every value the
+    sizes can take: known and equal, or a known scale of exactly 1 (a known scale with sizes known only when the
+    model runs comes from ``scales``, so ``o`` is ``trunc(1.0 * n)``: ``n``)."""
+    return o == n if known(o, n) else known(s) and s == 1.0
+
+
+def _whole_ratio(s: Any, o: Any, n: Any) -> bool:
+    """Whether ``o == s * n`` and ``o >= 2`` for every value the sizes can take: known and so, or a known whole
+    scale of at least 2 (``o`` is then ``trunc(s * n)``, ``s * n``, for every ``n >= 1``)."""
+    if known(s, o, n):
+        return s * n == o and o >= 2
+    return known(s) and float(s).is_integer() and s >= 2
+
+
 def _module_interpolate(x: Tensor, axes: list[int], scales: list[Any], sizes: list[Any],
                         opts: Sampling) -> Tensor | None:
     """The resize as one :func:`ember.tensor.functional.interpolate` call (PyTorch's ``F.interpolate`` with a size)
     when its semantics are the node's: a 4-D Float input resized on its last two dims, linear or cubic (``A =
     -0.75``, no ``exclude_outside``), ``half_pixel``/``pytorch_half_pixel`` or ``align_corners``, scales equal
-    to ``out / in``, no antialias when downsampling, every size and scale known now; else ``None``."""
-    if not known(*scales, *sizes, *x.shape):
-        return None
+    to ``out / in``, no antialias when downsampling, for every value of the sizes that are known only when the
+    model runs; else ``None``."""
     full = dict(zip(axes, zip(scales, sizes)))
     if x.rank != 4 or x.kind is not Float or opts.mode == "nearest" or opts.exclude_outside:
         return None
-    if any(full.get(a, (1.0, x.shape[a])) != (1.0, x.shape[a]) for a in (0, 1)):
+    if any(a in full and not (known(full[a][0]) and full[a][0] == 1.0 and _kept(*full[a], x.shape[a]))
+           for a in (0, 1)):
         return None
     hw = [full.get(a, (1.0, x.shape[a])) for a in (2, 3)]
-    if any(s * n != o or o < 2 or (opts.antialias and s < 1) for (s, o), n in zip(hw, x.shape[2:])):
+    if any(not _whole_ratio(s, o, n) or (opts.antialias and s < 1) for (s, o), n in zip(hw, x.shape[2:])):
         return None
     if opts.ctm not in ("half_pixel", "pytorch_half_pixel", "align_corners") or (
             opts.mode == "cubic" and opts.a != -0.75):
@@ -155,7 +170,7 @@ def _resample(ctx: Context, x: Tensor, axes: list[int], scales: list[Any], sizes
     for k, a in enumerate(axes):
         n_in, n_out, s = x.shape[a], sizes[k], scales[k]
         pair = (0.0, 1.0) if opts.roi is None else (opts.roi[k], opts.roi[len(axes) + k])
-        if known(n_in, n_out, s, *pair) and n_out == n_in and math.isclose(s, 1.0) and (
+        if known(s, *pair) and math.isclose(s, 1.0) and _kept(s, n_out, n_in) and (
                 opts.sampling.ctm != "tf_crop_and_resize" or pair == (0.0, 1.0)):
             continue
         y = _apply(ctx, y, a, taps(ctx, opts.sampling, n_in, n_out, s, pair, ctx.host), n_out, opts.extrapolation)
