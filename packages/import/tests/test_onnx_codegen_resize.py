@@ -222,6 +222,28 @@ def test_unet_upsample_to_a_dynamic_skip_size(tmp_path: Path) -> None:
     assert "skip.shape[2]" in text and "tolist" not in text  # sizes from the shapes: no host read of data
 
 
+@pytest.mark.parametrize(
+    ("mode", "ctm"), [("nearest", "half_pixel"), ("linear", "tf_crop_and_resize"), ("cubic", "half_pixel_symmetric")]
+)
+def test_constant_scales_on_dynamic_dims(mode: str, ctm: str, tmp_path: Path) -> None:
+    # the output sizes are int(N * 1.5) and int(H * 2.0): code, not the trace's sizes (a float times a dim of the
+    # trace would otherwise be a float of its value)
+    scales = h.make_tensor("scales", TP.FLOAT, [4], [1.5, 1.0, 2.0, 1.5])
+    roi = h.make_tensor("roi", TP.FLOAT, [8], [0.0, 0.0, 0.2, 0.1, 1.0, 1.0, 0.9, 0.8])
+    node = _resize(
+        ["x", "roi" if ctm == "tf_crop_and_resize" else "", "scales"], mode=mode, coordinate_transformation_mode=ctm
+    )
+    ins = [h.make_tensor_value_info("x", TP.FLOAT, ["N", 2, "H", 3])]
+    graph = h.make_graph(
+        [node], "g", ins, [h.make_tensor_value_info("y", TP.FLOAT, [None] * 4)], initializer=[scales, roi]
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 19)])
+    rng = np.random.default_rng(4)
+    feeds = [{"x": rng.standard_normal((n, 2, hh, 3)).astype(np.float32)} for n, hh in ((2, 3), (3, 4), (5, 2))]
+    text = _check(model, tmp_path, f"dyn_{mode}", feeds)
+    assert "tolist" not in text
+
+
 @pytest.mark.skipif(
     shutil.which("ruff") is None and importlib.util.find_spec("ruff") is None, reason="ruff is not installed"
 )

@@ -76,7 +76,9 @@ def _targets(ctx: Context, node: Node, shape: Sequence[Any], axes: list[int], sc
              sizes: list[Any] | None, policy: str) -> tuple[list[Any], list[Any]]:
     """Per entry of ``axes``: the scale used by the coordinate transform and the output size (``int(s * n)``
     truncated as the reference; ``keep_aspect_ratio_policy`` rounds half up). The values may be known only when
-    the model runs: the sizes are then arithmetic on them (``math.trunc`` keeps that as code)."""
+    the model runs: the sizes are then arithmetic on them (``math.trunc`` keeps that as code). A size comes
+    first in a product (``n * s``): a dim known only when the model runs is an ``int`` subclass, which a plain
+    float on the left would turn into a float of the trace's value."""
     n_in = [shape[a] for a in axes]
     if sizes is not None:
         if len(sizes) != len(axes):
@@ -89,14 +91,14 @@ def _targets(ctx: Context, node: Node, shape: Sequence[Any], axes: list[int], sc
             raise OnnxImportError(f"{node.where()}: keep_aspect_ratio_policy must be stretch, not_larger or "
                                   f"not_smaller, got {policy!r}.")
         s = _extreme(ctx, sc, largest=policy == "not_smaller")
-        return [s] * len(axes), [math.trunc(s * n + 0.5) for n in n_in]
+        return [s] * len(axes), [math.trunc(n * s + 0.5) for n in n_in]
     if scales is None or len(scales) != len(axes):
         raise OnnxImportError(f"{node.where()}: expected scales with {len(axes)} values or sizes, got scales "
                               f"{scales} and no sizes; the model is malformed.")
     with validating():
         if any(s <= 0 for s in scales):
             raise OnnxImportError(f"{node.where()}: scales must be positive, got {scales}.")
-    return list(scales), [math.trunc(s * n) for s, n in zip(scales, n_in)]
+    return list(scales), [math.trunc(n * s) for s, n in zip(scales, n_in)]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,8 +89,10 @@ def source(
     ctx: Context, ctm: str, y: Tensor, scale: Any, n_in: Any, n_out: Any, roi: tuple[Any, Any], dev: Device
 ) -> Tensor:
     """The source coordinate of each output ``y`` (float64 ``[n_out]``) under the coordinate transform ``ctm``
-    (``_get_neighbor_idxes``' transforms of the ONNX reference)."""
-    out_f = scale * n_in
+    (``_get_neighbor_idxes``' transforms of the ONNX reference). Sizes come first in products (``(n_in - 1) *
+    lo``): a dim known only when the model runs is an ``int`` subclass, which a plain float on the left would
+    turn into a float of the trace's value; the products are the reference's (multiplication commutes)."""
+    out_f = n_in * scale
     if ctm == "align_corners":
         x, zero = _divide(ctx, y * (n_in - 1), out_f - 1, dev)
         return _fill(x, zero, 0.0)
@@ -99,8 +101,8 @@ def source(
     if ctm == "tf_crop_and_resize":
         lo, hi = roi
         x, zero = _divide(ctx, y * (hi - lo) * (n_in - 1), out_f - 1, dev)
-        x = x + lo * (n_in - 1)
-        return _fill(x, zero, (hi - lo) * (n_in - 1) / 2 + lo * (n_in - 1))
+        x = x + (n_in - 1) * lo
+        return _fill(x, zero, (n_in - 1) * (hi - lo) / 2 + (n_in - 1) * lo)
     if ctm == "pytorch_half_pixel":
         x = (y + 0.5) / scale - 0.5
         one = (out_f == 1 or None) if known(out_f) else _scalar(ctx, out_f, dev).equal_elem(1.0)
