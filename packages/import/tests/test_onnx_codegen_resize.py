@@ -19,6 +19,7 @@ onnxruntime (whose "simple" nearest rounding Ember follows there).
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,7 @@ def test_generated_resize_passes_ruff(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+@pytest.mark.skipif(not os.environ.get("EMBER_SLOW_TESTS"), reason="mypy takes ~20 s: EMBER_SLOW_TESTS=1")
 def test_generated_resize_passes_mypy(tmp_path: Path) -> None:
     node = _resize(["x", "roi", "scales"], mode="nearest", coordinate_transformation_mode="tf_crop_and_resize")
     model = _model([node], {"x": (TP.FLOAT, [1, 2, 5, 6]), "roi": (TP.FLOAT, [8]), "scales": (TP.FLOAT, [4])})
