@@ -1,11 +1,13 @@
 """Resampling: ``Resize`` (opsets 10, 11, 13, 18, 19) and ``Upsample`` (opsets 7 and 9).
 
 Resizing is separable: each resized axis is resampled in turn. For one axis the output positions, their
-source neighbours and weights are computed on the host in Python (they depend on the sizes only), then the
-tensor is gathered with :meth:`Tensor.take` and the neighbours are summed with their weights, so every mode
-runs on every backend and is differentiable. The coordinate transforms, neighbour choice, nearest rounding,
-cubic (Keys) and antialiased kernels, ``exclude_outside``, ``tf_crop_and_resize`` extrapolation and
-``keep_aspect_ratio_policy`` follow the ONNX reference implementation (``onnx/reference/ops/op_resize.py``).
+source neighbours and weights are computed as float64 tensors on the host device (:mod:`._resize_taps`: Tensor-API
+calls with masks for the value-dependent choices, so sizes, scales and ``roi`` read from graph inputs stay code
+when ModelGen traces this converter), then the tensor is gathered with :meth:`Tensor.take` and the neighbours are
+summed with their weights, so every mode runs on every backend and is differentiable. The coordinate
+transforms, neighbour choice, nearest rounding, cubic (Keys) and antialiased kernels, ``exclude_outside``,
+``tf_crop_and_resize`` extrapolation and ``keep_aspect_ratio_policy`` follow the ONNX reference implementation
+(``onnx/reference/ops/op_resize.py``).
 
 Opset differences: Resize-10 and Upsample take ``scales`` only, with the ``asymmetric`` transform and the
 "simple" nearest rounding of onnxruntime (floor when upsampling, ceil when downsampling); Resize-11 adds
