@@ -4,6 +4,7 @@ on numpy."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,3 +39,10 @@ def one_node_model(node: Any, inputs: list[tuple[str, int, list[Any]]], out: tup
     name, et, rank = out
     outs = [h.make_tensor_value_info(name, et, [None] * rank)]
     return h.make_model(h.make_graph([node], "g", ins, outs), opset_imports=[h.make_opsetid("", opset)])
+
+
+def lint_generated(tool: str, py: Path) -> subprocess.CompletedProcess[str]:
+    """``ruff check`` or ``mypy`` (``tool``) on the generated file ``py`` with the repository's settings."""
+    config = str(Path(__file__).resolve().parents[3] / "pyproject.toml")
+    args = ["ruff", "check", "--no-cache", "--config", config] if tool == "ruff" else ["mypy", "--config-file", config]
+    return subprocess.run([sys.executable, "-m", *args, str(py)], capture_output=True, text=True, cwd=py.parent)

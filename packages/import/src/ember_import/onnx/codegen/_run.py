@@ -76,6 +76,10 @@ class TraceContext(Context):
         v = self.values(t)
         return None if v is None else [x if isinstance(x, Sym) else int(x) for x in v]
 
+    def floats(self, t: Tensor | None) -> list[float] | None:
+        v = self.values(t)
+        return None if v is None else [x if isinstance(x, (Sym, SymFloat)) else float(x) for x in v]
+
     def int_scalar(self, t: Tensor | None, default: Any = None) -> Any:
         v = self.scalar(t, default)
         return v if v is None else as_int(v)

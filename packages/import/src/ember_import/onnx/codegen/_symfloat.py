@@ -26,6 +26,8 @@ def real_op(a: Any, b: Any, op: str) -> Any:
     """``a op b`` of numbers, one at least a :class:`SymFloat` or :class:`~._sym.Sym`, as a :class:`SymFloat`."""
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
         return NotImplemented
+    if op in "*/" and isinstance(a, SymFloat) and type(b) is int and b == 1:
+        return a  # ``x * 1``, ``x / 1``: the same float
     value = _OPS[op](float(a), float(b))
     data = any(getattr(x, "data", False) for x in (a, b))
     return SymFloat(value, ("(", *_p(a), f" {op} ", *_p(b), ")"), data)
@@ -141,7 +143,8 @@ def as_int(v: Any) -> Any:
     """``int(v)`` that keeps a :class:`SymFloat` as code (``int(depth)``, truncating toward zero as ``int``
     does); other values as ``int`` gives them (a :class:`Sym` stays itself)."""
     if isinstance(v, SymFloat):
-        return Sym(int(float(v)), ("int(", *v.parts, ")"), data=v.data)
+        whole = v.parts[0] == "(" and v.parts[-1] == ")"  # ``(a + b)``: real_op's parentheses, which int( ) holds
+        return Sym(int(float(v)), ("int(", *(v.parts[1:-1] if whole else v.parts), ")"), data=v.data)
     return v if isinstance(v, Sym) else int(v)
 
 
