@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import _rules  # noqa: F401 - installs the host rules' trace hook (ember_import.onnx.rules)
 from ._errors import ModelGenError
 from ._modelgen import GeneratedModel, ModelGen, generate, source_key_remap
 

@@ -23,6 +23,7 @@ from ._errors import ModelGenError
 from ._expr import literal
 from ._gen_state import Field, GenState, Line
 from ._names import identifier
+from ._rules import RuleList
 from ._runlist import count_is_dynamic, run_list
 from ._sym import Parts, Sym, Var, parts_text
 from ._symfloat import SymFloat, has_sym
@@ -282,6 +283,8 @@ class Gen(GenState):
         if isinstance(v, Kind):
             self.imports.add(("ember", repr(v)))
             return (repr(v),)
+        if isinstance(v, RuleList) and v.parts is not None:
+            return v.parts  # a host rule's result, unchanged: its variable (:mod:`._rules`)
         if isinstance(v, (list, tuple)):
             inner: list[Any] = []
             for k, x in enumerate(v):

@@ -4,7 +4,8 @@ A converter that reads such an input on the host (``axes``, ``k``, a depth) runs
 value; the generated code keeps the read as code (:mod:`._domain`), so the stand-in only has to be one the
 converter accepts. No single choice suits every role (``[0, 0]`` repeats an axis, a depth of 0 is empty, an
 axis of 1 is out of range for a vector), so the node is traced with each candidate in turn until one converts:
-zeros (the stand-in's own data), distinct axes ``0, 1, 2 ...``, then distinct counts ``1, 2, 3 ...``. The value
+zeros (the stand-in's own data), distinct axes ``0, 1, 2 ...``, distinct counts ``1, 2, 3 ...``, then shapes
+that keep any input's elements: ones (an ``Expand`` or ``Tile``) and ``-1, 1, 1 ...`` (a ``Reshape``). The value
 that converts is kept for the input's later reads, so every node sees the same stand-in.
 """
 
@@ -33,6 +34,9 @@ class Hints:
         else:
             n = shape[0]
             self.options = [[0] * n] + ([list(range(n))] if n > 1 else []) + [list(range(1, n + 1))]
+            for keep in ([1] * n, [-1] + [1] * (n - 1)):  # shapes keeping any input's elements (Expand, Reshape)
+                if n and keep not in self.options:
+                    self.options.append(keep)
         if real:  # a Float input read on the host (a ratio, a fill value, a depth): the same values as floats
             self.options = [[float(x) for x in o] if isinstance(o, list) else float(o) for o in self.options]
         self.pick = 0

@@ -23,7 +23,7 @@ _RESERVED = frozenset({"input", "id", "type", "len", "max", "min", "sum", "abs",
                        "format", "hash", "iter", "next", "object", "self",
                        "float", "int", "bool", "str", "bytes", "print", "super", "cls", "ember", "annotations",
                        "math", "nn", "activation", "functional", "module", "Tensor", "Module", "Param", "config",
-                       "device"})
+                       "device", "rules"})
 
 #: field names a generated module must not use: its own methods and ``Module``'s attributes (a field named
 #: ``forward`` or ``map`` would replace the method)

@@ -12,6 +12,7 @@ from ._errors import ModelGenError
 from ._expr import literal
 from ._gen import Gen
 from ._names import check_class_name, doc_text
+from ._rules import RULE_MODULES
 
 __all__ = ["RECORDERS", "check_record_type", "render"]
 
@@ -207,6 +208,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     out.append(f"from ember.record import {', '.join(record_names)}")
     if tensor_mods:
         out.append(f"from ember.tensor import {', '.join(tensor_mods)}")
+    out += _rule_imports(g.imports, body)
     out += ["", f"__all__ = [{literal(class_name)}, {literal(config_name)}]", ""]
     renamed = [(f.name, f.source) for f in g.fields
                if f.source and f.layer != "Param" and f.source != f.name.replace("_", ".")]
@@ -256,6 +258,12 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
         raise ModelGenError(f"the generated source uses names it never defines or imports: {', '.join(undefined)}; "
                             "nothing was written. This is a bug in ModelGen, please report it with the model.")
     return text
+
+
+def _rule_imports(imports: set[tuple[str, str]], body: str) -> list[str]:
+    """``from ember_import.onnx import rules`` when ``body`` calls a host rule (:mod:`._rules`), else nothing."""
+    mods = sorted((mod, name) for mod, name in imports if (f"{mod}.{name}") in RULE_MODULES)
+    return [f"from {mod} import {name}" for mod, name in mods if re.search(rf"\b{name}\.", body)]
 
 
 def _undefined_names(tree: ast.Module) -> list[str]:

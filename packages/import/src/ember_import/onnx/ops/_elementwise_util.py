@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from ember import DType, Float, Int, Tensor
 
+from .. import rules
 from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
@@ -67,23 +68,15 @@ def legacy_broadcast(ctx: Context, node: Node, a: Tensor, b: Tensor) -> tuple[Te
 
 
 def broadcast_shape(node: Node, shapes: Sequence[Sequence[int]]) -> list[int]:
-    """The numpy broadcast of ``shapes`` (ONNX multidirectional broadcasting).
+    """:func:`ember_import.onnx.rules.broadcast_shapes` (numpy broadcasting), its error naming ``node``.
 
     Raises:
         OnnxImportError: two shapes do not broadcast.
     """
-    rank = max(len(s) for s in shapes)
-    out = [1] * rank
-    for s in shapes:
-        for i, d in enumerate(s, start=rank - len(s)):
-            if d != out[i] and d != 1 and out[i] != 1:
-                raise OnnxImportError(
-                    f"{node.where()}: input shapes {[list(x) for x in shapes]} do not broadcast (numpy rules); "
-                    "fix the model's shapes."
-                )
-            if out[i] == 1:
-                out[i] = d
-    return out
+    try:
+        return rules.broadcast_shapes([list(s) for s in shapes])
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
 
 
 def register_binary(op: str, fn: Callable[[Tensor, Tensor], Tensor], opsets: str, since: int = 1) -> None:

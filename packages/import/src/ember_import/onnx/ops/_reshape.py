@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ember import DType, Tensor
 
+from .. import rules
 from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
@@ -45,50 +46,26 @@ def size(ctx: Context, node: Node, x: Tensor) -> Tensor:
 
 
 def reshape_exact(x: Tensor, shape: Sequence[int]) -> Tensor:
-    """``x.reshape(shape)`` with every entry a real size: Ember's ``reshape`` reads a ``0`` as "keep this
-    dim" (Burn's convention), ONNX means an empty dim, so an empty result is created directly."""
-    if 0 in shape:
-        return Tensor.zeros(list(shape), x.device, x.kind).cast(x.dtype)
-    return x.reshape(list(shape))
+    """``x.reshape(shape)`` with every entry a real size and as many elements as ``x``: Ember's ``reshape`` reads
+    a ``0`` as "keep this dim" (Burn's convention), ONNX means an empty dim, so an empty result is created
+    directly. Which of the two is decided by ``x``'s element count (an empty target goes with an empty input),
+    never by the entries of ``shape``, which may be read from the data (ModelGen's host rules)."""
+    target = shape if isinstance(shape, list) else list(shape)  # a rule's result list stays its variable
+    if math.prod(x.shape) == 0:
+        return Tensor.zeros(target, x.device, x.kind).cast(x.dtype)
+    return x.reshape(target)
 
 
 def reshape_target(node: Node, have: Sequence[int], spec: Sequence[int], allowzero: bool) -> list[int]:
-    """The concrete shape of ``Reshape(x of shape have, spec)``: ``0`` copies the input's dim at that
-    position (unless ``allowzero``), one ``-1`` is inferred from the element count (and stays ``-1`` when the
-    count is symbolic, ModelGen's dynamic sizes: generated code writes ``-1`` as a person would).
+    """:func:`ember_import.onnx.rules.reshape_target` (``Reshape``'s ``0`` and ``-1``), its errors naming ``node``.
 
     Raises:
-        OnnxImportError: more than one ``-1``, ``-1`` with a zero dim under ``allowzero``, a ``0`` beyond the
-        input's rank, or an element count that does not match.
+        OnnxImportError: the rule's error, prefixed with the node.
     """
-    out = []
-    for i, s in enumerate(spec):
-        if s == 0 and not allowzero:
-            if i >= len(have):
-                raise OnnxImportError(
-                    f"{node.where()}: shape {list(spec)} copies dim {i} (a 0), but the input has rank {len(have)}."
-                )
-            s = have[i]
-        out.append(s)
-    total = math.prod(have)
-    if out.count(-1) > 1:
-        raise OnnxImportError(f"{node.where()}: shape {list(spec)} has more than one -1; at most one is inferred.")
-    if -1 in out:
-        known = math.prod(s for s in out if s != -1)
-        if known == 0 or total % known:
-            raise OnnxImportError(
-                f"{node.where()}: cannot infer the -1 of shape {list(spec)} for an input of shape {list(have)} "
-                f"({total} elements)."
-            )
-        out[out.index(-1)] = total // known
-    if math.prod(out) != total or any(s < 0 for s in out):
-        raise OnnxImportError(
-            f"{node.where()}: cannot reshape an input of shape {list(have)} ({total} elements) to {list(spec)} "
-            f"(resolved {out})."
-        )
-    if -1 in spec and type(out[list(spec).index(-1)]) is not int:
-        out[list(spec).index(-1)] = -1  # a symbolic size (ModelGen's trace): Ember infers it as ONNX does
-    return out
+    try:
+        return rules.reshape_target(list(have), list(spec), allowzero)
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from exc
 
 
 @converter("Reshape", since=1)
@@ -169,13 +146,11 @@ def unsqueeze(ctx: Context, node: Node, x: Tensor, axes: Tensor) -> Tensor:
 def expand(ctx: Context, node: Node, x: Tensor, spec: Tensor) -> Tensor:
     """``Expand`` (8, 13): numpy-style broadcast of ``x`` with the ``shape`` input (either side may be 1)."""
     target = broadcast_shape(node, [x.shape, ctx.ints(spec) or []])
-    if list(x.shape) == target:
+    if not rules.from_data(target) and list(x.shape) == target:
         return x
     if x.rank < len(target):
         x = reshape_exact(x, [1] * (len(target) - x.rank) + list(x.shape))
-    if 0 in target:
-        return reshape_exact(x, target)
-    return x.expand(target)
+    return x.expand(target)  # (a size-1 dim expands to 0 too)
 
 
 @converter("Tile", since=6, static=(1,))
@@ -209,9 +184,7 @@ def constant_of_shape(ctx: Context, node: Node, spec: Tensor) -> Tensor:
     t = ctx.tensor([0.0], DType.FLOAT32) if value is None else ctx.tensor(value, value.dtype)
     if t.num_elements() != 1:
         raise OnnxImportError(f"{node.where()}: value must hold one element, found shape {list(t.shape)}.")
-    if 0 in dims:
-        return reshape_exact(t, dims)
-    return t.reshape([1] * len(dims)).expand(dims) if dims else t.reshape([])
+    return t.reshape([1] * len(dims)).expand(dims) if dims else t.reshape([])  # (a size-1 dim expands to 0 too)
 
 
 @converter("Range", since=11, static=(0, 1, 2))
