@@ -23,7 +23,7 @@ from ember import Tensor
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from _codegen_support import generate_numpy  # noqa: E402
-from ember_import.onnx import ModelGen, ModelGenError, converter, load_model  # noqa: E402
+from ember_import.onnx import ModelGen, ModelGenError, OnnxImportError, converter, load_model  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
@@ -52,6 +52,135 @@ def _check(net: Any, model: Any, feeds: dict[str, np.ndarray], want: np.ndarray)
         assert got.shape == want.shape, (got.shape, want.shape, {k: v.tolist() for k, v in feeds.items() if v.size < 9})
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- Slice
+def _slice_ref(x: np.ndarray, starts: list[int], ends: list[int], axes: list[int], steps: list[int]) -> np.ndarray:
+    """``Slice`` 13 in numpy, the clamping as Operators.md words it: negative bounds count from the end, then both
+    are clamped into ``[0, n]`` for a positive step; for a negative one the start into ``[0, n - 1]`` and the end
+    into ``[-1, n - 1]``; the indices are ``range(start, end, step)``."""
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        n = x.shape[a]
+        s, e = (s + n if s < 0 else s), (e + n if e < 0 else e)
+        if st > 0:
+            s, e = min(max(s, 0), n), min(max(e, 0), n)
+        else:
+            s, e = min(max(s, 0), n - 1), min(max(e, -1), n - 1)
+        x = np.take(x, np.arange(s, e, st, dtype=np.int64), axis=a)
+    return x
+
+
+def _ort(model: Any, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)[0]
+
+
+XS = np.random.default_rng(0).standard_normal((5, 6, 7)).astype(np.float32)
+BOUNDS = [  # (starts, ends, axes, steps)
+    ([0, 1], [3, 5], [0, 1], [1, 2]),
+    ([-3, -1], [-1, -7], [2, 1], [1, -1]),  # negative bounds; a negative step to the beginning
+    ([-100, 100], [100, -100], [0, -1], [1, -1]),  # out of range both ways
+    ([0, I64_MAX], [I64_MAX, I64_MIN], [1, 2], [2, -3]),  # INT64 extremes: to the end / to the beginning
+    ([-100, 2], [I64_MIN, 0], [0, 2], [-1, 1]),  # a start below -n with a negative step clamps to 0: x[0] kept
+    ([4, 0], [1, 6], [0, 1], [1, 1]),  # start after end: empty
+    ([6, 2], [I64_MIN, I64_MAX], [-3, -1], [-2, 3]),  # a start past the end with a negative step: from n - 1
+    ([1, 1], [7, 1], [2, 0], [I64_MAX, -1]),  # a huge step: one element; start == end with a negative step: empty
+]
+
+
+def _slice_model(with_axes: bool = True, with_steps: bool = True, count: int = 2, x_shape: Any = (5, 6, 7)) -> Any:
+    names = ["x", "starts", "ends"] + ["axes"] * with_axes + ["steps"] * with_steps
+    ins = [("x", TP.FLOAT, list(x_shape))] + [(n, TP.INT64, [count]) for n in names[1:]]
+    return _model(h.make_node("Slice", names, ["y"]), ins, ("y", TP.FLOAT, len(x_shape)), opset=13)
+
+
+def test_slice_bounds_axes_and_steps_read_when_forward_runs(tmp_path: Path) -> None:
+    model = _slice_model()
+    net, _, src = generate_numpy(model, tmp_path, "slice_all", "_generated_sr")
+    assert "rules.slice_ranges(" in src and "[5, 6, 7]" in src and ".slice(ranges)" in src  # planned when forward runs
+    for starts, ends, axes, steps in BOUNDS:
+        feeds = {
+            k: np.array(v, np.int64) for k, v in zip(("starts", "ends", "axes", "steps"), (starts, ends, axes, steps))
+        }
+        want = _slice_ref(XS, starts, ends, axes, steps)
+        np.testing.assert_array_equal(_ort(model, {"x": XS, **feeds}), want)  # the reference is onnxruntime's
+        _check(net, model, {"x": XS, **feeds}, want)
+
+
+def test_slice_of_every_axis_with_negative_steps(tmp_path: Path) -> None:
+    # as ONNX's test_slice_neg_steps: three axes, every step negative (the trace's stand-ins must be valid too)
+    model = _slice_model(count=3)
+    net, _, _ = generate_numpy(model, tmp_path, "slice_neg", "_generated_sr")
+    for starts, ends, axes, steps in (
+        ([5, 10, 4], [0, 0, 1], [0, 1, 2], [-1, -3, -2]),
+        ([I64_MAX, -1, -1], [I64_MIN, -7, -8], [2, 0, 1], [-1, -2, -5]),
+        ([0, 2, 3], [1, 0, 0], [1, 2, 0], [1, -1, -1]),
+    ):
+        feeds = {
+            k: np.array(v, np.int64) for k, v in zip(("starts", "ends", "axes", "steps"), (starts, ends, axes, steps))
+        }
+        _check(net, model, {"x": XS, **feeds}, _slice_ref(XS, starts, ends, axes, steps))
+
+
+def test_slice_without_axes_and_steps_inputs(tmp_path: Path) -> None:
+    # the default axes are 0 .. len(starts) - 1, the default steps 1
+    model = _slice_model(with_axes=False, with_steps=False)
+    net, _, _ = generate_numpy(model, tmp_path, "slice_default", "_generated_sr")
+    for starts, ends in (([0, 1], [3, 5]), ([-2, -100], [I64_MAX, -1]), ([3, 4], [2, 4])):
+        feeds = {"starts": np.array(starts, np.int64), "ends": np.array(ends, np.int64)}
+        _check(net, model, {"x": XS, **feeds}, _slice_ref(XS, starts, ends, [0, 1], [1, 1]))
+
+
+def test_slice_of_a_dynamic_batch_with_bounds_from_the_data(tmp_path: Path) -> None:
+    # the rule gets the symbolic batch size, so the same code slices every batch
+    model = _slice_model(x_shape=("batch", 6, 7))
+    net, _, src = generate_numpy(model, tmp_path, "slice_batch", "_generated_sr")
+    assert "rules.slice_ranges(" in src and "[batch, 6, 7]" in src
+    rng = np.random.default_rng(5)
+    for b in (1, 4, 9):
+        x = rng.standard_normal((b, 6, 7)).astype(np.float32)
+        for starts, ends, axes, steps in BOUNDS[:5]:
+            feeds = {
+                k: np.array(v, np.int64)
+                for k, v in zip(("starts", "ends", "axes", "steps"), (starts, ends, axes, steps))
+            }
+            _check(net, model, {"x": x, **feeds}, _slice_ref(x, starts, ends, axes, steps))
+
+
+def test_slice_with_constant_bounds_stays_python_indexing(tmp_path: Path) -> None:
+    # bounds that are initializers fold: no rule call in forward, the slice written as indexing
+    consts = [
+        onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+        for n, v in (("starts", [1, -3]), ("ends", [I64_MAX, -1]), ("axes", [1, 2]))
+    ]
+    node = h.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"])
+    graph = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["batch", 6, 7])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])],
+        initializer=consts,
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    net, _, src = generate_numpy(model, tmp_path, "slice_const", "_generated_sr")
+    assert "rules" not in src and "x[:, 1:, 4:6]" in src
+    for b in (2, 3):
+        x = np.random.default_rng(b).standard_normal((b, 6, 7)).astype(np.float32)
+        _check(net, model, {"x": x}, x[:, 1:, 4:6])
+
+
+def test_slice_step_of_zero_read_when_forward_runs_is_an_error(tmp_path: Path) -> None:
+    model = _slice_model()
+    net, dev, _ = generate_numpy(model, tmp_path, "slice_zero", "_generated_sr")
+    args = [
+        Tensor.from_data(v, dev, dtype=str(v.dtype))
+        for v in (XS, *(np.array(v, np.int64) for v in ([0, 0], [2, 2], [0, 1], [1, 0])))
+    ]
+    with pytest.raises(OnnxImportError, match="a step of 0 on axis 1"):
+        net(*args)
+    args[3] = Tensor.from_data(np.array([1, 1], np.int64), dev)  # axes [1, 1]
+    with pytest.raises(OnnxImportError, match="repeat axis 1"):
+        net(*args)
 
 
 # ---------------------------------------------------------------------------------------------- reductions

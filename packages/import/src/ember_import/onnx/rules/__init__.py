@@ -20,5 +20,6 @@ from __future__ import annotations
 
 from ._hostrule import from_data, host_rule, is_host_rule
 from ._shape import broadcast_shapes, reshape_target
+from ._slice import slice_ranges
 
-__all__ = ["broadcast_shapes", "from_data", "host_rule", "is_host_rule", "reshape_target"]
+__all__ = ["broadcast_shapes", "from_data", "host_rule", "is_host_rule", "reshape_target", "slice_ranges"]
