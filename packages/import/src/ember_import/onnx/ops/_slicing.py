@@ -1,7 +1,8 @@
 """Joining, splitting and cutting: ``Concat``, ``Split``, ``Slice``, ``Gather`` and ``Pad``.
 
 Counts and bounds (``Split``'s sizes, ``Slice``'s starts/ends/axes/steps, ``Pad``'s pads, constant value and
-axes) are static inputs read on the host; ``Gather``'s indices are data (they may come from the model's
+axes) are static inputs read on the host (``Slice``'s clamping is the host rule
+:func:`ember_import.onnx.rules.slice_ranges`); ``Gather``'s indices are data (they may come from the model's
 input), wrapped when negative. Semantics: onnx/docs/Operators.md and Changelog.md, versions named below.
 """
 

@@ -60,8 +60,7 @@ def slice_ranges(
     steps = [1] * len(starts) if steps is None else list(steps)
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise OnnxImportError(
-            f"Slice: starts {list(starts)}, ends {list(ends)}, axes {axes} and steps {steps} must have the same "
-            "length."
+            f"Slice: starts {list(starts)}, ends {list(ends)}, axes {axes} and steps {steps} must have the same length."
         )
     out = [(0, n, 1) for n in dims]
     seen: set[int] = set()
