@@ -169,6 +169,28 @@ def test_slice_with_constant_bounds_stays_python_indexing(tmp_path: Path) -> Non
         _check(net, model, {"x": x}, x[:, 1:, 4:6])
 
 
+def test_slice_with_a_constant_negative_step_names_the_whole_dims_none(tmp_path: Path) -> None:
+    # torch.flip's export: a backward walk of one dim, the others whole
+    consts = [
+        onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+        for n, v in (("starts", [-1]), ("ends", [I64_MIN]), ("axes", [1]), ("steps", [-1]))
+    ]
+    node = h.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])
+    graph = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", TP.FLOAT, ["batch", 6, 7])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])],
+        initializer=consts,
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    net, _, src = generate_numpy(model, tmp_path, "slice_flip", "_generated_sr")
+    assert "x.slice([None, (0, 6, -1)])" in src
+    for b in (1, 3):
+        x = np.random.default_rng(b).standard_normal((b, 6, 7)).astype(np.float32)
+        _check(net, model, {"x": x}, x[:, ::-1])
+
+
 def test_slice_step_of_zero_read_when_forward_runs_is_an_error(tmp_path: Path) -> None:
     model = _slice_model()
     net, dev, _ = generate_numpy(model, tmp_path, "slice_zero", "_generated_sr")

@@ -10,7 +10,8 @@ Each rewrite computes what the recorded call computes (the trace's shadow ran th
 - ``permute(p)`` where ``p`` is the identity but for two positions is ``swap_dims`` of those two dims.
 - ``slice([...])`` with step-1 ranges (slices, or the ``(start, end, 1)`` ranges of the ``Slice`` rule, whose
   ``end`` may be the dim's size) is ``x[:, a:b]`` (the bounds were clamped into ``[0, n]`` by ``Slice``, so
-  Python's clamping changes nothing); ranges read from the data stay ``x.slice(ranges)``.
+  Python's clamping changes nothing); with a backward range among them, the whole dims are ``None``
+  (``x.slice([None, (0, 5, -1)])``); ranges read from the data stay ``x.slice(ranges)``.
 - ``take(dim, c)`` with ``c`` a rank-0 non-negative Int constant is ``x[:, ..., c]`` (indexing with an int drops
   the dim as ``take`` with a rank-0 index does).
 """
@@ -75,8 +76,11 @@ def _as_slice(gen: Any, r: Any, n: Any) -> Any:
     if any(getattr(b, "data", False) for b in r[:2]):
         return r
     start, end = r[0], r[1]
-    whole = end is n or (type(end) is int and type(n) is int and end == n) or (
-        hasattr(end, "parts") and hasattr(n, "parts") and end.parts == n.parts)
+    whole = (
+        end is n
+        or (type(end) is int and type(n) is int and end == n)
+        or (hasattr(end, "parts") and hasattr(n, "parts") and end.parts == n.parts)
+    )
     return _drop_zero(slice(start, None if whole else end))
 
 
@@ -134,6 +138,11 @@ def idiom(gen: Any, name: str, op: str | None, recv: Any, rest: tuple[Any, ...],
             ranges.pop()
         if ranges:
             return (*gen.arg(recv, atom=True), "[", *gen.index(tuple(_drop_zero(r) for r in ranges)), "]")
+    elif ranges and any(r == slice(None) for r in ranges):  # a backward range beside whole dims: those are None
+        ranges = [None if r == slice(None) else o for r, o in zip(ranges, rest[0])]
+        while ranges[-1] is None:
+            ranges.pop()
+        return (*gen.arg(recv, atom=True), ".slice(", *gen.arg(ranges), ")")
     if name == "permute" and len(rest) == 1 and not kwargs and isinstance(rest[0], (list, tuple)):
         perm = [int(p) for p in rest[0]]
         moved = [i for i, p in enumerate(perm) if p != i]
