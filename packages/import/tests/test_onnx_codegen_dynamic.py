@@ -3,7 +3,8 @@
 
 The generated code reads them on the host (``axes.tolist()``) and passes them to the Tensor-API call, so one
 generated file must give onnxruntime's answer for *several different* values of that input (the trace's own
-stand-in values differ from all of them); a converter branch that the value decides is still refused.
+stand-in values differ from all of them); a converter branch that the value decides is still refused
+(``test_onnx_codegen_slice_reduce.py``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from ember import Tensor
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from _codegen_support import generate_numpy, one_node_model  # noqa: E402
-from ember_import.onnx import ModelGen, ModelGenError  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
@@ -111,15 +111,6 @@ def test_onehot_depth_input(depth_type: int, tmp_path: Path) -> None:
     for depth in (3, 6, 1):
         feeds = {"i": idx, "depth": np.array([depth], _NP[depth_type]), "values": np.array([0.0, 2.0], np.float32)}
         _run(net, model, feeds)
-
-
-def test_a_branch_on_a_value_read_from_the_data_is_still_refused(tmp_path: Path) -> None:
-    # an empty dim: whether the reduced axes hit it decides between the reduction and ONNX's identity value
-    node = h.make_node("ReduceMax", ["x", "axes"], ["y"], keepdims=1)
-    model = _model(node, [("x", TP.FLOAT, [2, 0, 3]), ("axes", TP.INT64, [1])], ("y", TP.FLOAT, 3))
-    onnx.save(model, tmp_path / "empty.onnx")
-    with pytest.raises(ModelGenError, match="branches on a value read from the data"):
-        ModelGen().input(tmp_path / "empty.onnx").out_dir(tmp_path / "empty").run()
 
 
 @pytest.mark.skipif(

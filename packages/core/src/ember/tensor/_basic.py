@@ -62,6 +62,14 @@ class BasicOps(RearrangeOps, ItemOps):
             return self
         return self._prim("reshape", "reshape", new_shape)
 
+    def _reshaped(self, op: str, shape: tuple[int, ...]) -> Any:
+        """``self`` with exactly ``shape`` (same element count, checked by the caller's arithmetic): the reshape
+        of the ops that compute their target (``flatten``, ``squeeze``, ``unsqueeze``, ``repeat``), where a ``0``
+        is an empty dim, not :meth:`reshape`'s "keep this dim" (Burn's convention for a shape a user writes)."""
+        if shape == self.shape:
+            return self
+        return self._prim(op, "reshape", shape)
+
     def _prim(self, op: str, prim: str, *args: Any) -> Any:
         """One primitive call on this tensor, errors mapped, same kind."""
         try:
@@ -79,18 +87,18 @@ class BasicOps(RearrangeOps, ItemOps):
         """
         shape = self.shape
         if not shape:
-            return self.reshape((1,))
+            return self._reshaped("flatten", (1,))
         s = norm_dim("flatten", start_dim, len(shape))
         e = norm_dim("flatten", end_dim, len(shape))
         if s > e:
             raise IndexError_(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} (rank {len(shape)}).")
-        return self.reshape(shape[:s] + (numel(shape[s:e + 1]),) + shape[e + 1:])
+        return self._reshaped("flatten", shape[:s] + (numel(shape[s:e + 1]),) + shape[e + 1:])
 
     def squeeze(self, dim: int | None = None) -> Any:
         """Every dim of size 1 removed (Burn's ``squeeze``); ``squeeze(dim)`` is :meth:`squeeze_dim`."""
         if dim is not None:
             return self.squeeze_dim(dim)
-        return self.reshape(tuple(s for s in self.shape if s != 1))
+        return self._reshaped("squeeze", tuple(s for s in self.shape if s != 1))
 
     def squeeze_dim(self, dim: int) -> Any:
         """The size-1 ``dim`` removed (Burn's ``squeeze_dim``): ``[2, 1, 3].squeeze_dim(1) -> [2, 3]``.
@@ -116,7 +124,7 @@ class BasicOps(RearrangeOps, ItemOps):
                 raise ShapeError(
                     f"{_op}: dim {d} of shape {list(shape)} has size {shape[d]}; only size-1 dims can be squeezed."
                 )
-        return self.reshape(tuple(s for i, s in enumerate(shape) if i not in ds))
+        return self._reshaped(_op, tuple(s for i, s in enumerate(shape) if i not in ds))
 
     def unsqueeze(self, rank: int) -> Any:
         """Size-1 dims prepended up to ``rank`` (Burn's ``unsqueeze::<D2>()``):
@@ -131,7 +139,7 @@ class BasicOps(RearrangeOps, ItemOps):
                 f"unsqueeze: target rank {rank!r} is lower than the tensor's rank {len(shape)}; "
                 "to insert a dim at a position use unsqueeze_dim(dim)."
             )
-        return self.reshape((1,) * (rank - len(shape)) + shape)
+        return self._reshaped("unsqueeze", (1,) * (rank - len(shape)) + shape)
 
     def unsqueeze_dim(self, dim: int) -> Any:
         """A new dim of size 1 inserted at ``dim`` of the result (``-1`` appends; PyTorch's
@@ -143,7 +151,7 @@ class BasicOps(RearrangeOps, ItemOps):
         r = self.rank
         d = norm_dim("unsqueeze_dim", dim, r + 1)
         s = self.shape
-        return self.reshape(s[:d] + (1,) + s[d:])
+        return self._reshaped("unsqueeze_dim", s[:d] + (1,) + s[d:])
 
     def unsqueeze_dims(self, dims: Sequence[int]) -> Any:
         """Size-1 dims inserted at ``dims``, positions in the *result* (``numpy.expand_dims``;
@@ -158,7 +166,7 @@ class BasicOps(RearrangeOps, ItemOps):
         out_rank = len(shape) + len(ds)
         pos = set(norm_dims("unsqueeze_dims", ds, out_rank))
         it = iter(shape)
-        return self.reshape(tuple(1 if i in pos else next(it) for i in range(out_rank)))
+        return self._reshaped("unsqueeze_dims", tuple(1 if i in pos else next(it) for i in range(out_rank)))
 
     # ------------------------------------------------------------------ permutations
     def permute(self, axes: Sequence[int]) -> Any:
@@ -296,12 +304,12 @@ class BasicOps(RearrangeOps, ItemOps):
                 f"repeat: sizes {reps} must be non-negative with at least one entry per dim of shape {list(shape)}."
             )
         shape = (1,) * (len(reps) - len(shape)) + shape
-        t = self.reshape(shape) if shape != self.shape else self
+        t = self._reshaped("repeat", shape)
         if all(r == 1 for r in reps):
             return t
         inter = tuple(x for s in shape for x in (1, s))
         big = tuple(x for r, s in zip(reps, shape) for x in (r, s))
-        return t.reshape(inter).expand(big).reshape(tuple(r * s for r, s in zip(reps, shape)))
+        return t._reshaped("repeat", inter).expand(big)._reshaped("repeat", tuple(r * s for r, s in zip(reps, shape)))
 
 
 __all__ = ["BasicOps"]

@@ -90,6 +90,8 @@ def norm_range(op: str, r: Any, size: int, dim: int) -> tuple[slice, bool]:
         n = len(range(start, stop, step))
         if n == 0:
             return slice(0, 0, 1), False
+        if n == 1:  # one element: step 1 (a huge step would overflow a backend's stride, torch's as_strided)
+            return slice(start, start + 1, 1), False
         if step > 0:
             return slice(start, start + (n - 1) * step + 1, step), False
         lo = start + (n - 1) * step
@@ -112,6 +114,8 @@ def norm_range(op: str, r: Any, size: int, dim: int) -> tuple[slice, bool]:
         n = -(-(e - s) // a)
         if n == 0:
             return slice(0, 0, 1), False
+        if n == 1:  # one element (the first of the walk): step 1, as above
+            return (slice(s, s + 1, 1) if step > 0 else slice(e - 1, e, 1)), False
         if step > 0:
             return slice(s, s + (n - 1) * a + 1, a), False
         hi = e - 1

@@ -190,7 +190,7 @@ class RearrangeOps(TensorBase):
         if dims is None:
             if len(sh) != 1:
                 raise ShapeError(f"{_op}: without dims, give one shift (got {sh}).")
-            return self.flatten().roll(sh, [0], _op=_op).reshape(shape)
+            return self.flatten().roll(sh, [0], _op=_op)._reshaped(_op, shape)  # (a 0 in shape: an empty dim)
         ds = [norm_dim(_op, d, len(shape)) for d in seq_of_ints(_op, "dims", dims)]
         if len(ds) != len(sh):
             raise ShapeError(f"{_op}: {len(sh)} shifts for {len(ds)} dims; give one shift per dim.")

@@ -110,6 +110,26 @@ def test_unsqueeze_errors(device):
     raises(IndexError, "unsqueeze_dims", x.unsqueeze_dims, [4])
 
 
+def test_shape_ops_keep_an_empty_dim(kd):
+    # the ops that compute their target shape reshape to it exactly: a 0 there is an empty dim, not reshape's
+    # "keep this dim" (which made flatten, squeeze_dims, unsqueeze_dim, repeat and roll fail on empty tensors)
+    kind, dev = kd
+    x, r = make(dev, (2, 0, 3), kind)
+    check(x.flatten(), r.reshape(0), kind)
+    check(x.flatten(1, 2), r.reshape(2, 0), kind)
+    check(x.unsqueeze(4), r[None], kind)
+    check(x.unsqueeze_dim(2), np.expand_dims(r, 2), kind)
+    check(x.unsqueeze_dims([0, -1]), np.expand_dims(r, (0, -1)), kind)
+    check(x.repeat([2, 1, 2]), np.tile(r, (2, 1, 2)), kind)
+    check(x.roll([1]), r, kind)
+    y, ry = make(dev, (1, 0, 1), kind)
+    check(y.squeeze_dims([0, 2]), ry.reshape(0), kind)
+    check(y.squeeze(), ry.reshape(0), kind)
+    check(y.squeeze_dim(-1), ry.reshape(1, 0), kind)
+    z, rz = make(dev, (2, 3), kind)
+    check(z.repeat([0, 2]), np.tile(rz, (0, 2)), kind)
+
+
 # ---------------------------------------------------------------------- permutations, flip
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_permutations(kd, layout):
@@ -454,6 +474,19 @@ BASIC_GRADS = [
     ("chunk_stack", lambda x: Tensor.stack(x.chunk(2, 1)[:1] * 2, 0)),
     ("flip_transpose", lambda x: x.flip([0, -1]).transpose()),
 ]
+
+
+def test_gradient_through_shape_ops_of_an_empty_tensor(f64_device):
+    # the reshape of flatten/squeeze/unsqueeze/repeat keeps the empty dim in the backward pass too: the gradient
+    # of a [2, 0, 3] input is an empty [2, 0, 3] tensor, and a sum over nothing leaves a second input's at 1
+    x = Tensor.from_data(np.zeros((2, 0, 3)), _ad(f64_device)).require_grad()
+    w = Tensor.from_data(np.array([0.5]), _ad(f64_device)).require_grad()
+    t = x.unsqueeze_dim(0).flatten(1, 2).repeat([2, 1, 1]).unsqueeze_dim(0).squeeze_dims([0])
+    loss = (t.sum() + w).sum()
+    grads = loss.backward()
+    gx = x.grad(grads)
+    assert tuple(gx.shape) == (2, 0, 3)
+    check(w.grad(grads), np.array([1.0]))
 
 
 @pytest.mark.parametrize(("name", "fn"), BASIC_GRADS, ids=[g[0] for g in BASIC_GRADS])

@@ -61,6 +61,10 @@ def test_slice_python_slices(kd, ranges, layout):
         (None, [0, 1, 2, 3, 4]),
         (-2, [3]),
         (range(4, 0, -2), [4, 2]),
+        ((1, 5, 2**63 - 1), [1]),  # a step past the dim takes one element (no stride overflow: torch's)
+        ((0, 5, -(2**63)), [4]),
+        (slice(3, None, 2**63 - 1), [3]),
+        (slice(-1, -(2**63), -(2**63) + 1), [4]),
     ],
     ids=str,
 )

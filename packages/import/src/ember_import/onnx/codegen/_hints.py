@@ -5,7 +5,8 @@ value; the generated code keeps the read as code (:mod:`._domain`), so the stand
 converter accepts. No single choice suits every role (``[0, 0]`` repeats an axis, a depth of 0 is empty, an
 axis of 1 is out of range for a vector), so the node is traced with each candidate in turn until one converts:
 zeros (the stand-in's own data), distinct axes ``0, 1, 2 ...``, distinct counts ``1, 2, 3 ...``, then shapes
-that keep any input's elements: ones (an ``Expand`` or ``Tile``) and ``-1, 1, 1 ...`` (a ``Reshape``). The value
+that keep any input's elements: ones (an ``Expand`` or ``Tile``) and ``-1, 1, 1 ...`` (a ``Reshape``), then
+``-1, -2, -3 ...`` (distinct axes and negative steps: a ``Slice`` walking each axis backward). The value
 that converts is kept for the input's later reads, so every node sees the same stand-in. A converter that
 knows a value consistent with its other inputs (a size list whose batch must be another input's) names it with
 :meth:`~.._context.Context.example`, and that value is the stand-in.
@@ -39,6 +40,8 @@ class Hints:
             for keep in ([1] * n, [-1] + [1] * (n - 1)):  # shapes keeping any input's elements (Expand, Reshape)
                 if n and keep not in self.options:
                     self.options.append(keep)
+            if n > 1:  # distinct axes from the end, non-zero negative steps (a Slice walking every axis backward)
+                self.options.append(list(range(-1, -n - 1, -1)))
         if real:  # a Float input read on the host (a ratio, a fill value, a depth): the same values as floats
             self.options = [[float(x) for x in o] if isinstance(o, list) else float(o) for o in self.options]
         self.pick = 0

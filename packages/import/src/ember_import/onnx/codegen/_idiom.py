@@ -8,8 +8,10 @@ Each rewrite computes what the recorded call computes (the trace's shadow ran th
   the tensor's element type, ``ember.tensor._core.scalar_for``; the number is written so that it converts back to
   the constant's exact value). Bool constants, non-finite values and values read from tensor data stay tensors.
 - ``permute(p)`` where ``p`` is the identity but for two positions is ``swap_dims`` of those two dims.
-- ``slice([...])`` with step-1 ranges is ``x[:, a:b]`` (the bounds were clamped into ``[0, n]`` by ``Slice``,
-  so Python's clamping changes nothing).
+- ``slice([...])`` with step-1 ranges (slices, or the ``(start, end, 1)`` ranges of the ``Slice`` rule, whose
+  ``end`` may be the dim's size) is ``x[:, a:b]`` (the bounds were clamped into ``[0, n]`` by ``Slice``, so
+  Python's clamping changes nothing); with a backward range among them, the whole dims are ``None``
+  (``x.slice([None, (0, 5, -1)])``); ranges read from the data stay ``x.slice(ranges)``.
 - ``take(dim, c)`` with ``c`` a rank-0 non-negative Int constant is ``x[:, ..., c]`` (indexing with an int drops
   the dim as ``take`` with a rank-0 index does).
 """
@@ -65,6 +67,32 @@ def _plain(gen: Any, r: Any) -> bool:
     return all(b is None or (isinstance(b, int) and not isinstance(b, bool) and b >= 0) for b in (r.start, r.stop))
 
 
+def _as_slice(gen: Any, r: Any, n: Any) -> Any:
+    """A step-1 range ``(start, end, 1)`` of a dim of size ``n`` (what the ``Slice`` rule plans, clamped into
+    ``[0, n]``) as the Python slice indexing writes the same (``end`` of the whole dim: open); other ranges
+    as they are. Values read from the data stay a range: comparing them would specialise the code."""
+    if not (isinstance(r, tuple) and len(r) == 3 and type(r[2]) is int and r[2] == 1):
+        return r
+    if any(getattr(b, "data", False) for b in r[:2]):
+        return r
+    start, end = r[0], r[1]
+    whole = (
+        end is n
+        or (type(end) is int and type(n) is int and end == n)
+        or (hasattr(end, "parts") and hasattr(n, "parts") and end.parts == n.parts)
+    )
+    return _drop_zero(slice(start, None if whole else end))
+
+
+def _shape(gen: Any, t: Any) -> tuple[Any, ...]:
+    """``t``'s shape as the trace knows it (its dynamic dims as :class:`~._sym.Sym`\\ s)."""
+    sym = gen.sym_shapes.get(id(t))
+    if sym is not None:
+        return tuple(sym)
+    with gen.untraced():
+        return tuple(t.shape)
+
+
 def _drop_zero(r: slice) -> slice:
     start = None if type(r.start) is int and r.start == 0 else r.start
     return slice(start, r.stop)
@@ -101,13 +129,20 @@ def idiom(gen: Any, name: str, op: str | None, recv: Any, rest: tuple[Any, ...],
         k = _index(gen, rest[1])
         if k is not None:
             return (*gen.arg(recv, atom=True), "[", ":, " * rest[0], str(k), "]")
-    if name == "slice" and len(rest) == 1 and not kwargs and isinstance(rest[0], (list, tuple)) and rest[0] \
-            and all(_plain(gen, r) for r in rest[0]):
-        ranges = list(rest[0])
+    if name == "slice" and len(rest) == 1 and not kwargs and isinstance(rest[0], (list, tuple)) and rest[0]:
+        ranges = [_as_slice(gen, r, n) for r, n in zip(rest[0], _shape(gen, recv))]
+    else:
+        ranges = []
+    if ranges and all(_plain(gen, r) for r in ranges):
         while ranges and ranges[-1] == slice(None):
             ranges.pop()
         if ranges:
             return (*gen.arg(recv, atom=True), "[", *gen.index(tuple(_drop_zero(r) for r in ranges)), "]")
+    elif ranges and any(r == slice(None) for r in ranges):  # a backward range beside whole dims: those are None
+        ranges = [None if r == slice(None) else o for r, o in zip(ranges, rest[0])]
+        while ranges[-1] is None:
+            ranges.pop()
+        return (*gen.arg(recv, atom=True), ".slice(", *gen.arg(ranges), ")")
     if name == "permute" and len(rest) == 1 and not kwargs and isinstance(rest[0], (list, tuple)):
         perm = [int(p) for p in rest[0]]
         moved = [i for i, p in enumerate(perm) if p != i]

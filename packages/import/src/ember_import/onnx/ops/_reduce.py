@@ -97,9 +97,12 @@ _REDUCTIONS: dict[str, tuple[Callable[[Tensor, list[int]], Tensor], object]] = {
 
 
 def _empty_result(x: Tensor, axes: list[int], identity: object) -> Tensor:
-    shape = kept_shape(x.shape, axes)
+    """The reduction of an empty ``x`` over ``axes``: ``identity`` in the kept shape. The shape is that of a sum
+    over ``axes`` (0 everywhere: a sum over an empty set), so axes read from the data by generated code stay code;
+    when no reduced dim is empty, the result has a dim of size 0 and no value at all."""
+    zeros = (x.int() if x.kind is Bool else x).sum_dims(axes)
     if x.kind is Bool:
-        return Tensor.full(shape, identity == "high", x.device, Bool)
+        return as_dtype(zeros.full_like(int(identity == "high")), DType.BOOL)
     if identity in ("low", "high"):
         value: float | int = (
             _int_bound(x, identity == "low") if x.kind is Int else float("-inf" if identity == "low" else "inf")
@@ -108,7 +111,7 @@ def _empty_result(x: Tensor, axes: list[int], identity: object) -> Tensor:
         value = identity  # type: ignore[assignment]
     if x.kind is Int:
         value = int(value) if value == value and abs(value) != float("inf") else 0
-    return as_dtype(Tensor.full(shape, value, x.device, x.kind), x.dtype)
+    return as_dtype(zeros.full_like(value), x.dtype)
 
 
 def _reduce_converter(op: str, input_since: int) -> None:
@@ -118,7 +121,7 @@ def _reduce_converter(op: str, input_since: int) -> None:
         axes = reduce_axes(ctx, node, x, axes_input)
         if axes is None:
             return x
-        if any(x.shape[a] == 0 for a in axes):
+        if any(d == 0 for d in x.shape):  # an empty input (its shape says so, whatever the axes)
             y = _empty_result(x, axes, identity)
         else:
             y = fn(x, axes)
@@ -169,7 +172,7 @@ def _scan_converter(op: str, fn: Callable[[Tensor, int], Tensor], identity: int,
     def convert(ctx: Context, node: Node, x: Tensor, axis_input: Tensor) -> Tensor:
         axis = norm_axis(node, ctx.scalar(axis_input), x.rank)
         n = x.shape[axis]
-        if n == 0:
+        if any(d == 0 for d in x.shape):  # an empty input scans to itself (whatever the axis)
             return x
         reverse = bool(node.attr("reverse", 0))
         y = fn(x.flip([axis]) if reverse else x, axis)

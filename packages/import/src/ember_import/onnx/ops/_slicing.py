@@ -1,7 +1,8 @@
 """Joining, splitting and cutting: ``Concat``, ``Split``, ``Slice``, ``Gather`` and ``Pad``.
 
 Counts and bounds (``Split``'s sizes, ``Slice``'s starts/ends/axes/steps, ``Pad``'s pads, constant value and
-axes) are static inputs read on the host; ``Gather``'s indices are data (they may come from the model's
+axes) are static inputs read on the host (``Slice``'s clamping is the host rule
+:func:`ember_import.onnx.rules.slice_ranges`); ``Gather``'s indices are data (they may come from the model's
 input), wrapped when negative. Semantics: onnx/docs/Operators.md and Changelog.md, versions named below.
 """
 
@@ -17,10 +18,11 @@ from .._context import Context
 from .._errors import OnnxImportError
 from .._ir import Node
 from .._registry import converter
+from ..rules import slice_ranges
 from ._axes import norm_axis
 from ._indexing import wrap_index
 
-__all__ = ["slice_bounds", "pad_tensor"]
+__all__ = ["pad_tensor"]
 
 
 @converter("Concat", since=1)
@@ -64,18 +66,6 @@ def split(ctx: Context, node: Node, x: Tensor, split: Tensor | None = None) -> t
     return _split(node, x, ctx.ints(split), int(num) if num is not None and ctx.opset >= 18 else None)
 
 
-def slice_bounds(n: int, start: int, end: int, step: int) -> slice:
-    """ONNX ``Slice``'s clamping of one axis of size ``n`` as a Python slice: negative bounds count from the
-    end, then ``[0, n]`` for positive steps and ``[-1, n - 1]`` for negative ones (-1: before the first)."""
-    start = start + n if start < 0 else start
-    end = end + n if end < 0 else end
-    if step > 0:
-        return slice(min(max(start, 0), n), min(max(end, 0), n), step)
-    s = min(max(start, 0), n - 1)
-    e = min(max(end, -1), n - 1)
-    return slice(s, None if e < 0 else e, step)
-
-
 def _int(v: Any) -> int:
     """``v`` as an int, keeping an ``int`` subclass as is (ModelGen's symbolic sizes stay symbolic); a bool becomes
     a plain int."""
@@ -84,21 +74,13 @@ def _int(v: Any) -> int:
 
 def _slice(node: Node, x: Tensor, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None,
            steps: Sequence[int] | None) -> Tensor:
-    axes = list(range(len(starts))) if axes is None else list(axes)
-    steps = [1] * len(starts) if steps is None else list(steps)
-    if not len(starts) == len(ends) == len(axes) == len(steps):
-        raise OnnxImportError(
-            f"{node.where()}: starts {list(starts)}, ends {list(ends)}, axes {axes} and steps {steps} must have "
-            "the same length."
-        )
-    norm = [norm_axis(node, int(a), x.rank, "axes entry") for a in axes]
-    if len(set(norm)) != len(norm):
-        raise OnnxImportError(f"{node.where()}: axes {axes} repeat an axis; list each once.")
-    ranges: list[slice] = [slice(None)] * x.rank
-    for a, s, e, st in zip(norm, starts, ends, steps, strict=True):
-        if st == 0:
-            raise OnnxImportError(f"{node.where()}: a step of 0 on axis {a}; steps must be non-zero.")
-        ranges[a] = slice_bounds(x.shape[a], _int(s), _int(e), _int(st))
+    """``x`` cut by ONNX's ``Slice`` bounds: the host rule :func:`~ember_import.onnx.rules.slice_ranges` plans one
+    range per dim (generated code runs it when the bounds are read from the data), ``Tensor.slice`` cuts."""
+    try:
+        ranges = slice_ranges(list(x.shape), list(starts), list(ends), None if axes is None else list(axes),
+                              None if steps is None else list(steps))
+    except OnnxImportError as exc:
+        raise OnnxImportError(f"{node.where()}: {exc}") from None
     return x.slice(ranges)
 
 

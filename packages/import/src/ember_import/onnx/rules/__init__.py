@@ -28,6 +28,7 @@ from ._shape import (
     unpool_ends,
     wrap_pad_plan,
 )
+from ._slice import slice_ranges
 from ._signal import affine_grid_axis, dft_split, window_period
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "pad_pairs",
     "range_count",
     "reshape_target",
+    "slice_ranges",
     "split_sizes",
     "unpool_ends",
     "window_period",
