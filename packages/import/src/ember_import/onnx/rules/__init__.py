@@ -28,8 +28,8 @@ from ._shape import (
     unpool_ends,
     wrap_pad_plan,
 )
-from ._slice import slice_ranges
 from ._signal import affine_grid_axis, dft_split, window_period
+from ._slice import slice_ranges
 
 __all__ = [
     "affine_grid_axis",
