@@ -86,7 +86,8 @@ def adam(ctx: Context, node: Node, r: Tensor, t: Tensor, *inputs: Tensor) -> tup
         g = x * norm + g
         v = v * alpha + g * (1.0 - alpha)
         h = h * beta + g * g * (1.0 - beta)
-        return (x - v / (h.sqrt() + eps) * _like(r, x)) * (1.0 - post), v, h
+        x = x - v / (h.sqrt() + eps) * _like(r, x)
+        return (x * (1.0 - post) if post else x), v, h
 
     return _apply(node, rate, t, inputs, 2, rule)
 
