@@ -52,8 +52,13 @@ def _greedy(sup: list[list[bool]], scores: list[float], threshold: float | None,
     return chosen
 
 
-def non_max_suppression(boxes: Tensor, scores: Tensor, iou_threshold: float, score_threshold: float | None = None,
-                        max_output: int | None = None) -> Tensor:
+def non_max_suppression(
+    boxes: Tensor,
+    scores: Tensor,
+    iou_threshold: float,
+    score_threshold: float | None = None,
+    max_output: int | None = None,
+) -> Tensor:
     """The boxes greedy non-maximum suppression keeps, for each leading index of ``scores``.
 
     In each problem, boxes are visited by decreasing score (equal scores: lower index first); a box is kept
@@ -81,8 +86,10 @@ def non_max_suppression(boxes: Tensor, scores: Tensor, iou_threshold: float, sco
         raise KindError(f"non_max_suppression: boxes and scores must be Float, got {boxes.kind} and {scores.kind}.")
     lead = list(scores.shape[:-1])
     if boxes.rank < 2 or boxes.shape[-1] != 4 or scores.rank < 1 or list(boxes.shape[:-1]) != list(scores.shape):
-        raise ShapeError(f"non_max_suppression: expected boxes [*batch, N, 4] and scores [*batch, N], got "
-                         f"{list(boxes.shape)} and {list(scores.shape)}.")
+        raise ShapeError(
+            f"non_max_suppression: expected boxes [*batch, N, 4] and scores [*batch, N], got "
+            f"{list(boxes.shape)} and {list(scores.shape)}."
+        )
     n = scores.shape[-1]
     problems = math.prod(lead)
     limit = n if max_output is None else min(int(max_output), n)

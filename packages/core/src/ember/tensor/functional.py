@@ -2,8 +2,8 @@
 ``burn::tensor::module``, the name this module had before 0.2: ``ember.tensor.module`` is a deprecated alias).
 
 Convolution, transposed convolution, pooling, embedding, interpolation, ``unfold4d`` and
-``non_max_suppression`` (boxes, a data-dependent size) as functions of tensors; the layers of ``ember.nn`` are built on them. Layouts are Burn's and
-PyTorch's, channels first:
+``non_max_suppression`` (boxes, a data-dependent size) as functions of tensors; the layers of
+``ember.nn`` are built on them. Layouts are Burn's and PyTorch's, channels first:
 
 =======================  ==============================================================
 input, 1-D / 2-D / 3-D   ``[batch, channels, length]`` / ``[batch, channels, height, width]`` /

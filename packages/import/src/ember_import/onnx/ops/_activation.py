@@ -192,4 +192,5 @@ def dropout(ctx: Context, node: Node, x: Tensor, ratio: Tensor | None = None, tr
             return _dropout(ctx, node, x, 0.5, False, DType.BOOL)  # the ratio is not used in inference
         if ratio is None or ctx.is_host(ratio):
             return _dropout(ctx, node, x, ctx.float_scalar(ratio, 0.5), True, DType.BOOL)
+    assert training is not None  # None is inference, returned above
     return _dropout_data(ctx, node, x, ratio, training)

@@ -27,12 +27,24 @@ def _corners(boxes: Tensor) -> Tensor:
 
 
 @converter("NonMaxSuppression", since=10, static=(2, 3, 4))
-def non_max_suppression(ctx: Context, node: Node, boxes: Tensor, scores: Tensor, max_out: Tensor | None = None,
-                        iou: Tensor | None = None, score_threshold: Tensor | None = None) -> Tensor:
+def non_max_suppression(
+    ctx: Context,
+    node: Node,
+    boxes: Tensor,
+    scores: Tensor,
+    max_out: Tensor | None = None,
+    iou: Tensor | None = None,
+    score_threshold: Tensor | None = None,
+) -> Tensor:
     """``NonMaxSuppression``: ``[num_selected, 3]`` int64 rows ``(batch, class, box)``; ``max_output_boxes_per_class``
     0 or omitted selects none."""
-    if boxes.rank != 3 or boxes.shape[2] != 4 or scores.rank != 3 or scores.shape[0] != boxes.shape[0] \
-            or scores.shape[2] != boxes.shape[1]:
+    if (
+        boxes.rank != 3
+        or boxes.shape[2] != 4
+        or scores.rank != 3
+        or scores.shape[0] != boxes.shape[0]
+        or scores.shape[2] != boxes.shape[1]
+    ):
         raise OnnxImportError(
             f"{node.where()}: expected boxes [batch, boxes, 4] and scores [batch, classes, boxes], got "
             f"{list(boxes.shape)} and {list(scores.shape)}."
@@ -41,6 +53,7 @@ def non_max_suppression(ctx: Context, node: Node, boxes: Tensor, scores: Tensor,
     corners = _corners(boxes) if node.attr("center_point_box", 0) else boxes
     per_class = corners.unsqueeze_dim(1).expand([b, c, n, 4])
     threshold = None if score_threshold is None else ctx.float_scalar(score_threshold)
-    selected = functional.non_max_suppression(per_class, scores, ctx.float_scalar(iou, 0.0), threshold,
-                                              ctx.int_scalar(max_out, 0))
+    selected = functional.non_max_suppression(
+        per_class, scores, ctx.float_scalar(iou, 0.0), threshold, ctx.int_scalar(max_out, 0)
+    )
     return to_dtype(selected, DType.INT64)
