@@ -173,10 +173,6 @@ def compress(ctx: Context, node: Node, x: Tensor, condition: Tensor) -> Tensor:
     return x.select(axis, flags.argwhere().squeeze_dim(1))
 
 
-def _int_dtype(t: Tensor) -> DType:
-    return t.device.backend.int_dtype
-
-
 @converter("NonZero", since=9)
 def nonzero(ctx: Context, node: Node, x: Tensor) -> Tensor:
     """``NonZero`` (9, 13): int64 ``[rank, count]`` coordinates of the non-zero elements, in C order."""
