@@ -66,8 +66,10 @@ def non_max_suppression(
     suppressed by nothing), until ``max_output`` are kept.
 
     Args:
-        boxes: Float ``[*batch, N, 4]``, two opposite corners ``(x1, y1, x2, y2)`` of each box in any order
-            (IoU is the same with x and y swapped, so ``(y1, x1, y2, x2)`` works too).
+        boxes: Float ``[*box_batch, N, 4]``, two opposite corners ``(x1, y1, x2, y2)`` of each box in any order
+            (IoU is the same with x and y swapped, so ``(y1, x1, y2, x2)`` works too). ``box_batch`` has the
+            rank of ``batch`` and each of its dims is ``batch``'s or 1: boxes shared by several problems (the
+            classes of one image) have their overlaps computed once.
         scores: Float ``[*batch, N]``.
         iou_threshold: a box overlapping a kept one by more than this is dropped.
         score_threshold: boxes scoring this or less are never kept (``None``: no threshold).
@@ -76,26 +78,33 @@ def non_max_suppression(
     Returns:
         Int ``[K, len(batch) + 1]``: one row ``(*batch index, box index)`` per kept box, by batch index in C
         order, then by decreasing score (ONNX ``NonMaxSuppression``'s ``selected_indices`` for ``batch =
-        [batches, classes]``). Data-dependent size: this reads the data (a device sync).
+        [batches, classes]`` and ``box_batch = [batches, 1]``). Data-dependent size: this reads the data (a
+        device sync).
 
     Raises:
-        KindError: ``boxes`` or ``scores`` not Float. ShapeError: ``boxes`` not ``[*batch, N, 4]`` or
-        ``scores`` not ``[*batch, N]``.
+        KindError: ``boxes`` or ``scores`` not Float. ShapeError: ``scores`` not ``[*batch, N]``, ``boxes``
+        not ``[*box_batch, N, 4]``.
     """
     if boxes.kind is not Float or scores.kind is not Float:
         raise KindError(f"non_max_suppression: boxes and scores must be Float, got {boxes.kind} and {scores.kind}.")
-    lead = list(scores.shape[:-1])
-    if boxes.rank < 2 or boxes.shape[-1] != 4 or scores.rank < 1 or list(boxes.shape[:-1]) != list(scores.shape):
+    lead, box_lead = list(scores.shape[:-1]), list(boxes.shape[:-2])
+    if (
+        scores.rank < 1
+        or boxes.rank != scores.rank + 1
+        or boxes.shape[-1] != 4
+        or boxes.shape[-2] != scores.shape[-1]
+        or any(b not in (1, d) for b, d in zip(box_lead, lead))
+    ):
         raise ShapeError(
-            f"non_max_suppression: expected boxes [*batch, N, 4] and scores [*batch, N], got "
-            f"{list(boxes.shape)} and {list(scores.shape)}."
+            f"non_max_suppression: expected scores [*batch, N] and boxes [*box_batch, N, 4] (each box_batch dim "
+            f"batch's or 1), got boxes {list(boxes.shape)} and scores {list(scores.shape)}."
         )
     n = scores.shape[-1]
     problems = math.prod(lead)
     limit = n if max_output is None else min(int(max_output), n)
     if limit <= 0 or n == 0 or problems == 0:
         return boxes.zeros([0, len(lead) + 1], boxes.device, Int)
-    sup = _suppresses(boxes.detach().reshape([problems, n, 4]), float(iou_threshold)).tolist()
+    sup = _suppresses(boxes.detach().reshape([math.prod(box_lead), n, 4]), float(iou_threshold)).tolist()
     flat = scores.detach().reshape([problems, n]).tolist()
     threshold = None if score_threshold is None else float(score_threshold)
     rows: list[list[int]] = []
@@ -105,7 +114,10 @@ def non_max_suppression(
         for size in reversed(lead):  # the C-order index of problem p
             where.insert(0, q % size)
             q //= size
-        rows.extend([*where, i] for i in _greedy(sup[p], flat[p], threshold, limit))
+        b = 0
+        for w, size in zip(where, box_lead):  # the C-order index of its boxes (0 on a shared dim)
+            b = b * size + (w if size > 1 else 0)
+        rows.extend([*where, i] for i in _greedy(sup[b], flat[p], threshold, limit))
     if not rows:
         return boxes.zeros([0, len(lead) + 1], boxes.device, Int)
     return boxes.from_data(rows, boxes.device, Int)

@@ -71,9 +71,12 @@ def test_non_max_suppression_random_batches(f64_device, seed):
     corners[0, 0, 0] = [1.0, 1.0, 1.0, 3.0]  # zero area
     scores = rng.choice([0.1, 0.5, 0.5, 0.8, 0.9], (2, 3, 12))  # ties
     b, s = Tensor.from_data(corners, f64_device), Tensor.from_data(scores, f64_device)
+    shared = Tensor.from_data(corners[:, :1], f64_device)  # [2, 1, 12, 4]: one set of boxes per batch
     for iou, thr, limit in ((0.3, None, 100), (0.05, None, 100), (0.0, 0.4, 3), (0.7, 0.1, 5)):
         got = F.non_max_suppression(b, s, iou, thr, limit)
         check(got, _reference(corners, scores, iou, thr, limit), Int)
+        got = F.non_max_suppression(shared, s, iou, thr, limit)
+        check(got, _reference(np.broadcast_to(corners[:, :1], corners.shape), scores, iou, thr, limit), Int)
 
 
 def test_non_max_suppression_errors(device):
@@ -85,6 +88,14 @@ def test_non_max_suppression_errors(device):
         F.non_max_suppression,
         boxes.narrow(1, 0, 3),
         Tensor.from_data(SCORES, device),
+        0.5,
+    )
+    raises(
+        ShapeError,
+        "non_max_suppression",
+        F.non_max_suppression,
+        Tensor.from_data(np.zeros((2, 6, 4)), device),
+        Tensor.from_data(np.zeros((3, 6)), device),
         0.5,
     )
     raises(KindError, "non_max_suppression", F.non_max_suppression, boxes.int(), Tensor.from_data(SCORES, device), 0.5)

@@ -1,11 +1,11 @@
 """``NonMaxSuppression`` (opsets 10, 11): greedy per batch and class selection of boxes by score.
 
 One call of :func:`ember.tensor.functional.non_max_suppression` over the ``[batch, class]`` problems (the boxes
-of a batch shared by its classes), whose output size depends on the data. ``center_point_box`` 0 reads boxes as
-``[y1, x1, y2, x2]`` (any two opposite corners, which the function takes as they are: IoU is the same with x
-and y swapped), 1 as ``[x_center, y_center, width, height]`` (converted to corners first). Semantics and
-tie-breaking follow the ONNX specification and ``onnx.reference.ops.op_non_max_suppression``; opset 11 only
-widened the accepted types.
+of a batch shared by its classes, their overlaps computed once), whose output size depends on the data.
+``center_point_box`` 0 reads boxes as ``[y1, x1, y2, x2]`` (any two opposite corners, which the function takes
+as they are: IoU is the same with x and y swapped), 1 as ``[x_center, y_center, width, height]`` (converted to
+corners first). Semantics and tie-breaking follow the ONNX specification and
+``onnx.reference.ops.op_non_max_suppression``; opset 11 only widened the accepted types.
 """
 
 from __future__ import annotations
@@ -49,11 +49,9 @@ def non_max_suppression(
             f"{node.where()}: expected boxes [batch, boxes, 4] and scores [batch, classes, boxes], got "
             f"{list(boxes.shape)} and {list(scores.shape)}."
         )
-    b, c, n = scores.shape
     corners = _corners(boxes) if node.attr("center_point_box", 0) else boxes
-    per_class = corners.unsqueeze_dim(1).expand([b, c, n, 4])
     threshold = None if score_threshold is None else ctx.float_scalar(score_threshold)
-    selected = functional.non_max_suppression(
-        per_class, scores, ctx.float_scalar(iou, 0.0), threshold, ctx.int_scalar(max_out, 0)
+    selected = functional.non_max_suppression(  # the boxes of an image shared by its classes: [batch, 1, N, 4]
+        corners.unsqueeze_dim(1), scores, ctx.float_scalar(iou, 0.0), threshold, ctx.int_scalar(max_out, 0)
     )
     return to_dtype(selected, DType.INT64)
