@@ -9,6 +9,9 @@ numbers of boxes kept, of unique values, of true mask entries, ``T`` zero and po
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from _codegen_support import generate_numpy  # noqa: E402
 h = onnx.helper
 TP = onnx.TensorProto
 _TRAINING = "ai.onnx.preview.training"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _model(
@@ -218,3 +222,51 @@ def test_optimizer_step_count_rule_is_data(op: str, states: str, attrs: dict[str
         for name in ["X1", "X2", "G1", "G2"] + [f"{s}{i}" for s in states for i in (1, 2)]:
             feeds[name] = rng.uniform(0.1, 1.0, 3).astype(np.float32)
         _check(net, model, feeds, reference=True)
+
+
+# ---------------------------------------------------------------------- generated code is lint-clean
+def test_generated_data_op_files_pass_ruff_and_mypy(tmp_path: Path) -> None:
+    models = {
+        "nms": _model(
+            h.make_node("NonMaxSuppression", ["b", "s", "k", "iou", "t"], ["sel"]),
+            [
+                ("b", TP.FLOAT, [1, 4, 4]),
+                ("s", TP.FLOAT, [1, 2, 4]),
+                ("k", TP.INT64, [1]),
+                ("iou", TP.FLOAT, [1]),
+                ("t", TP.FLOAT, [1]),
+            ],
+            [("sel", TP.INT64, 2)],
+            opset=11,
+        ),
+        "unique": _model(
+            h.make_node("Unique", ["x"], ["y", "i", "v", "c"], axis=0),
+            [("x", TP.FLOAT, [4, 2])],
+            [("y", TP.FLOAT, 2), ("i", TP.INT64, 1), ("v", TP.INT64, 1), ("c", TP.INT64, 1)],
+            opset=11,
+        ),
+        "dropout": _model(
+            h.make_node("Dropout", ["x", "r", "t"], ["y", "m"]),
+            [("x", TP.FLOAT, [2, 3]), ("r", TP.FLOAT, []), ("t", TP.BOOL, [])],
+            [("y", TP.FLOAT, 2), ("m", TP.BOOL, 2)],
+            opset=13,
+        ),
+        "momentum": _optimizer("Momentum", "V", alpha=0.9, beta=0.5, mode="nesterov", norm_coefficient=0.0),
+    }
+    lint = tmp_path / "lint"
+    lint.mkdir()
+    files = []
+    for name, model in models.items():  # one module name each: mypy refuses two modules named ``model``
+        _, src = _generate(model, tmp_path, name)
+        files.append(lint / f"{name}.py")
+        files[-1].write_text(src)
+    for tool in (["ruff", "check", "--no-cache"], ["mypy"]):
+        if importlib.util.find_spec(tool[0]) is None:
+            continue
+        flag = "--config-file" if tool[0] == "mypy" else "--config"
+        done = subprocess.run(
+            [sys.executable, "-m", *tool, flag, str(ROOT / "pyproject.toml"), *map(str, files)],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr

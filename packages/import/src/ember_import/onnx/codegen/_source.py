@@ -54,6 +54,20 @@ def _describe(info: ValueInfo, known: set[str] | None = None) -> str:
     return f"{dt}[{', '.join(dim(d) for d in info.shape)}]"
 
 
+def _signature(params: list[str], ret: str) -> list[str]:
+    """``def forward(...)``: one line when it fits in 120 columns, else the parameters packed on lines of their own."""
+    one = f"    def forward({', '.join(params)}) -> {ret}:"
+    if len(one) <= 120:
+        return [one]
+    lines = ["    def forward("]
+    for p in params:
+        if len(lines) > 1 and len(lines[-1]) + len(p) + 2 <= 120:
+            lines[-1] += f" {p},"
+        else:
+            lines.append(f"        {p},")
+    return [*lines, f"    ) -> {ret}:"]
+
+
 def _doc(text: str, indent: str, width: int = 120) -> list[str]:
     """A one-line docstring ``\"\"\"text\"\"\"`` at ``indent``, or its words over lines of at most ``width``."""
     one = f'{indent}"""{text}"""'
@@ -176,12 +190,12 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
                          | {n for n in from_ember if re.search(rf"\b{n}\b", used)})
     if any(f.annotation.startswith("nn.") or "nn." in f.init for f in g.fields):
         ember_names.append("nn")
-    ember_names.sort(key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))  # isort's order by type
+    # isort's order by type, then case-insensitive (ruff's default: ``Distribution, DType``)
+    ember_names.sort(key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n.lower(), n))
     tensor_mods = [m for m in ("activation", "functional") if re.search(rf"\b{m}\.", body)]
     record_names = sorted({recorder} | ({"HalfPrecisionSettings"} if half else set()))
     uses_param = any(f.annotation == "Param" for f in g.fields)
 
-    sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
     types = g.output_types or ["Tensor"] * len(outputs)
     ret = types[0] if len(outputs) == 1 else f"tuple[{', '.join(types)}]"
     known = {d for _, i in inputs for d in (i.shape or ()) if isinstance(d, str)}
@@ -223,7 +237,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
                            subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
             '    """', ""]
     out += [f"    {f.name}: {f.annotation}" for f in g.fields]
-    out += ["", f"    def forward(self{', ' if sig_in else ''}{sig_in}) -> {ret}:",
+    out += ["", *_signature(["self", *(f"{v}: Tensor" for v, _ in inputs)], ret),
             *_doc(f"Shapes: {shapes_in} -> {shapes_out}.", "        ")]
     for line in lines:
         out += _fit(line, "        ")
