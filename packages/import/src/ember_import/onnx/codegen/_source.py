@@ -54,20 +54,6 @@ def _describe(info: ValueInfo, known: set[str] | None = None) -> str:
     return f"{dt}[{', '.join(dim(d) for d in info.shape)}]"
 
 
-def _signature(params: list[str], ret: str) -> list[str]:
-    """``def forward(...)``: one line when it fits in 120 columns, else the parameters packed on lines of their own."""
-    one = f"    def forward({', '.join(params)}) -> {ret}:"
-    if len(one) <= 120:
-        return [one]
-    lines = ["    def forward("]
-    for p in params:
-        if len(lines) > 1 and len(lines[-1]) + len(p) + 2 <= 120:
-            lines[-1] += f" {p},"
-        else:
-            lines.append(f"        {p},")
-    return [*lines, f"    ) -> {ret}:"]
-
-
 def _doc(text: str, indent: str, width: int = 120) -> list[str]:
     """A one-line docstring ``\"\"\"text\"\"\"`` at ``indent``, or its words over lines of at most ``width``."""
     one = f'{indent}"""{text}"""'
@@ -168,6 +154,15 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     return wrapped if _same_code(line, "\n".join(wrapped)) else [indent + line]
 
 
+def _fit_def(line: str, indent: str) -> list[str]:
+    """A ``def ...:`` line wrapped as :func:`_fit` wraps a call (checked with a ``...`` body, which it drops)."""
+    if len(indent) + len(line) <= 120:
+        return [indent + line]
+    out = _fit(line + " ...", indent)
+    out[-1] = out[-1].removesuffix(" ...")
+    return out
+
+
 def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, record_file: str, record_type: str,
            half: bool, inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
     """The text of ``model.py``.
@@ -196,6 +191,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
     record_names = sorted({recorder} | ({"HalfPrecisionSettings"} if half else set()))
     uses_param = any(f.annotation == "Param" for f in g.fields)
 
+    sig_in = ", ".join(f"{v}: Tensor" for v, _ in inputs)
     types = g.output_types or ["Tensor"] * len(outputs)
     ret = types[0] if len(outputs) == 1 else f"tuple[{', '.join(types)}]"
     known = {d for _, i in inputs for d in (i.shape or ()) if isinstance(d, str)}
@@ -237,7 +233,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
                            subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
             '    """', ""]
     out += [f"    {f.name}: {f.annotation}" for f in g.fields]
-    out += ["", *_signature(["self", *(f"{v}: Tensor" for v, _ in inputs)], ret),
+    out += ["", *_fit_def(f"def forward(self{', ' if sig_in else ''}{sig_in}) -> {ret}:", "    "),
             *_doc(f"Shapes: {shapes_in} -> {shapes_out}.", "        ")]
     for line in lines:
         out += _fit(line, "        ")
