@@ -405,3 +405,31 @@ class IndexingOps(TensorBase):
         """
         self._coords_check("argwhere")
         return call_wrap("argwhere", self, lambda: self.ops.argwhere(self.primitive), kind=Int)
+
+    def unique(self, dim: int | None = None, sorted: bool = True) -> tuple[Any, Any, Any, Any]:  # noqa: A002
+        """The distinct elements, or the distinct slices along ``dim``, with where they come from
+        (``numpy.unique(x, axis=dim, return_index=True, return_inverse=True, return_counts=True)``;
+        ONNX ``Unique``). Data-dependent size: this reads the data (a device sync).
+
+        Args:
+            dim: ``None`` (default) for the elements of the flattened tensor, else the dim whose
+                slices are compared (negative counts from the end).
+            sorted: ``True`` (default): in ascending (lexicographic for slices) order, as
+                ``torch.unique``; ``False``: in order of first occurrence.
+
+        Returns:
+            ``(values, indices, inverse, counts)``: ``values`` of this tensor's kind, ``[U]`` (or
+            this shape with ``U`` at ``dim``); Int ``indices [U]`` (the first occurrence of each),
+            ``inverse [n]`` (the position in ``values`` of each of the ``n`` elements or slices) and
+            ``counts [U]``. Gradients flow to ``values`` through the first occurrences. Each NaN is
+            distinct (``!=`` compares).
+
+        Raises:
+            IndexError_: ``dim`` out of range. ShapeError: a rank-0 tensor with ``dim`` given.
+        """
+        from ._unique import unique
+
+        if dim is not None and self.rank == 0:
+            raise ShapeError(f"unique: a rank-0 tensor has no dim {dim}; call it without dim.")
+        d = None if dim is None else norm_dim("unique", dim, self.rank)
+        return unique(self, d, bool(sorted))

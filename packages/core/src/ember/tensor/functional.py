@@ -1,9 +1,9 @@
 """``ember.tensor.functional``: the functional module ops (PyTorch's ``torch.nn.functional``; Burn's
 ``burn::tensor::module``, the name this module had before 0.2: ``ember.tensor.module`` is a deprecated alias).
 
-Convolution, transposed convolution, pooling, embedding, interpolation and ``unfold4d`` as
-functions of tensors; the layers of ``ember.nn`` are built on them. Layouts are Burn's and
-PyTorch's, channels first:
+Convolution, transposed convolution, pooling, embedding, interpolation, ``unfold4d`` and
+``non_max_suppression`` (boxes, a data-dependent size) as functions of tensors; the layers of
+``ember.nn`` are built on them. Layouts are Burn's and PyTorch's, channels first:
 
 =======================  ==============================================================
 input, 1-D / 2-D / 3-D   ``[batch, channels, length]`` / ``[batch, channels, height, width]`` /
@@ -62,6 +62,7 @@ from ._functional_checks import (
     _same,
     _tensor,
 )
+from ._functional_detection import non_max_suppression
 from ._functional_norm import batch_norm, batch_norm_running, group_norm, layer_norm, rms_norm
 from ._functional_pool import (
     adaptive_avg_pool1d,
@@ -108,6 +109,7 @@ __all__ = [
     "adaptive_avg_pool2d",
     "embedding",
     "interpolate",
+    "non_max_suppression",
     "unfold4d",
 ]
 

@@ -1,6 +1,6 @@
 """Indexing ops (Burn's BasicOps, indexing half) against numpy references and hand-written
 loops: slice / slice_assign / slice_fill / slice_dim, ``t[...]``, select / select_assign, take,
-gather / scatter, gather_nd / scatter_nd, mask_where / mask_fill, nonzero / argwhere."""
+gather / scatter, gather_nd / scatter_nd, mask_where / mask_fill, nonzero / argwhere, unique."""
 
 from __future__ import annotations
 
@@ -344,6 +344,69 @@ def test_nonzero_errors(device):
     raises(KindError, "nonzero", Tensor.from_data([1.0, 0.0], device).nonzero)
     raises(KindError, "argwhere", Tensor.from_data([1, 0], device).argwhere)
     raises(ShapeError, "argwhere", Tensor.from_data(True, device).argwhere)
+
+
+# ---------------------------------------------------------------------- unique
+def _np_unique(r, dim, sorted_):
+    """numpy.unique's four results; for ``sorted_=False`` reordered by first occurrence (by hand)."""
+    vals, first, inv, counts = np.unique(r, axis=dim, return_index=True, return_inverse=True, return_counts=True)
+    inv = inv.reshape(-1)
+    if sorted_:
+        return vals, first, inv, counts
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return np.take(vals, order, axis=0 if dim is None else dim), first[order], rank[inv], counts[order]
+
+
+UNIQUE_CASES = [
+    ([2, 1, 1, 3, 4, 3], None),
+    ([[1, 0, 0], [1, 0, 0], [2, 3, 4]], 0),
+    ([[1, 0, 0, 1], [1, 0, 0, 1], [2, 3, 4, 2]], 1),
+    ([[[1, 2], [1, 2]], [[0, 5], [1, 2]], [[1, 2], [1, 2]]], -3),
+    ([[5, 5], [5, 5]], None),
+    ([7], None),
+    ([], None),
+]
+
+
+@pytest.mark.parametrize(("values", "dim"), UNIQUE_CASES, ids=[str(i) for i in range(len(UNIQUE_CASES))])
+@pytest.mark.parametrize("sorted_", [True, False])
+def test_unique(device, values, dim, sorted_):
+    r = np.asarray(values, dtype=np.float64)
+    x = Tensor.from_data(r, device)
+    got = x.unique(dim, sorted=sorted_)
+    want = _np_unique(r, dim, sorted_)
+    check(got[0], want[0].reshape(got[0].shape) if r.size == 0 else want[0], Float)
+    for g, w in zip(got[1:], want[1:]):
+        check(g, w.astype(np.int64), Int)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_unique_random_ints_and_bools(int_device, seed):
+    rng = np.random.default_rng(seed)
+    r = rng.integers(-3, 3, size=(6, 4))
+    for dim in (None, 0, 1):
+        for sorted_ in (True, False):
+            got = Tensor.from_data(r, int_device).unique(dim, sorted=sorted_)
+            for g, w in zip(got, _np_unique(r, dim, sorted_)):
+                check(g, w, Int)
+    b = r > 0
+    got = Tensor.from_data(b, int_device).unique()
+    check(got[0], np.unique(b), Bool)
+    check(got[3], np.unique(b, return_counts=True)[1], Int)
+
+
+def test_unique_errors_and_gradient(f64_device):
+    from ember.autodiff import Autodiff
+
+    raises(IndexError, "unique", Tensor.from_data([[1.0]], f64_device).unique, 2)
+    raises(ShapeError, "unique", Tensor.from_data(1.0, f64_device).unique, 0)
+    ad = Autodiff(f64_device.backend).device(f64_device.name)
+    x = Tensor.from_data([3.0, 1.0, 3.0, 2.0], ad).require_grad()
+    vals, *_ = x.unique()
+    grads = (vals * Tensor.from_data([1.0, 10.0, 100.0], ad)).sum().backward()  # 1, 2, 3: first at 1, 3, 0
+    check(x.grad(grads), [100.0, 1.0, 0.0, 10.0])
 
 
 # ---------------------------------------------------------------------- t[...] and Python protocol

@@ -145,6 +145,8 @@ def dropout(g: Gen, node: Node) -> list[Node] | None:
     if node.op_type != "Dropout" or (len(node.outputs) > 1 and node.outputs[1] and g.uses.get(node.outputs[1])):
         return None
     ratio = float(node.attr("ratio", 0.5))
+    if any(v is not None and not v.known for v in (g.val(node, 1), g.val(node, 2))):
+        return None  # ratio or training_mode from the data: the converter keeps them as tensors
     if len(node.inputs) > 1 and node.inputs[1]:
         ratio = float(g.const(node, 1))
     field = g.activation("Dropout", layer("DropoutConfig", ratio, device=False))

@@ -162,6 +162,15 @@ def _fit(line: str, indent: str, width: int = 120) -> list[str]:
     return wrapped if _same_code(line, "\n".join(wrapped)) else [indent + line]
 
 
+def _fit_def(line: str, indent: str) -> list[str]:
+    """A ``def ...:`` line wrapped as :func:`_fit` wraps a call (checked with a ``...`` body, which it drops)."""
+    if len(indent) + len(line) <= 120:
+        return [indent + line]
+    out = _fit(line + " ...", indent)
+    out[-1] = out[-1].removesuffix(" ...")
+    return out
+
+
 def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, record_file: str, record_type: str,
            half: bool, inputs: list[tuple[str, ValueInfo]], outputs: list[tuple[str, ValueInfo]], n_params: int) -> str:
     """The text of ``model.py``.
@@ -184,7 +193,8 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
                          | {n for n in from_ember if re.search(rf"\b{n}\b", used)})
     if any(f.annotation.startswith("nn.") or "nn." in f.init for f in g.fields):
         ember_names.append("nn")
-    ember_names.sort(key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))  # isort's order by type
+    # isort's order by type, then case-insensitive (ruff's default: ``Distribution, DType``)
+    ember_names.sort(key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n.lower(), n))
     tensor_mods = [m for m in ("activation", "functional") if re.search(rf"\b{m}\.", body)]
     record_names = sorted({recorder} | ({"HalfPrecisionSettings"} if half else set()))
     uses_param = any(f.annotation == "Param" for f in g.fields)
@@ -232,7 +242,7 @@ def render(g: Gen, lines: list[str], *, class_name: str, source_file: str, recor
                            subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
             '    """', ""]
     out += [f"    {f.name}: {f.annotation}" for f in g.fields]
-    out += ["", f"    def forward(self{', ' if sig_in else ''}{sig_in}) -> {ret}:",
+    out += ["", *_fit_def(f"def forward(self{', ' if sig_in else ''}{sig_in}) -> {ret}:", "    "),
             *_doc(f"Shapes: {shapes_in} -> {shapes_out}.", "        ")]
     for line in lines:
         out += _fit(line, "        ")

@@ -49,7 +49,7 @@ _RBINARY = {"__radd__": "+", "__rsub__": "-", "__rmul__": "*", "__rtruediv__": "
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _UNARY = {"__neg__": "-", "__invert__": "~", "__abs__": "abs"}
 #: methods whose result's size depends on the data (always symbolic dims)
-DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "unique", "masked_select"})
+DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "unique", "masked_select", "non_max_suppression"})
 
 
 @contextlib.contextmanager

@@ -148,11 +148,30 @@ def _dropout(ctx: Context, node: Node, x: Tensor, ratio: float, training: bool, 
     keep mask (probability ``1 - ratio``) and ``x * mask / (1 - ratio)``. The ``seed`` attribute is not
     followed: Ember draws from the backend's generator."""
     if not training or ratio == 0.0:
-        out, keep = x, Tensor.ones(list(x.shape), x.device, x.kind).bool()
+        out, keep = x, x.ones_like().bool()
     else:
-        keep = Tensor.random(list(x.shape), Distribution.uniform(0.0, 1.0), x.device).greater_equal(ratio)
+        keep = x.random_like(Distribution.uniform(0.0, 1.0)).greater_equal(ratio)
         out = x * to_dtype(keep, x.dtype) * (1.0 / (1.0 - ratio))
+    return _outputs(node, out, keep, mask_dtype)
+
+
+def _outputs(node: Node, out: Tensor, keep: Tensor, mask_dtype: DType) -> Any:
     return (out, to_dtype(keep, mask_dtype)) if len(node.outputs) > 1 and node.outputs[1] else out
+
+
+def _dropout_data(ctx: Context, node: Node, x: Tensor, ratio: Tensor | None, training: Tensor) -> Any:
+    """:func:`_dropout` with ``training_mode`` (and ``ratio``) computed from the data: the same formulas with the
+    dropped fraction a tensor, ``ratio`` when training and 0 otherwise (a uniform draw in ``[0, 1)`` is never
+    below 0, so nothing is dropped or scaled then); no host read, so no branch on the data."""
+    on = ctx.to_main(training).reshape([]).bool()
+    if ratio is None:
+        rate = on.float().mul(0.5)
+    else:
+        r = ctx.to_main(ratio).reshape([])
+        rate = r.mask_fill(on.bool_not(), 0.0)
+    rate = rate if rate.dtype is x.dtype else rate.cast(x.dtype)
+    keep = x.random_like(Distribution.uniform(0.0, 1.0)).greater_equal(rate)
+    return _outputs(node, x * to_dtype(keep, x.dtype) / (1.0 - rate), keep, DType.BOOL)
 
 
 @converter("Dropout", since=1)
@@ -167,7 +186,11 @@ def dropout_attrs(ctx: Context, node: Node, x: Tensor) -> Any:
 @converter("Dropout", since=12, static=(1, 2))
 def dropout(ctx: Context, node: Node, x: Tensor, ratio: Tensor | None = None, training: Tensor | None = None) -> Any:
     """ONNX ``Dropout`` 12, 13, 22: ``ratio`` (default 0.5) and ``training_mode`` (default false) inputs, read on
-    the host."""
-    train = bool(ctx.scalar(training, False))
-    r = ctx.float_scalar(ratio, 0.5) if train else 0.5  # the ratio is not used in inference
-    return _dropout(ctx, node, x, r, train, DType.BOOL)
+    the host when they are constants; computed from the data, they stay tensors (:func:`_dropout_data`)."""
+    if training is None or ctx.is_host(training):
+        if not ctx.scalar(training, False):
+            return _dropout(ctx, node, x, 0.5, False, DType.BOOL)  # the ratio is not used in inference
+        if ratio is None or ctx.is_host(ratio):
+            return _dropout(ctx, node, x, ctx.float_scalar(ratio, 0.5), True, DType.BOOL)
+    assert training is not None  # None is inference, returned above
+    return _dropout_data(ctx, node, x, ratio, training)

@@ -159,21 +159,18 @@ def scatter_nd(ctx: Context, node: Node, data: Tensor, indices: Tensor, updates:
 @converter("Compress", since=9)
 def compress(ctx: Context, node: Node, x: Tensor, condition: Tensor) -> Tensor:
     """``Compress`` (9, 11: negative ``axis``): the slices along ``axis`` (the flattened input without one)
-    where ``condition`` is true; a shorter condition leaves the rest out. Reads ``condition`` on the host."""
+    where the 1-D ``condition`` is true; a shorter condition leaves the rest out. The kept positions are one
+    ``argwhere`` (data-dependent size: a device sync, refused under ``ember_jax.jit``)."""
     axis = node.attr("axis", None)
     if axis is None:
         x, axis = x.reshape([-1]), 0
     axis = norm_axis(node, int(axis), x.rank)
-    flags = [bool(v) for v in ctx.values(condition) or []]
     n = x.shape[axis]
-    if len(flags) > n:
-        raise OnnxImportError(f"{node.where()}: condition has {len(flags)} entries for a dim of size {n}.")
-    keep = [i for i, f in enumerate(flags) if f]
-    return x.select(axis, ctx.tensor(keep, DType.INT64, device=x.device).cast(_int_dtype(x)))
-
-
-def _int_dtype(t: Tensor) -> DType:
-    return t.device.backend.int_dtype
+    if condition.rank != 1 or condition.shape[0] > n:
+        raise OnnxImportError(f"{node.where()}: expected a 1-D condition of at most {n} entries (the size of axis "
+                              f"{axis}), got shape {list(condition.shape)}.")
+    flags = condition if condition.kind is Bool else condition.bool()
+    return x.select(axis, flags.argwhere().squeeze_dim(1))
 
 
 @converter("NonZero", since=9)

@@ -2,8 +2,8 @@
 ``SpaceToDepth``, ``CenterCropPad``, ``ReverseSequence`` and ``TensorScatter``.
 
 Counts and sizes (``TopK``'s k, ``OneHot``'s depth, ``Trilu``'s k, ``CenterCropPad``'s shape) are static
-inputs read on the host. ``Unique`` has data-dependent output shapes: it reads its input on the host (eager
-only, not under ``ember_jax.jit``) and gathers the unique slices with Ember ops.
+inputs read on the host. ``Unique`` has data-dependent output shapes: it is :meth:`ember.Tensor.unique` (eager
+only, not under ``ember_jax.jit``).
 Semantics: onnx/docs/Operators.md and onnx/reference/ops.
 """
 
@@ -66,27 +66,14 @@ def unique(ctx: Context, node: Node, x: Tensor) -> tuple[Tensor, Tensor, Tensor,
     """``Unique`` (11): the unique elements (or slices along ``axis``), sorted unless ``sorted=0`` (then in
     order of first occurrence), with the int64 first-occurrence indices, inverse indices and counts.
 
-    The output size depends on the data, which is read on the host: it runs eagerly, and under
-    ``ember_jax.jit`` it raises ``OnnxImportError`` (the input is traced).
+    One :meth:`ember.Tensor.unique` call: the output size depends on the data, so it runs eagerly (under
+    ``ember_jax.jit`` it is refused, as ``nonzero`` is).
     """
     axis = node.attr("axis", None)
-    flat = x.reshape([-1]) if axis is None else x
-    a = 0 if axis is None else norm_axis(node, int(axis), x.rank)
-    moved = flat.movedim(a, 0) if a else flat
-    rows = moved.reshape([moved.shape[0], -1]).tolist() if moved.shape[0] else []
-    keys = [tuple(r) for r in rows]
-    first: dict[tuple, int] = {}
-    counts: dict[tuple, int] = {}
-    for i, key in enumerate(keys):
-        first.setdefault(key, i)
-        counts[key] = counts.get(key, 0) + 1
-    order = sorted(first) if node.attr("sorted", 1) else list(first)
-    pos = {key: j for j, key in enumerate(order)}
-    idx = [first[key] for key in order]
-    out = flat.select(a, ctx.tensor(idx, DType.INT64, device=x.device).cast(x.device.backend.int_dtype))
+    dim = None if axis is None else norm_axis(node, int(axis), x.rank)
+    values, first, inverse, counts = x.unique(dim, sorted=bool(node.attr("sorted", 1)))
     i64 = DType.INT64
-    return (out, ctx.tensor(idx, i64, device=ctx.host), ctx.tensor([pos[k] for k in keys], i64, device=ctx.host),
-            ctx.tensor([counts[k] for k in order], i64, device=ctx.host))
+    return values, to_dtype(first, i64), to_dtype(inverse, i64), to_dtype(counts, i64)
 
 
 @converter("OneHot", since=9, static=(1,))
