@@ -243,6 +243,7 @@ class CompiledStep:
             ow = OutWalk(rb, entry.keep_out)
             for _n, o in rb.optims:
                 ow.reserve(o._states)
+            writes = _modules_in_place(ow, result, args, fl, entry.keep_out)
             rnode = ow.walk(result, "result")
             cells = [(n, ow.tensor(cell._tensor, f"running state {cell.id}"))
                      for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
@@ -251,7 +252,7 @@ class CompiledStep:
                 into = ow.state_in_place(fl.objs[n]._states, o._states, rb.memo)
                 optims.append((n, ("INTO", into) if into is not None else ow.state(o._states, None, "optimizer state")))
             keys = [(s, ow.leaf(k)) for s, k, k0 in zip(states, keys_out, keys_in) if k is not k0]
-            entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl))
+            entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl), writes)
             return tuple(ow.leaves)
 
         def make(leaves: list[Any]) -> Any:
@@ -266,6 +267,29 @@ class CompiledStep:
 
         entry.make = make
         return entry
+
+
+def _modules_in_place(ow: OutWalk, result: Any, args: tuple[Any, ...], fl: Flat, donated: frozenset[int]
+                      ) -> list[tuple[int, int, int]]:
+    """The writes that hand each donated module argument back as the result module of its class (the first that
+    pairs with it, among the top-level results), its tensors holding the new arrays (see
+    :meth:`OutWalk.module_in_place`): jax deleted its arrays, so no one can read the old values anyway, and the
+    result costs no new objects."""
+    if not donated:
+        return []
+    olds = [a for a in args if isinstance(a, Module) and fl.memo.get(id(a)) in donated]
+    writes: list[tuple[int, int, int]] = []
+    for x in list(result) if isinstance(result, (tuple, list)) else [result]:
+        if not isinstance(x, Module):
+            continue
+        for old in olds:
+            if old.__class__ is x.__class__:
+                w = ow.module_in_place(old, x, fl.memo)
+                if w is not None:
+                    olds.remove(old)
+                    writes.extend(w)
+                    break
+    return writes
 
 
 def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple[str, Any, Any]]:

@@ -29,6 +29,7 @@ from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
 from ._devices import ForeignTensor, device_info
+from ._in_place import pair_module
 from ._kernel import is_tracer
 
 __all__ = ["OutWalk", "generate"]
@@ -237,6 +238,31 @@ class OutWalk:
                 writes.append((n, self.leaf(t.primitive)))
         return writes
 
+    def module_in_place(self, old: Any, new: Any, memo: dict[int, int]) -> list[tuple[int, int, int]] | None:
+        """The writes that turn the caller's donated module ``old`` (its objects numbered by ``memo``) into the
+        step's ``new`` by giving each of the caller's tensors its new array: ``(tensor number, output index,
+        flag)`` (flag: 0 a plain tensor, 1 an untracked and 2 a tracked ``Autodiff`` tensor, which gets a new
+        graph leaf as a rebuilt one would), or ``None`` when the trees do not pair up one to one
+        (:func:`~._in_place.pair_module`) or an object of ``new`` was already handed out otherwise. Call before
+        walking the results: the walk then hands the caller's objects back for the new ones."""
+        objs: dict[int, int] = {}
+        tensors: dict[int, Any] = {}
+        if not pair_module(old, new, memo, objs, tensors):
+            return None
+        for i, n in objs.items():
+            held = self.inputs.get(i)
+            if (held is not None and held != n) or i in self._memo or i in self._into or n in self._used:
+                return None
+        writes: list[tuple[int, int, int]] = []
+        for n, t in tensors.items():
+            p = t.primitive
+            if p.__class__ is AutodiffPrimitive:
+                writes.append((n, self.leaf(p.p), 1 if p.node is None else 2))
+            else:
+                writes.append((n, self.leaf(p), 0))
+        self._into.update(objs)
+        return writes
+
     def state(self, x: Any, dev: Device | None, path: str) -> Any:
         """An optimizer state: a Python int/float next to tensors becomes an Int/Float ``[1]`` tensor on their
         device (it stays a tensor in the optimizer afterwards)."""
@@ -434,6 +460,7 @@ class _Gen:
 def generate(
     result: Any, cells: list[tuple[int, Any]], optims: list[tuple[int, Any]], keys: list[tuple[Any, int]],
     fast: list[tuple[str, Any, Any]] = (),  # type: ignore[assignment]
+    writes: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
 ) -> tuple[Any, str]:
     """The function ``build(L, O) -> (result, fast)`` (``L`` the program's outputs, ``O`` the caller's objects
     by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)`` or
@@ -443,8 +470,16 @@ def generate(
     or ``("optim", n, (structure,
     object exprs, leaf exprs, position))``, ``position`` being the (objects, leaves) counts the states must
     follow, or None; ``build`` returns them keyed by object id for the next call's flatten (see
-    :func:`~ember.backend.step_tree.fast_spec`). Returns the function and its source (for debugging)."""
+    :func:`~ember.backend.step_tree.fast_spec`). ``writes`` give the caller's tensors of a donated module their
+    new arrays (:meth:`OutWalk.module_in_place`), first. Returns the function and its source (for debugging)."""
     g = _Gen()
+    for t, i, flag in writes:
+        if flag:
+            a = g.var()
+            g.emit(f"{a} = _new(_AP); {a}.p = L[{i}]; {a}.node = {'_leaf()' if flag == 2 else 'None'}; "
+                   f"O[{t}].primitive = {a}")
+        else:
+            g.emit(f"O[{t}].primitive = L[{i}]")
     # the results first: the walk met them first, so the state written back may refer to their objects
     r = g.node(result)
     for n, tn in cells:
