@@ -14,10 +14,13 @@ so calls never queue behind each other):
   work XLA's CPU runtime does in the calling thread).
 - ``step``: until the loss is on the host (the whole step, for scale).
 
+``--donate`` compiles Ember's step with ``donate_argnums=(0,)`` (the model donated: the new arrays are written
+into the caller's module objects instead of a new module tree being built per call).
+
 ``--small`` shrinks the inputs (batch 1; ResNet-18 at 32x32 with 10 classes; sequence 16) so the program's run
 hides less of the host time; the host work does not depend on the batch.
 
-    python bench/jit_dispatch.py [--small] [--calls N] [MODEL ...]      # default: resnet18 guide transformer
+    python bench/jit_dispatch.py [--small] [--donate] [--calls N] [MODEL ...]      # default: resnet18 guide transformer
 
 Not a test: nothing asserts on time. On a loaded machine the absolute times move a lot between runs; the
 overhead figure is a difference inside one call and moves least; the fastest call's overhead shows it without
@@ -77,7 +80,7 @@ def _ready(loss: Tensor) -> None:
     jax.block_until_ready(getattr(p, "p", p))
 
 
-def main(models: list[str], calls: int, small: bool) -> None:
+def main(models: list[str], calls: int, small: bool, donate: bool = False) -> None:
     for model in models:
         if small:
             _models_ember.SPECS[model] = SMALL[model]
@@ -89,7 +92,7 @@ def main(models: list[str], calls: int, small: bool) -> None:
         optim.init_states(net)
         batch = inputs(model, dev)
         lr = Tensor.from_data(np.array([1e-4], np.float32), dev.inner)
-        fn = ember_jax.jit(train_step)
+        fn = ember_jax.jit(train_step, donate_argnums=(0,) if donate else ())
         x, y = batch_data(model)
         state_dict = {k: v.detach().numpy().copy() for k, v in torch_build(model).state_dict().items()}
         raw = jax_step(model, state_dict, x, y)
@@ -120,7 +123,7 @@ def main(models: list[str], calls: int, small: bool) -> None:
         us = {k: statistics.median(v) * 1e6 for k, v in times.items()}
         n_leaves = len(jax.tree_util.tree_leaves(net)) + len(jax.tree_util.tree_leaves(optim))
         best = min(times["overhead"]) * 1e6
-        print(f"{model}{' (small)' if small else ''}, {n_leaves} arrays in the model and optimizer: ember overhead "
+        print(f"{model}{' (small)' if small else ''}{' (donated)' if donate else ''}, {n_leaves} arrays in the model and optimizer: ember overhead "
               f"{us['overhead']:.0f} µs per call (fastest call {best:.0f} µs) | call returns: ember "
               f"{us['ember call']:.0f} µs, raw jax.jit "
               f"{us['raw call']:.0f} µs | step: ember {us['ember step'] / 1e3:.1f} ms, raw "
@@ -132,5 +135,6 @@ if __name__ == "__main__":
     ap.add_argument("models", nargs="*", default=["resnet18", "guide", "transformer"])
     ap.add_argument("--calls", type=int, default=30)
     ap.add_argument("--small", action="store_true", help="batch 1 and small inputs")
+    ap.add_argument("--donate", action="store_true", help="donate the model to Ember's compiled step")
     a = ap.parse_args()
-    main(a.models, a.calls, a.small)
+    main(a.models, a.calls, a.small, a.donate)
