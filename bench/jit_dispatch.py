@@ -123,7 +123,8 @@ def main(models: list[str], calls: int, small: bool, donate: bool = False) -> No
         us = {k: statistics.median(v) * 1e6 for k, v in times.items()}
         n_leaves = len(jax.tree_util.tree_leaves(net)) + len(jax.tree_util.tree_leaves(optim))
         best = min(times["overhead"]) * 1e6
-        print(f"{model}{' (small)' if small else ''}{' (donated)' if donate else ''}, {n_leaves} arrays in the model and optimizer: ember overhead "
+        tags = (" (small)" if small else "") + (" (donated)" if donate else "")
+        print(f"{model}{tags}, {n_leaves} arrays in the model and optimizer: ember overhead "
               f"{us['overhead']:.0f} µs per call (fastest call {best:.0f} µs) | call returns: ember "
               f"{us['ember call']:.0f} µs, raw jax.jit "
               f"{us['raw call']:.0f} µs | step: ember {us['ember step'] / 1e3:.1f} ms, raw "

@@ -404,10 +404,12 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
             them in place (default ``True``); ``optim.state(id)`` and ``optim.to_record()`` hand out copies, so
             what was read before a call stays valid (read again after the call for the new values).
         donate_argnums: positional arguments whose buffers are given to the program as well, e.g. ``(0,)`` for
-            the model of ``step(model, optim, batch, lr)``: faster (no new allocation per step) but the model
-            passed in can no longer be read after the call (jax raises ``RuntimeError: Array has been
-            deleted``); use the returned one. Nothing is donated when a donated buffer is also reachable from
-            an argument that is not donated.
+            the model of ``step(model, optim, batch, lr)``: faster (no new allocation per step). A donated
+            module comes back as the same object, its tensors holding the new arrays (no new object tree per
+            call), when the returned module pairs object for object with it (what ``optim.step`` returns);
+            otherwise it is rebuilt and the module passed in can no longer be read (jax raises
+            ``RuntimeError: Array has been deleted``). Nothing is donated when a donated buffer is also
+            reachable from an argument that is not donated.
 
     Returns:
         A :class:`CompiledStep` (callable; ``trace_count`` counts the traces).
