@@ -245,8 +245,11 @@ class CompiledStep:
                 ow.reserve(o._states)
             writes = _modules_in_place(ow, result, args, fl, entry.keep_out)
             rnode = ow.walk(result, "result")
-            cells = [(n, ow.tensor(cell._tensor, f"running state {cell.id}"))
-                     for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
+            cells = [(n, node) for n, node in (
+                (n, ow.tensor(cell._tensor, f"running state {cell.id}"))
+                for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells)
+                # a cell of a module written in place already holds its own tensor, now holding the new array
+                if node != ("IN", fl.memo.get(id(fl.objs[n]._tensor)))]
             optims = []
             for n, o in rb.optims:
                 into = ow.state_in_place(fl.objs[n]._states, o._states, rb.memo)
@@ -270,7 +273,7 @@ class CompiledStep:
 
 
 def _modules_in_place(ow: OutWalk, result: Any, args: tuple[Any, ...], fl: Flat, donated: frozenset[int]
-                      ) -> list[tuple[int, int, int]]:
+                      ) -> list[tuple[int, int, bool]]:
     """The writes that hand each donated module argument back as the result module of its class (the first that
     pairs with it, among the top-level results), its tensors holding the new arrays (see
     :meth:`OutWalk.module_in_place`): jax deleted its arrays, so no one can read the old values anyway, and the
@@ -278,13 +281,13 @@ def _modules_in_place(ow: OutWalk, result: Any, args: tuple[Any, ...], fl: Flat,
     if not donated:
         return []
     olds = [a for a in args if isinstance(a, Module) and fl.memo.get(id(a)) in donated]
-    writes: list[tuple[int, int, int]] = []
+    writes: list[tuple[int, int, bool]] = []
     for x in list(result) if isinstance(result, (tuple, list)) else [result]:
         if not isinstance(x, Module):
             continue
         for old in olds:
             if old.__class__ is x.__class__:
-                w = ow.module_in_place(old, x, fl.memo)
+                w = ow.module_in_place(old, x, fl.memo, fl.objs)
                 if w is not None:
                     olds.remove(old)
                     writes.extend(w)
