@@ -48,7 +48,6 @@ import jax  # noqa: E402
 import _models_ember  # noqa: E402
 import ember  # noqa: E402
 import ember_jax  # noqa: E402
-from ember_jax._tree import TREE  # noqa: E402
 from _models_ember import batch_data, build, inputs, train_step  # noqa: E402
 from _models_jax import step as jax_step  # noqa: E402
 from _models_torch import build as torch_build  # noqa: E402
@@ -56,6 +55,7 @@ from ember import Tensor  # noqa: E402
 from ember.autodiff import Autodiff  # noqa: E402
 from ember.backend.step_tree import Flat, flatten_seq  # noqa: E402
 from ember.optim import AdamConfig  # noqa: E402
+from ember_jax._tree import TREE  # noqa: E402
 
 SMALL = {
     "resnet18": _models_ember.Spec(1, {"classes": 10, "size": 32}),
@@ -138,7 +138,8 @@ def main(models: list[str], calls: int, small: bool, donate: bool = False) -> No
             times["overhead"].append(t1 - t0 - timed[0].last)
             if raw_timed is not None:
                 times["raw host"].append(t3 - t2 - raw_timed.last)
-            for k, v in zip(("ember call", "ember step", "raw call", "raw step"), (t1 - t0, ember_step, t3 - t2, t4 - t2)):
+            spans = (t1 - t0, ember_step, t3 - t2, t4 - t2)
+            for k, v in zip(("ember call", "ember step", "raw call", "raw step"), spans):
                 times[k].append(v)
         us = {k: statistics.median(v) * 1e6 if v else float("nan") for k, v in times.items()}
         n_leaves = len(jax.tree_util.tree_leaves(net)) + len(jax.tree_util.tree_leaves(optim))
