@@ -18,7 +18,9 @@ outside the timing, so calls never queue behind each other or run beside the pre
 - ``step``: until the loss is on the host (the whole step, for scale).
 
 ``--donate`` compiles Ember's step with ``donate_argnums=(0,)`` (the model donated: the new arrays are written
-into the caller's module objects instead of a new module tree being built per call).
+into the caller's module objects instead of a new module tree being built per call), as the raw step donates its
+parameters, optimizer state and buffers; without it Ember's result is a new module tree per call (what the
+Learner's jax step does).
 
 ``--small`` shrinks the inputs (batch 1; ResNet-18 at 32x32 with 10 classes; sequence 16) so the program's run
 hides less of the host time; the host work does not depend on the batch.
