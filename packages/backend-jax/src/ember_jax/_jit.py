@@ -409,7 +409,8 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
         donate_argnums: positional arguments whose buffers are given to the program as well, e.g. ``(0,)`` for
             the model of ``step(model, optim, batch, lr)``: faster (no new allocation per step). A donated
             module comes back as the same object, its tensors holding the new arrays (no new object tree per
-            call), when the returned module pairs object for object with it (what ``optim.step`` returns);
+            call; a parameter keeps its autodiff wrapper and graph leaf, as a parameter updated in place), when
+            the returned module pairs object for object with it (what ``optim.step`` returns);
             otherwise it is rebuilt and the module passed in can no longer be read (jax raises
             ``RuntimeError: Array has been deleted``). Nothing is donated when a donated buffer is also
             reachable from an argument that is not donated.
