@@ -243,15 +243,19 @@ class CompiledStep:
             ow = OutWalk(rb, entry.keep_out)
             for _n, o in rb.optims:
                 ow.reserve(o._states)
+            writes = _modules_in_place(ow, result, args, fl, entry.keep_out)
             rnode = ow.walk(result, "result")
-            cells = [(n, ow.tensor(cell._tensor, f"running state {cell.id}"))
-                     for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells]
+            cells = [(n, node) for n, node in (
+                (n, ow.tensor(cell._tensor, f"running state {cell.id}"))
+                for n, cell, initial in rb.cells if cell._tensor is not initial or n in entry.cells)
+                # a cell of a module written in place already holds its own tensor, now holding the new array
+                if node != ("IN", fl.memo.get(id(fl.objs[n]._tensor)))]
             optims = []
             for n, o in rb.optims:
                 into = ow.state_in_place(fl.objs[n]._states, o._states, rb.memo)
                 optims.append((n, ("INTO", into) if into is not None else ow.state(o._states, None, "optimizer state")))
             keys = [(s, ow.leaf(k)) for s, k, k0 in zip(states, keys_out, keys_in) if k is not k0]
-            entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl))
+            entry.build, entry.source = generate(rnode, cells, optims, keys, _fast_entries(ow, result, rb, fl), writes)
             return tuple(ow.leaves)
 
         def make(leaves: list[Any]) -> Any:
@@ -266,6 +270,29 @@ class CompiledStep:
 
         entry.make = make
         return entry
+
+
+def _modules_in_place(ow: OutWalk, result: Any, args: tuple[Any, ...], fl: Flat, donated: frozenset[int]
+                      ) -> list[tuple[int, int, bool]]:
+    """The writes that hand each donated module argument back as the result module of its class (the first that
+    pairs with it, among the top-level results), its tensors holding the new arrays (see
+    :meth:`OutWalk.module_in_place`): jax deleted its arrays, so no one can read the old values anyway, and the
+    result costs no new objects."""
+    if not donated:
+        return []
+    olds = [a for a in args if isinstance(a, Module) and fl.memo.get(id(a)) in donated]
+    writes: list[tuple[int, int, bool]] = []
+    for x in list(result) if isinstance(result, (tuple, list)) else [result]:
+        if not isinstance(x, Module):
+            continue
+        for old in olds:
+            if old.__class__ is x.__class__:
+                w = ow.module_in_place(old, x, fl.memo, fl.objs)
+                if w is not None:
+                    olds.remove(old)
+                    writes.extend(w)
+                    break
+    return writes
 
 
 def _fast_entries(ow: OutWalk, result: Any, rb: Rebuild, fl: Flat) -> list[tuple[str, Any, Any]]:
@@ -380,10 +407,13 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
             them in place (default ``True``); ``optim.state(id)`` and ``optim.to_record()`` hand out copies, so
             what was read before a call stays valid (read again after the call for the new values).
         donate_argnums: positional arguments whose buffers are given to the program as well, e.g. ``(0,)`` for
-            the model of ``step(model, optim, batch, lr)``: faster (no new allocation per step) but the model
-            passed in can no longer be read after the call (jax raises ``RuntimeError: Array has been
-            deleted``); use the returned one. Nothing is donated when a donated buffer is also reachable from
-            an argument that is not donated.
+            the model of ``step(model, optim, batch, lr)``: faster (no new allocation per step). A donated
+            module comes back as the same object, its tensors holding the new arrays (no new object tree per
+            call; a parameter keeps its autodiff wrapper and graph leaf, as a parameter updated in place), when
+            the returned module pairs object for object with it (what ``optim.step`` returns);
+            otherwise it is rebuilt and the module passed in can no longer be read (jax raises
+            ``RuntimeError: Array has been deleted``). Nothing is donated when a donated buffer is also
+            reachable from an argument that is not donated.
 
     Returns:
         A :class:`CompiledStep` (callable; ``trace_count`` counts the traces).

@@ -15,6 +15,7 @@ Result tensors come back as fresh values: on an ``Autodiff`` device a tracked te
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import jax
@@ -29,6 +30,7 @@ from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
 from ._devices import ForeignTensor, device_info
+from ._in_place import pair_module
 from ._kernel import is_tracer
 
 __all__ = ["OutWalk", "generate"]
@@ -237,6 +239,37 @@ class OutWalk:
                 writes.append((n, self.leaf(t.primitive)))
         return writes
 
+    def module_in_place(self, old: Any, new: Any, memo: dict[int, int], caller: list[Any]
+                        ) -> list[tuple[int, int, bool]] | None:
+        """The writes that turn the caller's donated module ``old`` (its objects numbered by ``memo``, listed in
+        ``caller``) into the step's ``new`` by giving each of the caller's tensors its new array: ``(tensor number,
+        output index, wrapped)``; ``wrapped``: the tensor is a Float tensor on an ``Autodiff`` device, whose
+        ``AutodiffPrimitive`` keeps its graph node (a tracked parameter stays the same leaf, as a parameter updated
+        in place) and gets the new inner array. ``None`` when the trees do not pair up one to one
+        (:func:`~._in_place.pair_module`), two caller tensors share one wrapper, or an object of ``new`` was already
+        handed out otherwise. Call before walking the results: the walk then hands the caller's objects back for
+        the new ones."""
+        objs: dict[int, int] = {}
+        tensors: dict[int, Any] = {}
+        if not pair_module(old, new, memo, objs, tensors):
+            return None
+        for i, n in objs.items():
+            held = self.inputs.get(i)
+            if (held is not None and held != n) or i in self._memo or i in self._into or n in self._used:
+                return None
+        wrappers = [caller[n].primitive for n in tensors if caller[n].primitive.__class__ is AutodiffPrimitive]
+        if len({id(w) for w in wrappers}) != len(wrappers):
+            return None
+        writes: list[tuple[int, int, bool]] = []
+        for n, t in tensors.items():
+            p = t.primitive
+            if p.__class__ is AutodiffPrimitive:
+                writes.append((n, self.leaf(p.p), True))
+            else:
+                writes.append((n, self.leaf(p), False))
+        self._into.update(objs)
+        return writes
+
     def state(self, x: Any, dev: Device | None, path: str) -> Any:
         """An optimizer state: a Python int/float next to tensors becomes an Int/Float ``[1]`` tensor on their
         device (it stays a tensor in the optimizer afterwards)."""
@@ -431,9 +464,41 @@ class _Gen:
         raise AssertionError(f"unknown output node {tag!r}")
 
 
+_INDEXED = re.compile(r"([OL])\[(\d+)\]")
+
+
+def _list_expr(exprs: list[str]) -> str:
+    """A list display of ``exprs`` where runs of consecutive ``O[i]`` / ``L[i]`` are slices (copied by C code, not
+    one subscript per item): ``[O[3], O[4], O[5], s1]`` -> ``[*O[3:6], s1]``, a single run -> ``O[3:6]``."""
+    parts: list[str] = []
+    run: tuple[str, int, int] | None = None  # (list name, start, stop)
+
+    def close() -> None:
+        if run is not None:
+            name, a, b = run
+            parts.append(f"{name}[{a}]" if b == a + 1 else f"*{name}[{a}:{b}]")
+
+    for e in exprs:
+        m = _INDEXED.fullmatch(e)
+        if m is not None and run is not None and run[0] == m[1] and run[2] == int(m[2]):
+            run = (run[0], run[1], run[2] + 1)
+            continue
+        close()
+        run = None
+        if m is not None:
+            run = (m[1], int(m[2]), int(m[2]) + 1)
+        else:
+            parts.append(e)
+    close()
+    if len(parts) == 1 and parts[0].startswith("*"):
+        return parts[0][1:]
+    return f"[{', '.join(parts)}]"
+
+
 def generate(
     result: Any, cells: list[tuple[int, Any]], optims: list[tuple[int, Any]], keys: list[tuple[Any, int]],
     fast: list[tuple[str, Any, Any]] = (),  # type: ignore[assignment]
+    writes: list[tuple[int, int, bool]] = (),  # type: ignore[assignment]
 ) -> tuple[Any, str]:
     """The function ``build(L, O) -> (result, fast)`` (``L`` the program's outputs, ``O`` the caller's objects
     by number) that also writes the state back: ``cells`` ``(n, tensor node)``, ``optims`` ``(n, states node)`` or
@@ -443,8 +508,11 @@ def generate(
     or ``("optim", n, (structure,
     object exprs, leaf exprs, position))``, ``position`` being the (objects, leaves) counts the states must
     follow, or None; ``build`` returns them keyed by object id for the next call's flatten (see
-    :func:`~ember.backend.step_tree.fast_spec`). Returns the function and its source (for debugging)."""
+    :func:`~ember.backend.step_tree.fast_spec`). ``writes`` give the caller's tensors of a donated module their
+    new arrays (:meth:`OutWalk.module_in_place`), first. Returns the function and its source (for debugging)."""
     g = _Gen()
+    for t, i, wrapped in writes:
+        g.emit(f"O[{t}].primitive.p = L[{i}]" if wrapped else f"O[{t}].primitive = L[{i}]")
     # the results first: the walk met them first, so the state written back may refer to their objects
     r = g.node(result)
     for n, tn in cells:
@@ -462,13 +530,13 @@ def generate(
         if kind == "module":
             node, free, objs, leaves, cells, values = spec
             guard = f"({''.join(f'{c}, ' for c in cells)}), ({''.join(f'{t}, ' for t in values)})"
-            items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, [{', '.join(objs)}], [{', '.join(leaves)}], "
+            items.append(f"id({who}): ({who}, {g.const(node)}, {free!r}, {_list_expr(objs)}, {_list_expr(leaves)}, "
                          f"{guard})")
         else:
             node, objs, leaves, pos = spec
             o = f"O[{who}]"
             items.append(f"id({o}): ({o}, {o}._states, tuple({o}._states.values()), {g.const(node)}, "
-                         f"[{', '.join(objs)}], [{', '.join(leaves)}], {pos!r})")
+                         f"{_list_expr(objs)}, {_list_expr(leaves)}, {pos!r})")
     src = "def build(L, O):\n" + "\n".join(g.lines) + f"\n    return {r}, {{{', '.join(items)}}}\n"
     exec(compile(src, "<ember_jax.jit output>", "exec"), g.ns)  # noqa: S102 - generated from our own nodes
     return g.ns["build"], src

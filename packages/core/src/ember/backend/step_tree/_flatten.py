@@ -188,12 +188,8 @@ def _f_optim(fl: Flat, o: Optimizer) -> Any:
 
 
 def _same_values(d: dict[Any, Any], values: tuple[Any, ...]) -> bool:
-    if len(d) != len(values):
-        return False
-    for a, b in zip(d.values(), values):
-        if a is not b:
-            return False
-    return True
+    """Whether ``d`` holds exactly ``values`` (the same objects, in order); compared by C code, not a Python loop."""
+    return len(d) == len(values) and all(map(_is, d.values(), values))
 
 
 def flatten_state(fl: Flat, x: Any) -> Any:
