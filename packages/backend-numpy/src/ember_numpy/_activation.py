@@ -24,8 +24,15 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _where: Any = getattr(np.where, "_implementation", np.where)
 _less_equal: Any = np.less_equal
+_maximum: Any = np.maximum
 _max_reduce: Any = np.maximum.reduce
 _add_reduce: Any = np.add.reduce  # positional keepdims: the stubs want keywords (slower)
+
+#: a 0-d zero of each float dtype: a ufunc takes a typed 0-d array faster than a Python scalar, which it converts
+#: on every call (``np.maximum(a, zero)`` 0.7 µs against 1.0 µs for ``np.maximum(a, 0)`` on a 32x16 float32 array)
+_ZERO: dict[Any, Any] = {dt: np.zeros((), dt) for dt in (_F16, _F32, _F64)}
+for _z in _ZERO.values():
+    _z.flags.writeable = False
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -34,8 +41,8 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 class NumpyActivationOps:
     @staticmethod
     def relu(a: Any) -> Any:
-        # np.maximum propagates NaN, as torch.relu does
-        return np.maximum(a, 0)
+        # np.maximum propagates NaN, as torch.relu does; the zero has a's dtype (the result keeps it)
+        return _maximum(a, _ZERO.get(a.dtype, 0))
 
     @staticmethod
     @quiet
@@ -68,9 +75,11 @@ class NumpyActivationOps:
 
     def relu_backward(self, grad: Any, y: Any) -> Any:
         # the contract's mask_fill(grad, y <= 0, 0.0) as one kernel: same ops, no backend calls in between
-        if grad.dtype is not y.dtype or (y.dtype is not _F32 and y.dtype is not _F64):
+        dt = y.dtype
+        if grad.dtype is not dt or (dt is not _F32 and dt is not _F64):
             return ActivationGradOps.relu_backward(self, grad, y)  # type: ignore[arg-type]
-        return _where(_less_equal(y, 0.0), 0.0, grad)
+        z = _ZERO[dt]
+        return _where(_less_equal(y, z), z, grad)
 
     def log_softmax_backward(self, grad: Any, y: Any, dim: int) -> Any:
         # the contract's grad - exp(y) * sum_dim(grad, dim) as one kernel (same ufuncs in the same order)

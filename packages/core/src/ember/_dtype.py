@@ -30,6 +30,11 @@ class DType(enum.Enum):
     UINT64 = "uint64"
     BOOL = "bool"
 
+    #: identity hash, in C: Enum's ``__hash__`` is a Python function (``hash(self._name_)``), a frame on every
+    #: dict look-up keyed by a DType (the backends' dtype tables, on every creation op). Members are singletons
+    #: compared by identity, so the identity hash is consistent with equality.
+    __hash__ = object.__hash__
+
     @property
     def kind(self) -> str:
         v = self.value

@@ -104,10 +104,10 @@ def backward(B: Any, root: Any, seed: Any, on_ready: Callable[[int, Any], None] 
     graph), gradients of a node used several times are summed, and each processed node is
     cleared (parents, saved tensors), which frees the graph as the sweep goes.
 
-    A leaf is popped only when every node that consumes it has been processed, so its gradient is
-    final then: ``on_ready(leaf id, gradient)`` is called at that moment (once per leaf that gets a
-    gradient, in the sweep's order; the primitive passed is the one returned). Without
-    ``on_ready`` the sweep costs one test more per leaf.
+    Leaves are not scheduled: their gradients are summed where they arrive and collected at the end.
+    With ``on_ready``, a leaf's consumers are counted too, and when the last of them has been processed
+    the leaf's gradient is final: ``on_ready(leaf id, gradient)`` is called at that moment (once per leaf
+    that gets a gradient, in the sweep's order; the primitive passed is the one returned).
 
     Returns:
         ``{leaf id: gradient}`` (inner primitives) for every leaf reached.
@@ -115,21 +115,26 @@ def backward(B: Any, root: Any, seed: Any, on_ready: Callable[[int, Any], None] 
     Raises:
         AutodiffError: the sweep reached a node consumed by an earlier ``backward()``.
     """
-    # count, for each node, the edges from nodes that will send it a gradient
+    if root.rule is None:  # a leaf: its own gradient
+        if on_ready is not None:
+            on_ready(root.id, seed)
+        return {root.id: seed}
+    # count, for each node, the edges from nodes that will send it a gradient (a leaf has no parents: not
+    # pushed, so the walk does not visit it)
     deps: dict[Any, int] = {root: 0}
     stack = [root]
-    pop, push = stack.pop, stack.append
+    pop, push, get_dep = stack.pop, stack.append, deps.get
     while stack:
         for p in pop().parents:
             if p is not None:
-                c = deps.get(p)
+                c = get_dep(p)
                 if c is None:
                     deps[p] = 1
-                    push(p)
+                    if p.rule is not None:
+                        push(p)
                 else:
                     deps[p] = c + 1
     grads: dict[Any, Any] = {root: seed}
-    out: dict[int, Any] = {}
     ready = [root]
     pop_ready, push_ready, pop_grad, get_grad = ready.pop, ready.append, grads.pop, grads.get
     while ready:
@@ -137,15 +142,8 @@ def backward(B: Any, root: Any, seed: Any, on_ready: Callable[[int, Any], None] 
         g = pop_grad(n, None)
         if g.__class__ is SliceGrad:  # the pieces of a slice's gradient, written out once
             g = dense(B, g)
-        rule = n.rule
-        if rule is None:  # a leaf
-            if g is not None:
-                out[n.id] = g
-                if on_ready is not None:
-                    on_ready(n.id, g)
-            continue
         parents = n.parents
-        gs = (None,) * len(parents) if g is None else rule(B, g, n.saved, parents)
+        gs = (None,) * len(parents) if g is None else n.rule(B, g, n.saved, parents)
         n.parents = ()
         n.saved = None
         n.rule = _consumed
@@ -158,6 +156,13 @@ def backward(B: Any, root: Any, seed: Any, on_ready: Callable[[int, Any], None] 
             c = deps[p] - 1
             if c:
                 deps[p] = c
-            else:
+            elif p.rule is not None:
                 push_ready(p)
-    return out
+            elif on_ready is not None:  # a leaf's last consumer: its gradient is final
+                lg = get_grad(p)
+                if lg is not None:
+                    if lg.__class__ is SliceGrad:
+                        lg = grads[p] = dense(B, lg)
+                    on_ready(p.id, lg)
+    # every node reached was processed and its gradient popped: what is left belongs to leaves
+    return {p.id: dense(B, g) if g.__class__ is SliceGrad else g for p, g in grads.items()}

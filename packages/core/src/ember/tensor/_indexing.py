@@ -251,7 +251,11 @@ class IndexingOps(TensorBase):
     def _gather(self, op: str, d: int, idx: Any) -> Any:
         """:meth:`gather` on a non-negative ``d`` with an Int tensor ``idx`` of the right shape whose values
         the caller has checked (``CrossEntropyLoss`` checks its targets under its own name)."""
-        return call_wrap(op, self, lambda: self.ops.gather(self.primitive, d, idx.primitive), idx)
+        try:  # call_wrap's body without its closure and frames: gathers run on every classifier step
+            p = self.ops.gather(self.primitive, d, idx.primitive)
+        except Exception as exc:
+            raise fail(op, exc, self, idx) from exc
+        return _core.wrap(p, self, self.kind)
 
     def scatter(self, dim: int, indices: Any, values: Any) -> Any:
         """A copy with ``values`` **added** at ``indices`` along ``dim`` (Burn's ``scatter``, which

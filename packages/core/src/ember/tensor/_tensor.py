@@ -21,6 +21,8 @@ from .._dtype import DType
 from .._errors import EmberError, ShapeError
 from .._kind import Bool, Float, Int, Kind, kind_of
 from .._tensor_data import TensorData
+from ..autodiff._backend import Autodiff as _Autodiff
+from ..autodiff._graph import AutodiffPrimitive as _AP
 from ..backend._device import Device
 from ._autodiff import AutodiffTensorOps
 from ._basic import BasicOps
@@ -256,8 +258,11 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
         if inner is dev:
             return self
         k = self.kind
+        p = self.primitive
         t = _new_obj(Tensor)
-        t.primitive = self.ops.inner(self.primitive) if k is Float else self.primitive
+        # an autodiff primitive unwrapped here (``Autodiff.inner`` without its frame: this runs for every parameter
+        # every step); anything else asks the ops
+        t.primitive = p.p if p.__class__ is _AP else self.ops.inner(p) if k is Float else p
         t.device = inner
         t.kind = k
         t.ops = inner.ops[k.index]
@@ -282,7 +287,14 @@ class Tensor(CreationOps, BasicOps, NumericTensorOps, FloatTensorOps, IntBoolTen
         k = tensor.kind
         ops = device.ops[k.index]
         t = _new_obj(Tensor)
-        t.primitive = ops.from_inner(tensor.primitive) if k is Float else tensor.primitive
+        if k is not Float:
+            t.primitive = tensor.primitive
+        elif ops.__class__ is _Autodiff:  # Autodiff.from_inner without its frame (per parameter per step)
+            r = t.primitive = _new_obj(_AP)
+            r.p = tensor.primitive
+            r.node = None
+        else:
+            t.primitive = ops.from_inner(tensor.primitive)
         t.device = device
         t.kind = k
         t.ops = ops
