@@ -82,8 +82,8 @@ def non_max_suppression(
         device sync).
 
     Raises:
-        KindError: ``boxes`` or ``scores`` not Float. ShapeError: ``scores`` not ``[*batch, N]``, ``boxes``
-        not ``[*box_batch, N, 4]``.
+        KindError: ``boxes`` or ``scores`` not Float.
+        ShapeError: ``scores`` not ``[*batch, N]``, or ``boxes`` not ``[*box_batch, N, 4]``.
     """
     if boxes.kind is not Float or scores.kind is not Float:
         raise KindError(f"non_max_suppression: boxes and scores must be Float, got {boxes.kind} and {scores.kind}.")
