@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from _codegen_support import generate_numpy
 from onnx import TensorProto, helper
 
 import ember
+from _codegen_support import generate_numpy
 from ember import Tensor
-from ember_import.onnx import ModelGenError, load_model
-from ember_import.onnx import _registry
+from ember_import.onnx import ModelGenError, _registry, load_model
 from ember_import.onnx.codegen._retrace import has_dynamic_dims
 
 DOMAIN = "test.retrace"
@@ -26,8 +25,12 @@ DOMAIN = "test.retrace"
 def _model(batch: Any) -> onnx.ModelProto:
     """``y = Scale(x)`` of the test domain, ``x: float32[batch, 3]``."""
     node = helper.make_node("Scale", ["x"], ["y"], domain=DOMAIN)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18), helper.make_opsetid(DOMAIN, 1)])
 
 

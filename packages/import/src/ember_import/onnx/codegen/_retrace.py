@@ -19,7 +19,7 @@ from typing import Any
 
 from ember import Tensor
 
-from .._ir import Graph
+from .._ir import Graph, ValueInfo
 from ._errors import ModelGenError
 from ._host import HostDTypeError
 
@@ -34,7 +34,8 @@ RETRACE_HINTS = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
 def has_dynamic_dims(graph: Graph) -> bool:
     """Whether an input of ``graph`` (a tensor, or a sequence's or optional's element) has a dim without a fixed
     size (a name, ``?``): the trace gives it a hint, and the source could depend on it."""
-    for info in graph.inputs:
+    for top in graph.inputs:
+        info: ValueInfo | None = top
         while info is not None and info.kind != "tensor":
             info = info.elem
         if info is not None and info.shape is not None and any(not (isinstance(d, int) and d >= 0) for d in info.shape):
