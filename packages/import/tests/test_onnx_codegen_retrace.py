@@ -100,3 +100,17 @@ def test_static_model_is_traced_once(scale_op: Any, tmp_path: Path) -> None:
     net, dev, _ = generate_numpy(model, tmp_path, "static", "retrace")
     assert seen == [4]  # traced once
     np.testing.assert_allclose(_run(net, 4, dev), _x(4) * 10.0, rtol=1e-6)
+
+
+def test_refusal_at_the_other_sizes_is_a_refusal(scale_op: Any, tmp_path: Path) -> None:
+    # a converter whose host planning takes another (unsupported) path at other sizes: the first trace's code
+    # would hold only the traced size's path, so generation is refused, saying why
+    def factor(x: Tensor) -> Any:
+        if x.shape[0] > 5:
+            raise ModelGenError("Scale: large batches take a path generated code cannot write")
+        return 2.0
+
+    scale_op(factor)
+    with pytest.raises(ModelGenError, match="traced again with other sizes.*large batches"):
+        generate_numpy(_model("batch"), tmp_path, "other", "retrace")
+    assert not (tmp_path / "other").exists()
