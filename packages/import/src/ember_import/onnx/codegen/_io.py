@@ -97,15 +97,17 @@ def stand_in(dtype: DType, shape: list[int], rng: np.random.Generator) -> Tensor
         return Tensor.from_data(data, host_device(), dtype=dtype)
 
 
-def container_input(info: ValueInfo, var: Var, rng: np.random.Generator) -> SeqVal | OptVal:
+def container_input(info: ValueInfo, var: Var, rng: np.random.Generator,
+                    sizes: tuple[int, ...] = _ELEM_HINTS) -> SeqVal | OptVal:
     """The traced value of a sequence or optional input held by ``var`` (checked by :func:`check_input`): a
     :class:`SeqVal` whose element stand-in has the declared rank (none when the file leaves it open: an op
-    reading an element is refused then), or an :class:`OptVal` of a tensor or sequence stand-in."""
+    reading an element is refused then), or an :class:`OptVal` of a tensor or sequence stand-in. The element's
+    free dims take ``sizes`` in turn."""
     inner = _contents(info)
     assert inner is not None and inner.dtype is not None
     elem = None
     if inner.shape is not None:
-        hints = iter(_ELEM_HINTS)
+        hints = iter(sizes)
         shape = [d if isinstance(d, int) and d >= 0 else next(hints, 2) for d in inner.shape]
         elem = stand_in(inner.dtype, shape, rng)
     if info.kind == "sequence":

@@ -30,6 +30,7 @@ from ._io import CONVENTION, check_input, container_input, output_source, stand_
 from ._names import check_class_name, identifier
 from ._quant_recognizers import restore_qlinear
 from ._recognizers import RECOGNIZERS
+from ._retrace import RETRACE_HINTS, check_same_source, has_dynamic_dims
 from ._run import TraceContext, convert_node, shadow_outputs
 from ._source import check_record_type, render
 from ._sym import Sym, Var, parts_text
@@ -55,17 +56,18 @@ class GeneratedModel:
     host: Device | None = None
 
 
-def _hint_inputs(g: Gen, graph: Graph) -> list[tuple[str, ValueInfo]]:
+def _hint_inputs(g: Gen, graph: Graph, sizes: tuple[int, ...]) -> list[tuple[str, ValueInfo]]:
     """Bind each graph input to a traced stand-in: its declared shape, each named dim (``batch``) a
-    :class:`~._sym.Sym` with a small distinct size, read once in ``forward`` (``batch = x.shape[0]``)."""
+    :class:`~._sym.Sym` with a small distinct size (``sizes`` in turn), read once in ``forward``
+    (``batch = x.shape[0]``)."""
     rng = np.random.default_rng(0)
-    hints = iter(_HINTS)
+    hints = iter(sizes)
     inputs = []
     for info in graph.inputs:
         check_input(info)
         var = Var(g.var_names.take(identifier(info.name, "input")))
         if info.kind != "tensor":  # a list or an optional: its length or emptiness is the run's
-            g.env[info.name] = container_input(info, var, rng)
+            g.env[info.name] = container_input(info, var, rng, sizes)
             inputs.append((var.name, info))
             if CONVENTION not in g.doc_notes:
                 g.doc_notes.append(CONVENTION)
@@ -121,7 +123,11 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
 
     def attempt() -> GeneratedModel:
         try:
-            return _generate(model, class_name, record_file, record_type, half, source_name)
+            made = _generate(model, class_name, record_file, record_type, half, source_name, _HINTS)
+            if has_dynamic_dims(made.module.program.graph):  # a size leaked into the code? (:mod:`._retrace`)
+                check_same_source(made, lambda: _generate(model, class_name, record_file, record_type, half,
+                                                          source_name, RETRACE_HINTS))
+            return made
         except DTypeError as exc:
             raise HostDTypeError(f"generation computes on the host ({host_device()}), which lacks an element type "
                                  f"of this model: {exc}") from exc
@@ -132,7 +138,7 @@ def generate(model: str | os.PathLike[str] | bytes | Any, *, class_name: str = "
 
 
 def _generate(model: str | os.PathLike[str] | bytes | Any, class_name: str, record_file: str, record_type: str,
-              half: bool, source_name: str | None) -> GeneratedModel:
+              half: bool, source_name: str | None, sizes: tuple[int, ...]) -> GeneratedModel:
     module = load_model(model, host_device())
     graph = module.program.graph
     weights, constants = _fold_weights(module)
@@ -143,7 +149,7 @@ def _generate(model: str | os.PathLike[str] | bytes | Any, class_name: str, reco
     if not any(i.kind == "tensor" for i in graph.inputs):
         module_device(g)
     try:
-        inputs, outputs, body = _trace(g, ctx, graph)
+        inputs, outputs, body = _trace(g, ctx, graph, sizes)
     except DTypeError as exc:
         raise HostDTypeError(f"generation computes on the host ({host_device()}), which lacks an element type "
                              f"of this model: {exc}") from exc
@@ -156,12 +162,12 @@ def _generate(model: str | os.PathLike[str] | bytes | Any, class_name: str, reco
     return GeneratedModel(source, g, module)
 
 
-def _trace(g: Gen, ctx: TraceContext, graph: Graph) -> tuple[list[tuple[str, ValueInfo]],
+def _trace(g: Gen, ctx: TraceContext, graph: Graph, sizes: tuple[int, ...]) -> tuple[list[tuple[str, ValueInfo]],
                                                               list[tuple[str, ValueInfo]], list[str]]:
     """Run the graph traced: the recognizers, else each node's converter; returns the inputs (variable, info),
     the outputs (source, info) and the lines of ``forward``."""
     with tracing(g):
-        inputs = _hint_inputs(g, graph)
+        inputs = _hint_inputs(g, graph, sizes)
         consumed: set[int] = set()
         for node in graph.nodes:
             if id(node) in consumed:
