@@ -212,6 +212,26 @@ def test_mel_weight_matrix_of_scalars_read_when_forward_runs(tmp_path: Path) -> 
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_mel_weight_matrix_load_model_on_a_device_other_than_the_host(backend: str) -> None:
+    """load_model reads the five scalars on the host (numpy) and the model runs on ``backend``: the matrix is
+    built where the scalars are and moved to the model's device (it mixed the two devices before)."""
+    pytest.importorskip({"torch": "ember_torch", "jax": "ember_jax"}[backend])
+    from onnx.reference import ReferenceEvaluator
+
+    names = ["bins", "n_dft", "rate", "low", "high"]
+    node = h.make_node("MelWeightMatrix", names, ["m"])
+    types = [TP.INT64, TP.INT64, TP.INT64, TP.FLOAT, TP.FLOAT]
+    model = _model(node, [(n, t, []) for n, t in zip(names, types)], ("m", TP.FLOAT, 2), 17)
+    dev = ember.backend(backend).device()
+    net = load_model(model, dev)
+    feeds = [_scalar(10), _scalar(64), _scalar(16000), _scalar(20.0, np.float32), _scalar(7600.0, np.float32)]
+    want = ReferenceEvaluator(model).run(None, dict(zip(names, feeds)))[0]
+    got = net(*[Tensor.from_data(a, dev, dtype=str(a.dtype)) for a in feeds])
+    assert got.device == dev
+    np.testing.assert_allclose(np.asarray(got.to_data().to_numpy()), want, rtol=1e-6, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------------------------- AffineGrid
 @pytest.mark.parametrize("align", [0, 1])
 @pytest.mark.parametrize("nd", [2, 3])

@@ -253,7 +253,7 @@ def mel_weight_matrix(ctx: Context, node: Node, bins: Tensor, dft_length: Tensor
     bin fall outside the matrix."""
     n_mel, n_dft = ctx.int_scalar(bins), ctx.int_scalar(dft_length)
     dtype = dtype_of(int(node.attr("output_datatype", 1)), f"{node.where()} output_datatype")
-    dev = ctx.device
+    dev = low.device  # the scalars' device: the host under load_model (static inputs), the model's when generated
     wide = DType.FLOAT64 if DType.FLOAT64 in bins.backend.supported_dtypes else DType.FLOAT32
     ln10 = math.log(10.0)
     lo_mel = (low.cast(wide) / 700.0).log1p() * (2595.0 / ln10)
@@ -270,7 +270,7 @@ def mel_weight_matrix(ctx: Context, node: Node, bins: Tensor, dft_length: Tensor
     up = (center - j) / (center - left).clamp_min(1.0) * -1.0 + 1.0
     down = (right - j) / (right - center).clamp_min(1.0)
     zero = Tensor.zeros([n_dft // 2 + 1, n_mel], dev).cast(wide)
-    return zero.mask_where(rising, up).mask_where(falling, down).cast(dtype)
+    return zero.mask_where(rising, up).mask_where(falling, down).cast(dtype).to_device(ctx.device)
 
 
 __all__ = ["dft_last"]
