@@ -17,6 +17,7 @@ MODULES = [
     "ember.testing", "ember.tensor", "ember.tensor.activation", "ember.tensor.functional", "ember_numpy", "ember_torch",
     "ember_jax", "ember_train", "ember_train.metric", "ember_train.renderer", "ember_train.plots", "ember_import",
     "ember_import.pytorch", "ember_import.safetensors", "ember_import.onnx", "ember_import.onnx.codegen",
+    "ember_import.onnx.rules",
     "ember_train.launch", "ember_train.strategies", "ember.extension", "ember.quantization",
 ]
 #: the installed distributions' top-level packages, searched for public modules with an ``__all__``
