@@ -46,3 +46,11 @@ def lint_generated(tool: str, py: Path) -> subprocess.CompletedProcess[str]:
     config = str(Path(__file__).resolve().parents[3] / "pyproject.toml")
     args = ["ruff", "check", "--no-cache", "--config", config] if tool == "ruff" else ["mypy", "--config-file", config]
     return subprocess.run([sys.executable, "-m", *args, str(py)], capture_output=True, text=True, cwd=py.parent)
+
+
+def graph_model(nodes: list[Any], ins: list[Any], outs: list[Any], opset: int, inits: list[Any] | None = None) -> Any:
+    """A model of ``nodes`` with value infos ``ins``/``outs``, initializers ``inits``, the default domain at
+    ``opset``."""
+    h = onnx.helper
+    graph = h.make_graph(nodes, "g", ins, outs, initializer=inits or [])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])

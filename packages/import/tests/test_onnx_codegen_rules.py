@@ -23,7 +23,7 @@ from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from _codegen_support import generate_numpy  # noqa: E402
+from _codegen_support import generate_numpy, graph_model  # noqa: E402
 from ember_import.onnx import ModelGenError, OnnxImportError, rules  # noqa: E402
 from ember_import.onnx.codegen._active import set_active  # noqa: E402
 from ember_import.onnx.codegen._gen import Gen  # noqa: E402
@@ -36,9 +36,7 @@ DEV = ember.backend("numpy").device()
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _model(nodes: list[Any], ins: list[Any], outs: list[Any], opset: int, inits: list[Any] | None = None) -> Any:
-    graph = h.make_graph(nodes, "g", ins, outs, initializer=inits or [])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+_model = graph_model
 
 
 def _compare(model: Any, net: Any, feeds: dict[str, np.ndarray], atol: float = 0.0) -> None:

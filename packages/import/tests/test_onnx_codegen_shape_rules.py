@@ -21,16 +21,14 @@ from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from _codegen_support import generate_numpy  # noqa: E402
+from _codegen_support import generate_numpy, graph_model  # noqa: E402
 
 h = onnx.helper
 TP = onnx.TensorProto
 DEV = ember.backend("numpy").device()
 
 
-def _model(nodes: list[Any], ins: list[Any], outs: list[Any], opset: int, inits: list[Any] | None = None) -> Any:
-    graph = h.make_graph(nodes, "g", ins, outs, initializer=inits or [])
-    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
+_model = graph_model
 
 
 def _vi(name: str, elem: int, shape: list[Any]) -> Any:

@@ -22,7 +22,7 @@ from ember import Tensor
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from _codegen_support import generate_numpy  # noqa: E402
+from _codegen_support import generate_numpy, one_node_model  # noqa: E402
 from ember_import.onnx import ModelGen, ModelGenError, OnnxImportError, converter, load_model  # noqa: E402
 
 h = onnx.helper
@@ -31,12 +31,7 @@ I64_MAX = int(np.iinfo(np.int64).max)
 I64_MIN = int(np.iinfo(np.int64).min)
 
 
-def _model(node: Any, inputs: list[tuple[str, int, list[Any]]], out: tuple[str, int, int], opset: int = 18) -> Any:
-    """A one-node model whose output dims are unknown (they depend on the inputs' values)."""
-    ins = [h.make_tensor_value_info(n, t, s) for n, t, s in inputs]
-    name, et, rank = out
-    outs = [h.make_tensor_value_info(name, et, [None] * rank)]
-    return h.make_model(h.make_graph([node], "g", ins, outs), opset_imports=[h.make_opsetid("", opset)])
+_model = one_node_model
 
 
 def _outputs(net: Any, model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -147,13 +142,11 @@ def test_slice_of_a_dynamic_batch_with_bounds_from_the_data(tmp_path: Path) -> N
             _check(net, model, {"x": x, **feeds}, _slice_ref(x, starts, ends, axes, steps))
 
 
-def test_slice_with_constant_bounds_stays_python_indexing(tmp_path: Path) -> None:
-    # bounds that are initializers fold: no rule call in forward, the slice written as indexing
-    consts = [
-        onnx.numpy_helper.from_array(np.array(v, np.int64), n)
-        for n, v in (("starts", [1, -3]), ("ends", [I64_MAX, -1]), ("axes", [1, 2]))
-    ]
-    node = h.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"])
+def _const_slice_model(bounds: dict[str, list[int]]) -> Any:
+    """``y = Slice(x, *bounds)`` of ``x: float32[batch, 6, 7]`` with the bounds as initializers (in ``bounds``'
+    order: starts, ends, axes[, steps])."""
+    consts = [onnx.numpy_helper.from_array(np.array(v, np.int64), n) for n, v in bounds.items()]
+    node = h.make_node("Slice", ["x", *bounds], ["y"])
     graph = h.make_graph(
         [node],
         "g",
@@ -161,7 +154,12 @@ def test_slice_with_constant_bounds_stays_python_indexing(tmp_path: Path) -> Non
         [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])],
         initializer=consts,
     )
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+
+
+def test_slice_with_constant_bounds_stays_python_indexing(tmp_path: Path) -> None:
+    # bounds that are initializers fold: no rule call in forward, the slice written as indexing
+    model = _const_slice_model({"starts": [1, -3], "ends": [I64_MAX, -1], "axes": [1, 2]})
     net, _, src = generate_numpy(model, tmp_path, "slice_const", "_generated_sr")
     assert "rules" not in src and "x[:, 1:, 4:6]" in src
     for b in (2, 3):
@@ -171,19 +169,7 @@ def test_slice_with_constant_bounds_stays_python_indexing(tmp_path: Path) -> Non
 
 def test_slice_with_a_constant_negative_step_names_the_whole_dims_none(tmp_path: Path) -> None:
     # torch.flip's export: a backward walk of one dim, the others whole
-    consts = [
-        onnx.numpy_helper.from_array(np.array(v, np.int64), n)
-        for n, v in (("starts", [-1]), ("ends", [I64_MIN]), ("axes", [1]), ("steps", [-1]))
-    ]
-    node = h.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])
-    graph = h.make_graph(
-        [node],
-        "g",
-        [h.make_tensor_value_info("x", TP.FLOAT, ["batch", 6, 7])],
-        [h.make_tensor_value_info("y", TP.FLOAT, [None, None, None])],
-        initializer=consts,
-    )
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    model = _const_slice_model({"starts": [-1], "ends": [I64_MIN], "axes": [1], "steps": [-1]})
     net, _, src = generate_numpy(model, tmp_path, "slice_flip", "_generated_sr")
     assert "x.slice([None, (0, 6, -1)])" in src
     for b in (1, 3):
