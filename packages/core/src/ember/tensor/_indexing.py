@@ -429,7 +429,8 @@ class IndexingOps(TensorBase):
             distinct (``!=`` compares).
 
         Raises:
-            IndexError_: ``dim`` out of range. ShapeError: a rank-0 tensor with ``dim`` given.
+            IndexError_: ``dim`` out of range.
+            ShapeError: a rank-0 tensor with ``dim`` given.
         """
         from ._unique import unique
 
