@@ -3,7 +3,7 @@
 # CUDA (torch) and on the GPU (jax), the MNIST guide on both, bench/models.py against raw PyTorch and raw jax.jit
 # on the same GPU, and bench/jit_dispatch.py. Run from the repository root on a machine with one NVIDIA GPU:
 #
-#   OUT=/tmp/ember-gpu MNIST_DIR=~/.cache/ember/mnist bash bench/gpu.sh [conf] [guide] [bench] [dispatch]
+#   OUT=/tmp/ember-gpu MNIST_DIR=~/.cache/ember/mnist bash bench/gpu.sh [conf] [guide] [bench] [hostbound] [dispatch]
 #
 # Logs go to $OUT. EMBER_WHEELS=DIR first installs the wheels in DIR (Ember's, built with `pip wheel --no-deps
 # packages/*`, and any missing dependency) into /tmp/site, for a machine whose Python already has torch and jax.
@@ -11,7 +11,7 @@
 # for jax), as PyTorch's own test suite does: they check the kernels in full float32 precision.
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-STEPS="${*:-conf guide bench dispatch}"
+STEPS="${*:-conf guide bench hostbound dispatch}"
 L=${OUT:-/tmp/ember-gpu}; mkdir -p "$L"
 MNIST_DIR=${MNIST_DIR:-$HOME/.cache/ember/mnist}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$L/env.txt"
@@ -46,17 +46,27 @@ wait
 if [[ " $STEPS " == *" guide "* ]]; then
   for b in torch jax; do grep -i "accuracy\|Predicted\|rc=\|Error" "$L/guide_$b.txt" | tail -6; done
 fi
+# bench/models.py runs once per model (BENCH_MODELS, each within BENCH_S seconds, its own log and JSON), so a model
+# that overruns costs only its own figures; BENCH_ONLY picks the contenders (raw torch, the baseline, always runs)
 if [[ " $STEPS " == *" bench "* ]]; then
-  timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --only "raw torch,ember torch,jax" --rounds "${ROUNDS:-3}" \
-    --round-s "${ROUND_S:-1}" --no-rss --json "$L/models_cuda.json" > "$L/bench.txt" 2>&1
-  echo "bench rc=$?" >> "$L/bench.txt"; grep -v "round .* done" "$L/bench.txt" | tail -40
-  # issue 32: the host-bound sizes (batch 1-4), Ember torch compiled (inductor on CUDA) vs raw eager / torch.compile
-  timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --host-bound --only "raw torch,ember torch" \
-    --rounds "${ROUNDS:-3}" --round-s "${ROUND_S:-1}" --no-rss --json "$L/host_bound_cuda.json" > "$L/host_bound.txt" 2>&1
-  echo "host-bound rc=$?" >> "$L/host_bound.txt"; grep -v "round .* done" "$L/host_bound.txt" | tail -30
+  for m in ${BENCH_MODELS:-guide transformer lstm resnet18}; do
+    timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --models "$m" --only "${BENCH_ONLY:-raw torch,ember torch,jax}" \
+      --rounds "${ROUNDS:-3}" --round-s "${ROUND_S:-1}" --warmup "${WARMUP:-2}" --no-rss --json "$L/models_cuda_$m.json" \
+      > "$L/bench_$m.txt" 2>&1
+    echo "bench $m rc=$? $(( $(date +%s) - t0 )) s" >> "$L/bench_$m.txt"; grep -v "round .* done" "$L/bench_$m.txt" | tail -14
+  done
+fi
+# issue 32: the host-bound sizes (batch 1-4), Ember torch compiled (inductor on CUDA) vs raw eager / torch.compile
+if [[ " $STEPS " == *" hostbound "* ]]; then
+  for m in ${HOST_MODELS:-guide resnet18 transformer}; do
+    timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --host-bound --models "$m" \
+      --only "${HOST_ONLY:-raw torch,ember torch}" ${TORCH_MODE:+--torch-mode "$TORCH_MODE"} --rounds "${ROUNDS:-3}" \
+      --round-s "${ROUND_S:-1}" --warmup "${WARMUP:-2}" --no-rss --json "$L/host_bound_$m.json" > "$L/host_$m.txt" 2>&1
+    echo "host-bound $m rc=$? $(( $(date +%s) - t0 )) s" >> "$L/host_$m.txt"; grep -v "round .* done" "$L/host_$m.txt" | tail -12
+  done
 fi
 if [[ " $STEPS " == *" dispatch "* ]]; then
-  timeout 120 python3 bench/jit_dispatch.py guide transformer resnet18 > "$L/dispatch.txt" 2>&1
+  timeout "${DISPATCH_S:-120}" python3 bench/jit_dispatch.py guide transformer resnet18 > "$L/dispatch.txt" 2>&1
   echo "rc=$?" >> "$L/dispatch.txt"; tail -5 "$L/dispatch.txt"
 fi
 echo "total $(( $(date +%s) - t0 )) s"

@@ -208,6 +208,30 @@ def test_dropout_masks_change_per_step_and_follow_the_seed() -> None:
     assert f.trace_count == 1
 
 
+def test_a_step_that_draws_holds_no_generator_and_leaves_torchs_own_alone() -> None:
+    # torch < 2.13's make_fx refuses a torch.Generator argument (seen with torch 2.11 on an H200: the guide's
+    # compiled step failed with "argument of type: <class 'torch._C.Generator'>"), and dynamo cannot hold one:
+    # the graph draws from the default generator, which each call borrows (ember_torch._capture_rng)
+    def fwd(m: Mlp, x: Tensor) -> Tensor:
+        return m.forward(x)
+
+    f = ember_torch.compile(fwd, mode="capture")
+    model, x = mlp(weights(), dropout=0.5), xor_batch().x
+    nodes = list(f.graph(model, x).graph.nodes)
+    assert any(n.target in (torch.ops.aten.rand.default, torch.ops.aten.rand.generator) for n in nodes)
+    assert not [n for n in nodes if isinstance(n.kwargs.get("generator"), torch.Generator) or n.op == "get_attr"]
+    torch.manual_seed(11)
+    want = torch.rand(4)
+    torch.manual_seed(11)
+    B.seed(5)
+    masks = [f(model, x).to_numpy() for _ in range(2)]
+    np.testing.assert_array_equal(torch.rand(4), want)  # torch's own stream did not move
+    B.seed(5)
+    eager = [model.forward(x).to_numpy() for _ in range(2)]
+    np.testing.assert_array_equal(masks[0], eager[0])
+    np.testing.assert_array_equal(masks[1], eager[1])
+
+
 def test_recaptures_per_shape_and_static_value() -> None:
     calls = []
 

@@ -16,7 +16,7 @@ import torch
 from ember import BackendError, Distribution, DType, DTypeError
 from ember.backend import Backend, Device
 
-from . import _capture_state
+from . import _capture_rng, _capture_state
 from ._activation import TorchActivationOps
 from ._activation_grad import TorchActivationGradOps
 from ._attention import TorchAttentionOps
@@ -179,6 +179,16 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
             self._gens[key] = g
         return g
 
+    def _draw_gen(self, handle: torch.device) -> torch.Generator | None:
+        """The generator a random op passes to torch: the device's own, or ``None`` (torch's default generator)
+        while ``ember_torch.compile`` captures a step, which lends this one's state to it at each replay
+        (``_capture_rng``)."""
+        g = self._gen(handle)
+        if _capture_state.ACTIVE[0]:
+            _capture_rng.note_draw(g, handle)
+            return None
+        return g
+
     def seed(self, seed: int) -> None:
         """Reseed the generator of every device of this backend instance with ``seed``: the
         random ops that follow are reproducible (same values for the same seed and call order)."""
@@ -195,7 +205,7 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
     def set_rng_state(self, state: Any) -> None:
         """Restore :meth:`rng_state`: the saved generators get their states, the others are reseeded from the saved
         seed (as if made again when next used). The generator objects stay the same: a step captured by
-        :func:`ember_torch.compile` holds them in its graph.
+        :func:`ember_torch.compile` holds them and lends their state to torch's default generator at each call.
 
         Raises:
             BackendError: not a torch backend's state.
@@ -219,7 +229,7 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
             made[(kind, int(index))] = g
         self._seed = seed
         for k, g in self._gens.items():  # dropped: as if made again from the saved seed (same object: a captured
-            if k not in made:             # step's graph holds the generator itself, see ember_torch.compile)
+            if k not in made:             # step holds the generator itself, see ember_torch._capture_rng)
                 if seed is None:
                     g.seed()
                 else:
@@ -291,13 +301,13 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         if distribution.kind == "bernoulli":
             # ``rand < p`` rather than torch.bernoulli: the latter takes a serial path on this
             # class of CPU (see PERF-NOTES) and the comparison is what the reference backend does
-            u = torch.rand(shape, generator=self._gen(handle), dtype=torch.float32, device=handle)
+            u = torch.rand(shape, generator=self._draw_gen(handle), dtype=torch.float32, device=handle)
             return torch.lt(u, distribution.a).to(TORCH_DTYPES[dtype])
         return super().random(shape, distribution, dtype, handle)
 
     def random_uniform(self, shape: tuple[int, ...], low: float, high: float, dtype: DType, handle: Any) -> Any:
         td = TORCH_DTYPES[dtype]
-        g = self._gen(handle)
+        g = self._draw_gen(handle)
         if dtype.is_int:
             return torch.randint(int(low), int(high), shape, generator=g, dtype=td, device=handle)
         u = torch.rand(shape, generator=g, dtype=td, device=handle)
@@ -306,7 +316,7 @@ class TorchBackend(TorchNumericOps, TorchShapeOps, TorchFloatOps, TorchIntBoolOp
         return u
 
     def random_normal(self, shape: tuple[int, ...], mean: float, std: float, dtype: DType, handle: Any) -> Any:
-        z = torch.randn(shape, generator=self._gen(handle), dtype=TORCH_DTYPES[dtype], device=handle)
+        z = torch.randn(shape, generator=self._draw_gen(handle), dtype=TORCH_DTYPES[dtype], device=handle)
         if std != 1.0 or mean != 0.0:
             z.mul_(std).add_(mean)
         return z

@@ -13,8 +13,9 @@ One call:
    handed to ``torch.compile`` (inductor; on CUDA optionally with CUDA graphs);
 3. every call runs the graph on the leaves, builds the results around its outputs and writes the state back.
 
-Random numbers: the backend's ``torch.Generator`` of each device is an object of the graph (``aten.rand.generator``),
-so a replay draws from it as the eager step would: the same numbers for the same seed, new ones at every step.
+Random numbers: the graph draws from torch's default generator of the device, to which each replay lends the
+state of the backend's generator (:mod:`._capture_rng`), so a replay draws the numbers the eager step would: the
+same numbers for the same seed, new ones at every step.
 
 See ``docs/torch.md`` ("Compiled steps") for the user's view.
 """
@@ -33,7 +34,7 @@ import torch
 from ember import BackendError
 from ember.backend.step_tree import Flat, Rebuild, flatten, rebuild
 
-from . import _capture_state
+from . import _capture_rng, _capture_state
 from ._capture_flatten import TREE, ForeignTensor, check_devices
 from ._capture_tree import OutWalk, build
 
@@ -47,7 +48,7 @@ _CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 class _Entry:
     """One argument structure: the captured graph, what runs it, and the builders of results and state."""
 
-    __slots__ = ("gm", "run", "result", "cells", "optims", "slots", "mode", "capture_seconds")
+    __slots__ = ("gm", "run", "result", "cells", "optims", "slots", "mode", "capture_seconds", "draws")
 
     def __init__(self) -> None:
         self.gm: Any = None
@@ -58,6 +59,7 @@ class _Entry:
         self.slots = 0
         self.mode = "capture"
         self.capture_seconds = 0.0
+        self.draws: list[tuple[Any, Any]] = []
 
 
 def default_mode(leaves: list[Any]) -> str:
@@ -171,9 +173,11 @@ class CompiledStep:
         t0 = time.perf_counter()
         entry.mode = self.mode if self.mode is not None else default_mode(fl.leaves)
         _capture_state.ACTIVE[0] += 1
+        _capture_rng.DRAWS.clear()
         try:
-            with _kernels_for(entry.mode):
+            with _kernels_for(entry.mode, fl.leaves):
                 entry.gm = make_fx(traced, tracing_mode="fake", _allow_non_fake_inputs=True)(*fl.leaves)
+            entry.draws = list(_capture_rng.DRAWS)
         except BackendError:
             raise
         except Exception as exc:
@@ -186,12 +190,17 @@ class CompiledStep:
             raise
         finally:
             _capture_state.ACTIVE[0] -= 1
+            _capture_rng.DRAWS.clear()
         self.trace_count += 1
         entry.run = self._runner(entry, fl.leaves)
         entry.capture_seconds = time.perf_counter() - t0
         return entry
 
     def _runner(self, entry: _Entry, leaves: list[Any]) -> Callable[..., Any]:
+        run = self._compiled(entry, leaves)
+        return _capture_rng.lending(run, entry.draws) if entry.draws else run
+
+    def _compiled(self, entry: _Entry, leaves: list[Any]) -> Callable[..., Any]:
         mode = entry.mode
         if mode == "capture":
             return entry.gm  # type: ignore[no-any-return]
@@ -201,26 +210,51 @@ class CompiledStep:
                 f"device; found them on {leaves[0].device if leaves else 'no device'}. Use mode='default' (inductor "
                 "without CUDA graphs) or mode='capture' on this device."
             )
-        # dynamo cannot put a torch.Generator into its graphs: a step that draws random numbers is compiled in
-        # pieces around each draw, which runs eagerly on the backend's generator (the eager step's numbers)
-        whole = not any("generator" in n.kwargs for n in entry.gm.graph.nodes)
-        return torch.compile(entry.gm, mode=mode, backend=self.backend, options=self.options,  # type: ignore[no-any-return]
-                             fullgraph=whole, dynamic=False)
+        if self.backend != "inductor":
+            return torch.compile(entry.gm, mode=mode, backend=self.backend,  # type: ignore[no-any-return]
+                                 options=self.options, fullgraph=True, dynamic=False)
+        # torch.compile takes a mode or options, not both: the mode's inductor options (what torch itself uses for
+        # it), the caller's over them, and for a step that draws, fallback_random (inductor's own random kernels
+        # draw other numbers than eager aten.rand; the eager step's numbers are the contract)
+        from torch._inductor import list_mode_options
+
+        options = {**list_mode_options(mode, dynamic=False), **(self.options or {})}
+        if entry.draws:
+            options.setdefault("fallback_random", True)
+        return torch.compile(entry.gm, backend="inductor", options=options,  # type: ignore[no-any-return]
+                             fullgraph=True, dynamic=False)
 
 
-def _kernels_for(mode: str) -> Any:
+def _kernels_for(mode: str, leaves: list[Any]) -> contextlib.ExitStack:
     """The kernels the capture may record for ``mode``: for ``torch.compile`` (every mode but ``"capture"``),
-    not oneDNN's (``torch.backends.mkldnn`` off while capturing).
+    not oneDNN's (``torch.backends.mkldnn`` off while capturing); with CUDA tensors, never cuDNN's RNN.
 
     On the CPU, ``torch._VF.lstm`` (Ember's LSTM, ``_rnn.py``) records ``aten.mkldnn_rnn_layer`` and its backward,
     whose workspace output is only made while autograd is on (``torch.is_grad_enabled()``); AOTAutograd runs a
     graph with no input that requires a gradient (a captured step: Ember's backward is in it) with autograd off,
     so the workspace is undefined and the backward refuses it (issue 32). Without oneDNN the LSTM is recorded as
     its cell ops (matmuls, sigmoid, tanh), which inductor fuses. The captured graph as it is (``"capture"``) keeps
-    oneDNN's kernels, the eager step's."""
-    if mode == "capture":
-        return contextlib.nullcontext()
-    return _no_onednn()
+    oneDNN's kernels, the eager step's. On CUDA, cuDNN's RNN packs its weights into one buffer through an
+    ``UntypedStorage``, which ``make_fx`` cannot record (``NotImplementedError``, seen on an H200 with torch 2.11):
+    with cuDNN off while capturing, the LSTM is recorded as torch's fused CUDA cell kernels. Only choices made
+    while recording change (convolutions are recorded as ``aten.convolution`` and still run on cuDNN)."""
+    stack = contextlib.ExitStack()
+    if mode != "capture":
+        stack.enter_context(_no_onednn())
+    if any(getattr(p, "is_cuda", False) for p in leaves):
+        stack.enter_context(_no_cudnn())
+    return stack
+
+
+@contextlib.contextmanager
+def _no_cudnn() -> Iterator[None]:
+    """``torch.backends.cudnn`` off inside (its ``flags`` context would also reset benchmark and TF32 flags)."""
+    was = torch._C._get_cudnn_enabled()
+    torch._C._set_cudnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_cudnn_enabled(was)
 
 
 @contextlib.contextmanager
@@ -316,21 +350,24 @@ def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, ba
 
     State is written back after each call: each optimizer's per-parameter state (a Python int/float in it, e.g.
     Adam's step count, becomes an Int/Float ``[1]`` tensor first and stays one), and new ``RunningState`` values
-    (BatchNorm's running statistics). Random ops draw from the backend's generators inside the graph, so a compiled
-    step draws the numbers the eager step would draw after the same seed (Dropout: a new mask at every call).
+    (BatchNorm's running statistics). Random ops draw from torch's default generator of the device, to which each
+    call lends the state of the backend's generator (and takes it back), so a compiled step draws the numbers the
+    eager step would draw after the same seed (Dropout: a new mask at every call), also under inductor (whose
+    ``fallback_random`` option is on for a step that draws, unless ``options`` sets it).
 
     Args:
         fn: the step function.
         mode: ``"capture"``: replay the captured aten graph (``torch.fx.GraphModule``) as it is: no compile time,
             one aten call per op and no Ember Python; ``"default"``, ``"reduce-overhead"`` (CUDA graphs, CUDA
             only), ``"max-autotune"`` (CUDA only), ``"max-autotune-no-cudagraphs"``: the graph is handed to
-            ``torch.compile(graph, mode=mode, backend=backend, options=options, dynamic=False)`` (one graph, except
-            that each random draw runs between compiled pieces, on the backend's generator)
+            ``torch.compile(graph, mode=mode, backend=backend, options=options, fullgraph=True, dynamic=False)``
             (inductor: C++/OpenMP kernels on the CPU, Triton on CUDA; tens of seconds per capture on a small
             CPU). ``None`` (default): ``"default"`` when the step's tensors are on CUDA, ``"capture"`` elsewhere.
         backend: the ``torch.compile`` backend for the modes other than ``"capture"`` (default ``"inductor"``;
             ``"aot_eager"`` runs the compile pipeline without generating code).
-        options: inductor options (``torch.compile``'s ``options``).
+        options: inductor options (``torch.compile``'s ``options``), over the mode's own
+            (``torch._inductor.list_mode_options(mode)``): a mode and options combine, which ``torch.compile``
+            itself refuses. A step that draws random numbers gets ``fallback_random=True`` unless set here.
 
     Returns:
         A :class:`CompiledStep` (callable; ``trace_count``, ``cache_size``, ``clear_cache()``, ``graph(*args)``).

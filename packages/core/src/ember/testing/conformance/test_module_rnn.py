@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ember import KindError, ShapeError, Tensor
+from ember import DType, KindError, ShapeError, Tensor
 from ember.autodiff import gradcheck
 from ember.backend._ops_rnn import RnnOps
 from ember.tensor import functional as M
@@ -84,8 +84,12 @@ def test_lstm_primitives_equal_the_composites(float_device: Any, case: tuple[Any
     x, h0, c0, wx, wh, b = raw
     got = B.lstm(x, h0, c0, wx, wh, b, True)
     want = RnnOps.lstm(B, x, h0, c0, wx, wh, b, True)
+    # two float32 computations, each rounding differently: cuDNN's fused LSTM differed from the composite by up to
+    # 2.4e-5 (absolute) in a gradient of these cases on an H200 with TF32 off, so float32 allows 5e-5 absolute
+    # (twice that); float64 keeps the dtype's tolerance
+    tol = {"atol": 5e-5} if ts[0].dtype is DType.FLOAT32 else {}
     for p, w in zip(got[:3], want[:3]):
-        assert_close(Tensor(p, float_device), held(Tensor(w, float_device)))
+        assert_close(Tensor(p, float_device), held(Tensor(w, float_device)), **tol)
     gy = ftensor(rng.normal(0.0, 1.0, (n, seq, d)), float_device).primitive
     gh, gc = (ftensor(rng.normal(0.0, 1.0, (n, d)), float_device).primitive if grads == "all" else None
               for _ in range(2))
@@ -98,7 +102,7 @@ def test_lstm_primitives_equal_the_composites(float_device: Any, case: tuple[Any
             continue
         t = Tensor(p, float_device)
         assert t.shape == tuple(B.shape(like)) and t.dtype == ts[0].dtype, name
-        assert_close(t, held(Tensor(w, float_device)))
+        assert_close(t, held(Tensor(w, float_device)), **tol)
 
 
 def test_lstm_outputs_tracked(ad_device: Any) -> None:
