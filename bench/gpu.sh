@@ -36,11 +36,15 @@ if [[ " $STEPS " == *" guide "* ]]; then guide & fi
 if [[ " $STEPS " == *" conf "* ]]; then
   XD="-p no:cacheprovider -p no:benchmark"
   (PYTHONPATH=${PYTHONPATH:-}:$PWD/bench/gpu_site timeout "${CONF_S:-300}" python3 -m ember.testing --backend torch \
-     --device cuda:0 -q -n 4 $XD > "$L/conf_torch.txt" 2>&1; echo "rc=$? $(( $(date +%s) - t0 )) s" >> "$L/conf_torch.txt") &
+     --device cuda:0 -v -n 4 $XD > "$L/conf_torch.txt" 2>&1; echo "rc=$? $(( $(date +%s) - t0 )) s" >> "$L/conf_torch.txt") &
   (JAX_DEFAULT_MATMUL_PRECISION=highest timeout "${CONF_S:-300}" python3 -m ember.testing --backend jax \
-     --device gpu:0 -q -n 11 $XD > "$L/conf_jax.txt" 2>&1; echo "rc=$? $(( $(date +%s) - t0 )) s" >> "$L/conf_jax.txt") &
+     --device gpu:0 -v -n 11 $XD > "$L/conf_jax.txt" 2>&1; echo "rc=$? $(( $(date +%s) - t0 )) s" >> "$L/conf_jax.txt") &
   wait
-  for f in "$L/conf_torch.txt" "$L/conf_jax.txt"; do grep -E "^(FAILED|ERROR)" "$f" | head -30; tail -n 3 "$f"; done
+  # -v names each failure as it happens (a run stopped by its time limit prints no summary)
+  for f in "$L/conf_torch.txt" "$L/conf_jax.txt"; do
+    grep -E " (FAILED|ERROR) " "$f" | sed -E 's/^\[gw[0-9]+\] \[ *[0-9]+%\] //' | sort -u | head -40
+    echo "$(grep -c " PASSED " "$f") passed so far"; tail -n 2 "$f"
+  done
 fi
 wait
 if [[ " $STEPS " == *" guide "* ]]; then
