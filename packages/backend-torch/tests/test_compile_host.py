@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_compile import DEV, Mlp, lr_tensor, mlp, params_np, train_step, weights, xor_batch
 
 import ember_torch
 from ember import Int, Tensor
@@ -17,6 +16,7 @@ from ember.backend.step_tree import Flat, flatten
 from ember.module import Module, Param, RunningState
 from ember.nn import Linear, Relu
 from ember.optim import AdamConfig, MomentumConfig, SgdConfig
+from test_compile import DEV, Mlp, lr_tensor, mlp, params_np, train_step, weights, xor_batch
 
 torch = pytest.importorskip("torch")
 

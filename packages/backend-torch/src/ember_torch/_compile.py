@@ -38,9 +38,9 @@ from ember import BackendError
 from ember.backend.step_tree import Flat, Rebuild, flatten, rebuild
 
 from . import _capture_rng, _capture_state
-from ._capture_flatten import TREE, ForeignTensor, check_devices
 from ._capture_ahead import Plan, ahead, plan
 from ._capture_codegen import generate
+from ._capture_flatten import TREE, ForeignTensor, check_devices
 from ._capture_tree import OutWalk
 
 __all__ = ["compile", "CompiledStep", "MODES"]

@@ -40,9 +40,10 @@ Use (a backend)::
     rb = Rebuild(tracers, fl)
     a, kw = rebuild(rb, args), rebuild(rb, kwargs)
 
-The fast path (:func:`fast_spec`, :class:`Hashed`, :func:`cell_guards`, :func:`shift_spec`, :func:`pool_spec`): a backend that
-records its results' structures per call hands them to the next call's ``Flat(tree, fast)``, whose walk then
-takes a returned module or optimizer state as it is, after identity checks, instead of walking it.
+The fast path (:func:`fast_spec`, :class:`Hashed`, :func:`cell_guards`, :func:`shift_spec`, :func:`pool_spec`):
+a backend that records its results' structures per call hands them to the next call's ``Flat(tree, fast)``, whose
+walk then takes a returned module or optimizer state as it is, after identity checks, instead of walking it
+(``ember_jax.jit`` records them with generated code, ``ember_torch.compile`` by positions, :func:`pool_spec`).
 """
 
 from __future__ import annotations
