@@ -8,7 +8,7 @@ Figures per model, medians over interleaved calls (on CUDA each call is waited f
   took inside it: flattening the arguments, finding the cache entry, building the results (a new module tree with
   new ``Param`` wrappers, new optimizer states, running states written back).
 - ``walk+tree``: the same work done the way it was done before the generated builder and the results flattened
-  ahead: a complete walk of the arguments and the recursive builder (:func:`ember_torch._capture_tree.build`), in
+  ahead: a complete walk of the arguments and the recursive builder (:func:`ember_torch._capture_tree.build_all`), in
   the same process, interleaved: the ratio of the two is the speed-up.
 - ``ember call`` and ``graph call``: the whole call, and a bare call of the same graph on the same inputs.
 
@@ -40,26 +40,13 @@ import torch  # noqa: E402
 import ember  # noqa: E402
 import ember_torch  # noqa: E402
 from _models_ember import build, inputs, train_step  # noqa: E402
+from _timing import Timed  # noqa: E402
 from ember import Tensor  # noqa: E402
 from ember.autodiff import Autodiff  # noqa: E402
 from ember.backend.step_tree import Flat, flatten  # noqa: E402
 from ember.optim import AdamConfig  # noqa: E402
 from ember_torch._capture_flatten import TREE  # noqa: E402
-from ember_torch._capture_tree import build as tree_build  # noqa: E402
-
-
-class _Timed:
-    """Wraps a cache entry's runner and records how long each call took."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.last = 0.0
-
-    def __call__(self, *leaves: Any) -> Any:
-        t0 = time.perf_counter()
-        out = self.fn(*leaves)
-        self.last = time.perf_counter() - t0
-        return out
+from ember_torch._capture_tree import build_all  # noqa: E402
 
 
 def _walk_and_tree(step: Any, entry: Any, *args: Any) -> Any:
@@ -69,14 +56,7 @@ def _walk_and_tree(step: Any, entry: Any, *args: Any) -> Any:
     found = step._cache.get(key)
     assert found is entry, "the reference call found another entry"
     outs = entry.run(*fl.leaves)
-    objs = fl.objs
-    made: list[Any] = [None] * entry.slots
-    result = tree_build(entry.result, outs, objs, made)
-    for n, node in entry.cells:
-        object.__setattr__(objs[n], "_tensor", tree_build(node, outs, objs, made))
-    for n, states in entry.optims:
-        objs[n]._states = {pid: tree_build(node, outs, objs, made) for pid, node in states}
-    return result
+    return build_all(entry.result, entry.cells, entry.optims, entry.slots, outs, fl.objs)
 
 
 def main(models: list[str], calls: int, device: str, mode: str | None) -> None:
@@ -98,7 +78,7 @@ def main(models: list[str], calls: int, device: str, mode: str | None) -> None:
         if fn.trace_count != 1 or fn.cache_size != 1:
             print(f"{model}: unexpected recapture (captures {fn.trace_count}, structures {fn.cache_size})")
         (entry,) = fn._cache.values()
-        timed = entry.run = _Timed(entry.run)
+        timed = entry.run = Timed(entry.run)
         fl = Flat(TREE)
         flatten(fl, (net, optim, batch, lr))
         n_in = len(fl.leaves)

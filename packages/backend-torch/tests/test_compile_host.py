@@ -1,5 +1,5 @@
 """``ember_torch.compile``'s host work per call: the generated result builder makes what the reference builder
-(:func:`ember_torch._capture_tree.build`) makes, and the results flattened ahead for the next call give exactly
+(:func:`ember_torch._capture_tree.build_all`) makes, and the results flattened ahead for the next call give exactly
 what a complete walk gives, or are not used: a replaced parameter, another model of the same structure, an
 optimizer whose states changed, a running state updated by hand, eager steps in between."""
 
@@ -21,7 +21,7 @@ from test_compile import DEV, Mlp, lr_tensor, mlp, params_np, train_step, weight
 torch = pytest.importorskip("torch")
 
 from ember_torch._capture_flatten import TREE  # noqa: E402
-from ember_torch._capture_tree import build as reference_build  # noqa: E402
+from ember_torch._capture_tree import build_all  # noqa: E402
 
 
 class Tied(Module):
@@ -82,12 +82,7 @@ def test_generated_builder_makes_what_the_reference_builder_makes(make: Any) -> 
         key, _objs, leaves, _ = walk([objs[n]._tensor for n, _node in entry.cells], optim)
         return key, leaves
 
-    made: list[Any] = [None] * entry.slots
-    want = reference_build(entry.result, outs, objs, made)
-    for n, node in entry.cells:
-        object.__setattr__(objs[n], "_tensor", reference_build(node, outs, objs, made))
-    for n, states in entry.optims:
-        objs[n]._states = {pid: reference_build(node, outs, objs, made) for pid, node in states}
+    want = build_all(entry.result, entry.cells, entry.optims, entry.slots, outs, objs)
     want_key, want_objs, want_leaves, _ = walk(want)
     want_state = written()
     got, pool = entry.build(outs, objs)

@@ -20,48 +20,19 @@ from typing import Any
 
 from ember import Float, Tensor
 from ember.autodiff import Autodiff
-from ember.backend.contract import AutodiffPrimitive, new_leaf, rebuild_module
-from ember.backend.step_tree import copy_dclass, same_seq
-from ember.module import Param, RunningState
-from ember.optim import GradientsParams
+from ember.backend.step_tree import CodeGen, copy_dclass, same_seq
 
 __all__ = ["generate"]
 
 
-class _Gen:
+class _Gen(CodeGen):
     def __init__(self, uses: dict[int, int]) -> None:
-        self.lines: list[str] = []
-        self.ns: dict[str, Any] = {
-            "_new": object.__new__, "_set": object.__setattr__, "_Tensor": Tensor, "_AP": AutodiffPrimitive,
-            "_leaf": new_leaf, "_Param": Param, "_RS": RunningState, "_GP": GradientsParams, "_Float": Float,
-            "_from_inner": Tensor.from_inner, "_rebuild": rebuild_module, "_copy_dclass": copy_dclass,
-            "_same_seq": same_seq,
-            # the slots of the immutable Param / RunningState, set without their __setattr__ guard
-            "_Pid": Param.__dict__["id"].__set__, "_Prg": Param.__dict__["require_grad"].__set__,
-            "_Pt": Param.__dict__["_tensor"].__set__, "_RSid": RunningState.__dict__["id"].__set__,
-            "_RSt": RunningState.__dict__["_tensor"].__set__,
-        }
-        self._consts: dict[int, str] = {}
+        super().__init__()
+        self.ns.update({"_Float": Float, "_from_inner": Tensor.from_inner, "_copy_dclass": copy_dclass,
+                        "_same_seq": same_seq})
         self._slots: dict[int, str] = {}
         self.uses = uses
         self.pool: list[str] = []
-        self.tmp = 0
-
-    def const(self, v: Any) -> str:
-        if v is None or v is True or v is False or (v.__class__ in (int, str) and len(repr(v)) < 40):
-            return repr(v)
-        name = self._consts.get(id(v))
-        if name is None:
-            name = self._consts[id(v)] = f"k{len(self._consts)}"
-            self.ns[name] = v
-        return name
-
-    def var(self) -> str:
-        self.tmp += 1
-        return f"v{self.tmp}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("    " + line)
 
     def made(self, v: str) -> str:
         self.pool.append(v)
@@ -91,7 +62,7 @@ class _Gen:
         """The tensor a ``Param`` (``track``: its ``require_grad``) or a ``RunningState`` (``track=None``) holds
         for the node ``child``, as their constructors make it: the same tensor, unless it is a Float tensor on an
         autodiff device, which becomes a new tensor holding the same array (a tracked leaf for a ``Param`` that
-        requires gradients; untracked otherwise). A child other than a graph output: ``None`` (the caller uses the
+        requires gradients; untracked otherwise). A child other than a graph output: ``""`` (the caller uses the
         real constructor)."""
         if child[0] != "out":
             return ""
@@ -215,6 +186,4 @@ def generate(result: Any, cells: list[tuple[int, Any]], optims: list[tuple[int, 
     for n, states in optims:
         body = ", ".join(f"{g.const(pid)}: {g.node(node)}" for pid, node in states)
         g.emit(f"O[{n}]._states = {{{body}}}")
-    src = f"def build(L, O):\n{chr(10).join(g.lines)}\n    return {r}, [{', '.join(g.pool)}]\n"
-    exec(compile(src, "<ember_torch.compile output>", "exec"), g.ns)  # noqa: S102 - generated from our own nodes
-    return g.ns["build"], src
+    return g.function("build(L, O)", f"{r}, [{', '.join(g.pool)}]", "<ember_torch.compile output>")
