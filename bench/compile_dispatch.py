@@ -12,6 +12,9 @@ Figures per model, medians over interleaved calls (on CUDA each call is waited f
   the same process, interleaved: the ratio of the two is the speed-up.
 - ``ember call`` and ``graph call``: the whole call, and a bare call of the same graph on the same inputs.
 
+Then ``host only``: the same two with the graph's run replaced by a function returning its last outputs (the
+figure of issue 32's target, Ember's own work alone: nothing freed, caches warm, as on a GPU's host).
+
 Each round makes four calls: Ember's (untimed: the reference call before it left results that are not flattened
 ahead), Ember's (timed: the steady state of a training loop), the reference, the bare graph.
 
@@ -108,6 +111,34 @@ def main(models: list[str], calls: int, device: str, mode: str | None) -> None:
               f"walk+tree {med(old) * 1e6:.0f} us ({med(old) / med(over):.1f}x), "
               f"ember call {med(whole) * 1e3:.2f} ms, graph call {med(graph) * 1e3:.2f} ms "
               f"(ratio {med(whole) / med(graph):.3f})")
+        host, old = _host_only(fn, entry, outs, net, optim, batch, lr, calls * 4)
+        print(f"{model}: host only (the graph's run replaced by its last outputs): ember {host * 1e6:.0f} us, "
+              f"walk+tree {old * 1e6:.0f} us ({old / host:.1f}x)")
+
+
+def _host_only(fn: Any, entry: Any, outs: Any, *args: Any) -> tuple[float, float]:
+    """Medians of Ember's call and of the reference call with the graph replaced by a function returning its last
+    outputs: nothing is freed and no kernel cools the caches, so this is Ember's own work alone (on a GPU, where
+    the kernels run asynchronously, the host's caches stay warm too). Each figure: blocks of 4 calls of one kind,
+    alternating (Ember's first call after the reference's is a complete walk: not counted)."""
+    *rest, calls = args
+    net, optim, batch, lr = rest
+    real, entry.run = entry.run, lambda *leaves: outs
+    new, old = [], []
+    try:
+        for _ in range(calls // 4):
+            for i in range(4):
+                t0 = time.perf_counter()
+                net, _loss = fn(net, optim, batch, lr)
+                if i:
+                    new.append(time.perf_counter() - t0)
+            for _ in range(4):
+                t0 = time.perf_counter()
+                net, _loss = _walk_and_tree(fn, entry, net, optim, batch, lr)
+                old.append(time.perf_counter() - t0)
+    finally:
+        entry.run = real
+    return statistics.median(new), statistics.median(old)
 
 
 if __name__ == "__main__":
