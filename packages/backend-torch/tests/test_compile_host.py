@@ -5,7 +5,7 @@ optimizer whose states changed, a running state updated by hand, eager steps in 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -15,8 +15,8 @@ from ember import Int, Tensor
 from ember.backend.step_tree import Flat, flatten
 from ember.module import Module, Param, RunningState
 from ember.nn import Linear, Relu
-from ember.optim import AdamConfig, MomentumConfig, SgdConfig
-from test_compile import DEV, Mlp, lr_tensor, mlp, params_np, train_step, weights, xor_batch
+from ember.optim import AdamConfig, GradientsParams, MomentumConfig, SgdConfig
+from test_compile import DEV, Batch, Mlp, lr_tensor, mlp, params_np, train_step, weights, xor_batch
 
 torch = pytest.importorskip("torch")
 
@@ -250,3 +250,36 @@ def test_a_running_state_updated_by_hand_is_seen() -> None:
     np.testing.assert_allclose(got, m_e.norm.running_mean.value().to_numpy(), rtol=1e-12)
     # BatchNorm's momentum 0.1 over the batch mean of the first layer's output, from 0.5 (numpy)
     np.testing.assert_allclose(got, 0.9 * 0.5 + 0.1 * (batch.x.to_numpy() @ w1 + b1).mean(0), rtol=1e-12)
+
+
+class Pair(NamedTuple):
+    a: Any
+    b: Any
+
+
+def test_generated_builder_handles_every_result_kind() -> None:
+    """Dataclasses, GradientsParams, namedtuples, lists, dicts, constants and inputs returned as they are."""
+
+    def step(model: Mlp, batch: Batch, lr: Tensor) -> Any:
+        out = model.forward(batch.x)
+        loss = out.sum()
+        grads = GradientsParams.from_grads(loss.backward(), model)
+        return Batch(out, batch.y), grads, Pair([loss, 3], {"lr": lr, "x2": lr * 2.0}), "tag", model
+
+    f = ember_torch.compile(step, mode="capture")
+    model, batch, lr = mlp(weights()), xor_batch(), lr_tensor(0.1)
+    got = f(model, batch, lr)
+    (entry,) = f._cache.values()
+    fl = Flat(TREE)
+    flatten(fl, (model, batch, lr))
+    outs = entry.run(*fl.leaves)
+    want = build_all(entry.result, entry.cells, entry.optims, entry.slots, outs, fl.objs)
+    got, _pool = entry.build(outs, fl.objs)
+    g, w = walk(got), walk(want)
+    assert g[0] == w[0] and same_objects(g[2], w[2])
+    assert isinstance(got[0], Batch) and got[0].y is batch.y and got[4] is model  # inputs handed back
+    assert isinstance(got[2], Pair) and got[2].a[1] == 3 and got[2].b["lr"] is lr and got[3] == "tag"
+    np.testing.assert_allclose(got[2].b["x2"].to_numpy(), [0.2])
+    want_grads = GradientsParams.from_grads(model.forward(batch.x).sum().backward(), model)
+    for p in model.params():
+        np.testing.assert_allclose(got[1].get(p.id).to_numpy(), want_grads.get(p.id).to_numpy(), rtol=1e-12)
