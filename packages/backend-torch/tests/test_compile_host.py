@@ -283,3 +283,13 @@ def test_generated_builder_handles_every_result_kind() -> None:
     want_grads = GradientsParams.from_grads(model.forward(batch.x).sum().backward(), model)
     for p in model.params():
         np.testing.assert_allclose(got[1].get(p.id).to_numpy(), want_grads.get(p.id).to_numpy(), rtol=1e-12)
+
+
+def test_results_are_taken_ahead_after_graph_captured_the_entry() -> None:
+    step = ember_torch.compile(train_step, mode="capture")
+    model, optim, batch, lr = mlp(weights()), AdamConfig().init(), xor_batch(), lr_tensor(0.1)
+    optim.init_states(model)
+    step.graph(model, optim, batch, lr)  # captured, never run
+    for _ in range(2):
+        model, _ = step(model, optim, batch, lr)
+    assert walk(model, optim, batch, lr, fast=step._fast)[3] == 2 and step.trace_count == 1

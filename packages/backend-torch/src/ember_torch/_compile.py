@@ -54,7 +54,7 @@ class _Entry:
     """One argument structure: the captured graph, what runs it, and the builders of results and state."""
 
     __slots__ = ("gm", "run", "result", "cells", "optims", "slots", "mode", "capture_seconds", "draws", "build",
-                 "source", "plan", "rekeyed")
+                 "source", "plan", "planned", "rekeyed")
 
     def __init__(self) -> None:
         self.gm: Any = None
@@ -71,6 +71,7 @@ class _Entry:
         self.source = ""
         #: the results flattened ahead for the next call (:mod:`._capture_ahead`)
         self.plan: Plan | None = None
+        self.planned = False
         self.rekeyed = 0
 
 
@@ -157,7 +158,6 @@ class CompiledStep:
             fl = Flat(TREE)
             key = (flatten(fl, args), flatten(fl, kwargs))
             entry = self._cache.get(key)
-        new = entry is None
         if entry is None:
             _check_devices(fl)
             with _quiet_torch():
@@ -178,8 +178,9 @@ class CompiledStep:
                 gc.enable()
         else:
             result, made = build(outs, objs)
-        if new:
+        if not entry.planned and not fl.hits:  # the first run of the entry (also after graph(), which only captures)
             entry.plan = plan(result, made, fl, outs, [n for n, _s in entry.optims])
+            entry.planned = True
         p = entry.plan
         self._fast = ahead(p, made, objs, outs, fl.leaves) if p is not None else {}
         return result
