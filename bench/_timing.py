@@ -1,5 +1,6 @@
-"""Shared helpers of the nn benchmarks (``nn.py``, ``nn_layers.py``): the timed batch and the common
-command-line options. Scripts in ``bench/`` import it as ``_timing`` (their folder is on ``sys.path``)."""
+"""Shared helpers of the benchmarks: the timed batch and the common command-line options of the nn benchmarks
+(``nn.py``, ``nn_layers.py``), and a function wrapper that records its last call's time (``jit_dispatch.py``,
+``compile_dispatch.py``). Scripts in ``bench/`` import it as ``_timing`` (their folder is on ``sys.path``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,20 @@ def time_per_call(step: Callable[[], Any], batch_s: float) -> float:
         el = time.perf_counter() - t0
         if el >= batch_s:
             return el / n
+
+
+class Timed:
+    """Wraps a function (a compiled program's dispatch) and records how long its last call took (``last``, s)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.last = 0.0
+
+    def __call__(self, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        out = self.fn(*args)
+        self.last = time.perf_counter() - t0
+        return out
 
 
 def forward_backward_args(description: str, batch_ms: float,

@@ -53,6 +53,7 @@ import ember_jax  # noqa: E402
 from _models_ember import batch_data, build, inputs, train_step  # noqa: E402
 from _models_jax import step as jax_step  # noqa: E402
 from _models_torch import build as torch_build  # noqa: E402
+from _timing import Timed  # noqa: E402
 from ember import Tensor  # noqa: E402
 from ember.autodiff import Autodiff  # noqa: E402
 from ember.backend.step_tree import Flat, flatten_seq  # noqa: E402
@@ -66,20 +67,6 @@ SMALL = {
     "guide": _models_ember.Spec(1, {"classes": 10, "hidden": 512}),
     "lstm": _models_ember.Spec(1, {"vocab": 1000, "seq": 16, "d_model": 512, "hidden": 512, "layers": 2}),
 }
-
-
-class _Timed:
-    """Wraps a cache entry's ``jax.jit`` function and records how long each dispatch took."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.last = 0.0
-
-    def __call__(self, *leaves: Any) -> Any:
-        t0 = time.perf_counter()
-        out = self.fn(*leaves)
-        self.last = time.perf_counter() - t0
-        return out
 
 
 def _all_ready(*trees: Any) -> None:
@@ -116,10 +103,10 @@ def main(models: list[str], calls: int, small: bool, donate: bool = False) -> No
             jax.block_until_ready(raw())
         if fn.trace_count != 1 or fn.cache_size != 1:
             print(f"{model}: unexpected retrace (traces {fn.trace_count}, structures {fn.cache_size})")
-        timed = [_Timed(e.jitted) for e in fn._cache.values()]
+        timed = [Timed(e.jitted) for e in fn._cache.values()]
         for e, t in zip(fn._cache.values(), timed):
             e.jitted = t
-        raw_timed = _Timed(raw.jitted) if hasattr(raw, "jitted") else None
+        raw_timed = Timed(raw.jitted) if hasattr(raw, "jitted") else None
         if raw_timed is not None:
             raw.jitted = raw_timed
         times: dict[str, list[float]] = {"overhead": [], "raw host": [], "ember call": [], "ember step": [],

@@ -4,7 +4,9 @@ The arguments were flattened and rebuilt around the proxies by the core's step t
 (:mod:`ember.backend.step_tree`, with torch's hooks in :mod:`._capture_flatten`). Here, by the same kinds:
 
 - :class:`OutWalk` (once per capture): the step's results turned into graph outputs and a *builder*, a small tree
-  of nodes that :func:`build` runs after each replay to make the caller's results around the graph's outputs.
+  of nodes from which :mod:`._capture_codegen` generates the function that makes the caller's results around the
+  graph's outputs after each replay. :func:`build` walks the nodes instead: the reference semantics of the
+  generated code (tests and ``bench/compile_dispatch.py`` compare the two).
 
 An object met twice is walked once (later: a back-reference), so a shared ``Param`` stays one object.
 """
@@ -22,7 +24,7 @@ from ember.optim import GradientsParams
 
 from ._capture_flatten import TREE
 
-__all__ = ["OutWalk", "build"]
+__all__ = ["OutWalk", "build", "build_all"]
 
 
 # ---------------------------------------------------------------------- results (at capture) and build (each call)
@@ -131,4 +133,17 @@ def build(node: Any, outs: Any, objs: list[Any], made: list[Any]) -> Any:
     else:  # dclass
         out = copy_dclass(node[1], {f: build(v, outs, objs, made) for f, v in node[2]})
     made[slot] = out
+    return out
+
+
+def build_all(result: Any, cells: list[tuple[int, Any]], optims: list[tuple[int, list[tuple[Any, Any]]]], slots: int,
+              outs: Any, objs: list[Any]) -> Any:
+    """The results of one replay by :func:`build`, with the state written back (the running-state cells ``cells``
+    and optimizer states ``optims`` of the caller's objects ``objs``): what the generated builder does."""
+    made: list[Any] = [None] * slots
+    out = build(result, outs, objs, made)
+    for n, node in cells:
+        object.__setattr__(objs[n], "_tensor", build(node, outs, objs, made))
+    for n, states in optims:
+        objs[n]._states = {pid: build(node, outs, objs, made) for pid, node in states}
     return out

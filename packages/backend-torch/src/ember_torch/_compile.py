@@ -11,7 +11,9 @@ One call:
    the autodiff tape, module walks), and returns as graph outputs the tensors of the results and the state to write
    back (optimizer states, new running-state values). The ``GraphModule`` is kept as it is (``mode="capture"``) or
    handed to ``torch.compile`` (inductor; on CUDA optionally with CUDA graphs);
-3. every call runs the graph on the leaves, builds the results around its outputs and writes the state back.
+3. every call runs the graph on the leaves, builds the results around its outputs and writes the state back
+   (generated straight-line code, :mod:`._capture_codegen`), and records the result modules and optimizer states
+   flattened ahead, so that the next call's flatten takes them as they are (:mod:`._capture_ahead`).
 
 Random numbers: the graph draws from torch's default generator of the device, to which each replay lends the
 state of the backend's generator (:mod:`._capture_rng`), so a replay draws the numbers the eager step would: the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -35,8 +38,10 @@ from ember import BackendError
 from ember.backend.step_tree import Flat, Rebuild, flatten, rebuild
 
 from . import _capture_rng, _capture_state
+from ._capture_ahead import Plan, ahead, plan
+from ._capture_codegen import generate
 from ._capture_flatten import TREE, ForeignTensor, check_devices
-from ._capture_tree import OutWalk, build
+from ._capture_tree import OutWalk
 
 __all__ = ["compile", "CompiledStep", "MODES"]
 
@@ -48,7 +53,8 @@ _CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 class _Entry:
     """One argument structure: the captured graph, what runs it, and the builders of results and state."""
 
-    __slots__ = ("gm", "run", "result", "cells", "optims", "slots", "mode", "capture_seconds", "draws")
+    __slots__ = ("gm", "run", "result", "cells", "optims", "slots", "mode", "capture_seconds", "draws", "build",
+                 "source", "plan", "planned", "rekeyed")
 
     def __init__(self) -> None:
         self.gm: Any = None
@@ -60,6 +66,13 @@ class _Entry:
         self.mode = "capture"
         self.capture_seconds = 0.0
         self.draws: list[tuple[Any, Any]] = []
+        #: the generated builder of the results (:mod:`._capture_codegen`) and its source
+        self.build: Callable[..., Any] | None = None
+        self.source = ""
+        #: the results flattened ahead for the next call (:mod:`._capture_ahead`)
+        self.plan: Plan | None = None
+        self.planned = False
+        self.rekeyed = 0
 
 
 def default_mode(leaves: list[Any]) -> str:
@@ -95,6 +108,8 @@ class CompiledStep:
         self.options = options
         self.trace_count = 0
         self._cache: dict[Any, _Entry] = {}
+        #: the last call's results flattened ahead (see ._capture_ahead)
+        self._fast: dict[int, Any] = {}
         functools.update_wrapper(self, fn, updated=())
 
     @property
@@ -105,6 +120,7 @@ class CompiledStep:
     def clear_cache(self) -> None:
         """Forget every captured structure (the next call captures again)."""
         self._cache.clear()
+        self._fast = {}
 
     def graph(self, *args: Any, **kwargs: Any) -> Any:
         """The ``torch.fx.GraphModule`` captured for these arguments' structure (captured now if new; nothing runs)."""
@@ -129,9 +145,19 @@ class CompiledStep:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the step: captured at the first call of each argument structure, replayed afterwards; the state of
         the arguments (optimizer states, running states) is written back. Returns what ``fn`` returns."""
-        fl = Flat(TREE)
+        fl = Flat(TREE, self._fast)
         key = (flatten(fl, args), flatten(fl, kwargs))
         entry = self._cache.get(key)
+        if entry is not None and fl.hits and entry.rekeyed < 3:
+            # store this key instead: its structures of results flattened ahead are the objects the next calls
+            # bring again, so comparing keys then finds the same objects at once (the first few calls)
+            del self._cache[key]
+            self._cache[key] = entry
+            entry.rekeyed += 1
+        if entry is None and fl.hits:  # walk everything: the entry may be new, and capturing needs complete memos
+            fl = Flat(TREE)
+            key = (flatten(fl, args), flatten(fl, kwargs))
+            entry = self._cache.get(key)
         if entry is None:
             _check_devices(fl)
             with _quiet_torch():
@@ -141,12 +167,22 @@ class CompiledStep:
         else:
             outs = entry.run(*fl.leaves)  # type: ignore[misc]
         objs = fl.objs
-        made: list[Any] = [None] * entry.slots
-        result = build(entry.result, outs, objs, made)
-        for n, node in entry.cells:
-            object.__setattr__(objs[n], "_tensor", build(node, outs, objs, made))
-        for n, states in entry.optims:
-            objs[n]._states = {pid: build(node, outs, objs, made) for pid, node in states}
+        build: Any = entry.build
+        if gc.isenabled():
+            # the results are hundreds of new objects for a real model: without the pause they trigger collections
+            # of the whole heap that cost more than building them
+            gc.disable()
+            try:
+                result, made = build(outs, objs)
+            finally:
+                gc.enable()
+        else:
+            result, made = build(outs, objs)
+        if not entry.planned and not fl.hits:  # the first run of the entry (also after graph(), which only captures)
+            entry.plan = plan(result, made, fl, outs, [n for n, _s in entry.optims])
+            entry.planned = True
+        p = entry.plan
+        self._fast = ahead(p, made, objs, outs, fl.leaves) if p is not None else {}
         return result
 
     # ------------------------------------------------------------------ capture
@@ -168,6 +204,7 @@ class CompiledStep:
             entry.optims = [(n, [(pid, ow.walk(st, "optimizer state")) for pid, st in o._states.items()])
                             for n, o in rb.optims]
             entry.slots = ow.slots
+            entry.build, entry.source = generate(entry.result, entry.cells, entry.optims)
             return tuple(ow.outputs)
 
         t0 = time.perf_counter()

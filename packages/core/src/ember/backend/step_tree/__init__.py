@@ -40,14 +40,17 @@ Use (a backend)::
     rb = Rebuild(tracers, fl)
     a, kw = rebuild(rb, args), rebuild(rb, kwargs)
 
-The fast path (:func:`fast_spec`, :class:`Hashed`, :func:`cell_guards`, :func:`shift_spec`): a backend that
-records its results' structures per call hands them to the next call's ``Flat(tree, fast)``, whose walk then
-takes a returned module or optimizer state as it is, after identity checks, instead of walking it.
+The fast path (:func:`fast_spec`, :class:`Hashed`, :func:`cell_guards`, :func:`shift_spec`, :func:`pool_spec`):
+a backend that records its results' structures per call hands them to the next call's ``Flat(tree, fast)``, whose
+walk then takes a returned module or optimizer state as it is, after identity checks, instead of walking it
+(``ember_jax.jit`` records them with generated code, ``ember_torch.compile`` by positions, :func:`pool_spec`).
+:class:`CodeGen` is the shared part of the backends' generated result builders.
 """
 
 from __future__ import annotations
 
-from ._fast import Hashed, cell_guards, fast_spec, shift_spec
+from ._codegen import CodeGen
+from ._fast import Hashed, cell_guards, fast_spec, pool_spec, shift_spec
 from ._flat import Flat, rewind
 from ._flatten import flatten, flatten_dict, flatten_seq, flatten_state
 from ._kinds import (
@@ -78,7 +81,7 @@ from ._states import normalize_states, number_tensor
 __all__ = [
     "StepTree", "Flat", "flatten", "flatten_seq", "flatten_dict", "flatten_state", "rewind", "Rebuild", "rebuild",
     "same_seq", "copy_dclass", "normalize_states", "number_tensor", "Hashed", "fast_spec", "cell_guards",
-    "shift_spec", "static_key", "dc_fields", "Id", "KINDS",
+    "shift_spec", "pool_spec", "CodeGen", "static_key", "dc_fields", "Id", "KINDS",
     "TENSOR", "ALIAS", "REF", "PARAM", "RSTATE", "MODULE", "OPTIM", "GRADS", "SEQ", "DICT", "DCLASS", "STATIC",
     "STATIC_ID", "ARRAY", "NONE",
 ]

@@ -34,7 +34,7 @@ from ._kinds import (
     StepTree,
 )
 
-__all__ = ["Hashed", "fast_spec", "cell_guards", "shift_spec"]
+__all__ = ["Hashed", "fast_spec", "cell_guards", "shift_spec", "pool_spec"]
 
 
 class Hashed(tuple):  # type: ignore[type-arg]
@@ -87,6 +87,25 @@ def shift_spec(spec: tuple[Any, bool, list[Any], list[Any]], mark: tuple[int, in
     except _Unshiftable:
         return None
     return Hashed(node), spec[1], spec[2], spec[3]
+
+
+def pool_spec(spec: tuple[Any, bool, list[Any], list[Any]], objs_at: dict[int, int], leaves_at: dict[int, int]
+              ) -> tuple[Any, bool, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """A :func:`fast_spec` (or :func:`shift_spec`) of results made by code that makes the same objects at every
+    call, as positions in the list of what it made: ``(structure, position independent, object positions, leaf
+    positions, cell positions, cell value positions)`` by ``objs_at`` (object id -> position) and ``leaves_at``
+    (array id -> position); ``None`` when an object or array is in neither. The cells and values are the
+    :func:`cell_guards`. A backend computes it once from one call's results (walked completely), then takes the
+    next calls' objects by position (``operator.itemgetter``), without walking them."""
+    node, free, objs, leaves = spec
+    op = [objs_at.get(id(o)) for o in objs]
+    lp = [leaves_at.get(id(p)) for p in leaves]
+    guards = cell_guards(objs)
+    cp = [objs_at.get(id(c)) for c, _t in guards]
+    vp = [objs_at.get(id(t)) for _c, t in guards]
+    if None in op or None in lp or None in cp or None in vp:
+        return None
+    return node, free, tuple(op), tuple(lp), tuple(cp), tuple(vp)  # type: ignore[arg-type]
 
 
 class _Unshiftable(Exception):
