@@ -33,8 +33,9 @@ _OP_RESIDUAL = "ember::lstm"
 class TorchRnnOps(RnnOps):
     """``lstm`` and ``lstm_backward`` through ``torch._VF.lstm`` and torch's autograd."""
 
-    def lstm(self, x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None,
-             residual: bool) -> tuple[Any, Any, Any, Any]:
+    def lstm(
+        self, x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None, residual: bool
+    ) -> tuple[Any, Any, Any, Any]:
         if x.dtype not in _NATIVE:
             return super().lstm(x, h0, c0, w_x, w_h, bias, residual)
         if _capture_state.ACTIVE[0] > 0:
@@ -47,8 +48,20 @@ class TorchRnnOps(RnnOps):
         (y, h, c), res = graph_forward(run_lstm, x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(), bias)
         return y, h, c, res
 
-    def lstm_backward(self, grad_y: Any | None, grad_h: Any | None, grad_c: Any | None, x: Any, h0: Any, c0: Any,
-                      w_x: Any, w_h: Any, bias: Any | None, y: Any, residual: Any) -> tuple[Any, ...]:
+    def lstm_backward(
+        self,
+        grad_y: Any | None,
+        grad_h: Any | None,
+        grad_c: Any | None,
+        x: Any,
+        h0: Any,
+        c0: Any,
+        w_x: Any,
+        w_h: Any,
+        bias: Any | None,
+        y: Any,
+        residual: Any,
+    ) -> tuple[Any, ...]:
         if x.dtype not in _NATIVE:
             return super().lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias, y, residual)
         if isinstance(residual, str):  # _OP_RESIDUAL: a captured forward

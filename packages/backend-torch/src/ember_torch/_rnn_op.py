@@ -28,8 +28,9 @@ __all__ = ["lstm", "lstm_backward"]
 
 
 @torch.library.custom_op("ember::lstm", mutates_args=())
-def lstm(x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, w_x: torch.Tensor, w_h: torch.Tensor,
-         bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def lstm(
+    x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, w_x: torch.Tensor, w_h: torch.Tensor, bias: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(y [batch, seq, d], h_n [batch, d], c_n [batch, d])``, row-major, of one LSTM layer (``RnnOps.lstm``)."""
     with torch.no_grad():
         y, h, c = run_lstm(x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(), bias)
@@ -44,10 +45,17 @@ def _lstm_fake(x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any) -> tuple
 
 
 @torch.library.custom_op("ember::lstm_backward", mutates_args=())
-def lstm_backward(grad_y: torch.Tensor | None, grad_h: torch.Tensor | None, grad_c: torch.Tensor | None,
-                  x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, w_x: torch.Tensor, w_h: torch.Tensor,
-                  bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-                                                      torch.Tensor, torch.Tensor]:
+def lstm_backward(
+    grad_y: torch.Tensor | None,
+    grad_h: torch.Tensor | None,
+    grad_c: torch.Tensor | None,
+    x: torch.Tensor,
+    h0: torch.Tensor,
+    c0: torch.Tensor,
+    w_x: torch.Tensor,
+    w_h: torch.Tensor,
+    bias: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(grad_x, grad_h0, grad_c0, grad_w_x, grad_w_h, grad_bias)`` of :func:`lstm`, row-major and shaped like the
     arguments (``grad_bias`` is empty, shape ``[0]``, when ``bias`` is ``None``: an op returns tensors only); a
     ``None`` output gradient is zero."""
@@ -56,10 +64,14 @@ def lstm_backward(grad_y: torch.Tensor | None, grad_h: torch.Tensor | None, grad
     w_hh = w_h.detach().t().contiguous().requires_grad_()
     b = None if bias is None else bias.detach().requires_grad_()
     inputs = [*leaves, w_ih, w_hh] + ([] if b is None else [b])
-    pairs = [(o, g) for o, g in zip(_forward_with_grad(leaves, w_ih, w_hh, b), (grad_y, grad_h, grad_c))
-             if g is not None]
-    grads = (graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True) if pairs
-             else (None,) * len(inputs))
+    pairs = [
+        (o, g) for o, g in zip(_forward_with_grad(leaves, w_ih, w_hh, b), (grad_y, grad_h, grad_c)) if g is not None
+    ]
+    grads = (
+        graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
+        if pairs
+        else (None,) * len(inputs)
+    )
     out = [torch.zeros_like(a) if g is None else g.contiguous() for a, g in zip(inputs, grads)]
     out[3] = out[3].t().contiguous()  # back to Ember's layout ([d_input, 4 d]), row-major
     out[4] = out[4].t().contiguous()
@@ -68,26 +80,24 @@ def lstm_backward(grad_y: torch.Tensor | None, grad_h: torch.Tensor | None, grad
     return tuple(out)  # type: ignore[return-value]
 
 
+#: the dispatch keys of autograd that ``_AutoDispatchBelowAutograd`` excludes
+_AUTOGRAD_KEYS = ("AutogradFunctionality", "ADInplaceOrView", "AutogradOther", "AutogradNestedTensor")
+
+
 def _forward_with_grad(leaves: list[Any], w_ih: Any, w_hh: Any, b: Any) -> tuple[Any, Any, Any]:
     """The forward, recorded by torch's autograd: a custom op's implementation runs below the dispatcher's
     autograd keys (``_AutoDispatchBelowAutograd``, torch's ``custom_op`` autograd kernel), where nothing records
     even under ``torch.enable_grad``; they are taken out of the excluded set for the call."""
-    with torch.enable_grad(), torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(),
-                                                              _without_autograd(torch._C._dispatch_tls_local_exclude_set())):
+    keys = torch._C._dispatch_tls_local_exclude_set()
+    for name in _AUTOGRAD_KEYS:
+        keys = keys.remove(getattr(torch._C.DispatchKey, name))
+    with torch.enable_grad(), torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), keys):
         return run_lstm(*leaves, w_ih, w_hh, b)
 
 
-_AUTOGRAD_KEYS = ("AutogradFunctionality", "ADInplaceOrView", "AutogradOther", "AutogradNestedTensor")
-
-
-def _without_autograd(keys: Any) -> Any:
-    for name in _AUTOGRAD_KEYS:
-        keys = keys.remove(getattr(torch._C.DispatchKey, name))
-    return keys
-
-
 @lstm_backward.register_fake
-def _lstm_backward_fake(grad_y: Any, grad_h: Any, grad_c: Any, x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any,
-                        bias: Any) -> tuple[Any, ...]:
+def _lstm_backward_fake(
+    grad_y: Any, grad_h: Any, grad_c: Any, x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any
+) -> tuple[Any, ...]:
     gb = x.new_empty((0,)) if bias is None else bias.new_empty(bias.shape)
     return tuple(a.new_empty(a.shape) for a in (x, h0, c0, w_x, w_h)) + (gb,)
