@@ -59,17 +59,22 @@ def _inputs(dtype: str, seq: int = 4, bias: bool = True) -> tuple[Any, Any, Tens
 
 
 def test_captured_lstm_step_holds_one_node_per_forward_and_backward() -> None:
-    """The graph of a training step holds ``ember::lstm`` and ``ember::lstm_backward`` once each, and none of the
-    cells' ops (sigmoid, tanh) or oneDNN's RNN kernel (whose backward workspace AOTAutograd cannot provide)."""
+    """For torch.compile, the graph of a training step holds ``ember::lstm`` and ``ember::lstm_backward`` once
+    each, and none of the cells' ops (sigmoid, tanh) or oneDNN's RNN kernel (whose backward workspace AOTAutograd
+    cannot provide); replayed as is on the CPU (``"capture"``), the step records oneDNN's kernel and its backward,
+    the eager step's, which keeps its workspace (no second forward)."""
     lstm, _, x, lr = _inputs("float32", seq=16)
-    for mode in ("capture", "default"):
-        step = ember_torch.compile(_step, mode=mode, backend="aot_eager")
-        targets = _targets(step.graph(lstm, AdamConfig().init(), x, lr))
-        assert targets.count("ember.lstm.default") == 1
-        assert targets.count("ember.lstm_backward.default") == 1
-        cells = [t for t in targets if any(f"aten.{op}." in t for op in _CELL_OPS)]
-        assert cells == []
-        assert len(targets) < 80  # Adam's update of three parameters and the loss; 16 unrolled cells are ~500
+    step = ember_torch.compile(_step, mode="default", backend="aot_eager")
+    targets = _targets(step.graph(lstm, AdamConfig().init(), x, lr))
+    assert targets.count("ember.lstm.default") == 1
+    assert targets.count("ember.lstm_backward.default") == 1
+    assert [t for t in targets if any(f"aten.{op}." in t for op in _CELL_OPS)] == []
+    assert len(targets) < 80  # Adam's update of three parameters and the loss; 16 unrolled cells are ~500
+    captured = _targets(ember_torch.compile(_step, mode="capture").graph(lstm, AdamConfig().init(), x, lr))
+    assert not any(t.startswith("ember.") for t in captured)
+    if torch.backends.mkldnn.is_available():
+        assert captured.count("aten.mkldnn_rnn_layer.default") == 1
+        assert captured.count("aten.mkldnn_rnn_layer_backward.default") == 1
 
 
 def _train(fn: Any, lstm: Any, x: Tensor, lr: Any, steps: int = 4) -> tuple[list[np.ndarray], list[float]]:
@@ -139,12 +144,16 @@ def _arrays(bias: bool, seq: int) -> list[np.ndarray | None]:
     ]
 
 
+@pytest.mark.parametrize("mode", ["default", "capture"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("loss_of,bias,seq", [("all", True, 6), ("y", True, 6), ("all", False, 1), ("y", False, 1)])
-def test_captured_lstm_gradients_equal_numpy_composite(loss_of: str, bias: bool, seq: int, dtype: str) -> None:
-    """The gradients with respect to x, h0, c0, both weights and the bias, from a captured step (the custom ops,
-    replayed; ``loss_of="y"``: h_n and c_n get no gradient, a ``None`` into ``ember::lstm_backward``), equal those
-    of the contract's composite on numpy in float64."""
+def test_captured_lstm_gradients_equal_numpy_composite(
+    loss_of: str, bias: bool, seq: int, dtype: str, mode: str
+) -> None:
+    """The gradients with respect to x, h0, c0, both weights and the bias, from a captured step (for
+    ``torch.compile``: the custom ops, through ``aot_eager``; ``"capture"``: torch's traced kernels; ``loss_of="y"``:
+    h_n and c_n get no gradient, a ``None`` into ``ember::lstm_backward``), equal those of the contract's composite
+    on numpy in float64."""
     arrays = _arrays(bias, seq)
     dev = _dev(dtype)
     ref_dev = Autodiff(ember.backend("numpy", float_dtype="float64")).device()
@@ -155,9 +164,9 @@ def test_captured_lstm_gradients_equal_numpy_composite(loss_of: str, bias: bool,
     def run(*args: Any) -> list[Tensor]:
         return _value_and_grads(loss_of, *args)
 
-    step = ember_torch.compile(run, mode="capture")
+    step = ember_torch.compile(run, mode=mode, backend="aot_eager")
     targets = _targets(step.graph(*on(dev, dtype)))
-    assert "ember.lstm_backward.default" in targets
+    assert ("ember.lstm_backward.default" in targets) == (mode == "default")
     got = step(*on(dev, dtype))
     want = run(*on(ref_dev, "float64"))
     tol = 1e-4 if dtype == "float32" else 1e-10

@@ -6,9 +6,12 @@ With ``residual=True`` the forward runs under ``torch.enable_grad`` on detached 
 it, the forward runs under ``torch.no_grad``. float16 and bfloat16 go to the contract's composites (as the
 normalization kernels, ``_norm.py``).
 
-While a step is captured (``ember_torch.compile``), the forward and the backward are each one node of the graph,
-the custom ops ``ember::lstm`` and ``ember::lstm_backward`` (``_rnn_op.py``; issue 32), which run the same kernel
-when the graph runs; the residual is then :data:`_OP_RESIDUAL`."""
+While a step is captured (``ember_torch.compile``) for ``torch.compile`` or on CUDA, the forward and the backward
+are each one node of the graph, the custom ops ``ember::lstm`` and ``ember::lstm_backward`` (``_rnn_op.py``; issue
+32), which run the same kernel when the graph runs; the residual is then :data:`_OP_RESIDUAL`. A ``mode="capture"``
+step on the CPU records ``torch._VF.lstm``'s own aten ops (``_capture_state.RNN_OPS`` off): oneDNN's
+``mkldnn_rnn_layer`` and its backward in float32, whose workspace the replay keeps (the graph runs with autograd
+on), so no forward runs twice."""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ class TorchRnnOps(RnnOps):
     ) -> tuple[Any, Any, Any, Any]:
         if x.dtype not in _NATIVE:
             return super().lstm(x, h0, c0, w_x, w_h, bias, residual)
-        if _capture_state.ACTIVE[0] > 0:
+        if _capture_state.ACTIVE[0] > 0 and _capture_state.RNN_OPS[0]:
             y, h, c = _rnn_op.lstm(x, h0, c0, w_x, w_h, bias)
             return y, h, c, (_OP_RESIDUAL if residual else None)
         if not residual:
