@@ -23,8 +23,10 @@ torch = pytest.importorskip("torch")
 
 SLOW = pytest.mark.skipif(not os.environ.get("EMBER_SLOW_TESTS"), reason="inductor compiles: EMBER_SLOW_TESTS=1")
 #: (relative tolerance) per float dtype: float32 runs oneDNN's kernel eagerly and at replay (the same kernel, but
-#: inductor's code around it may round differently); float64 runs torch's cells in both
+#: inductor's code around it may round differently); float64 runs torch's cells in both, and inductor fuses Adam's
+#: update (its m / (sqrt(v) + eps) turns a last-bit difference of a near-zero gradient into ~1e-8 of the step)
 RTOL = {"float32": 1e-5, "float64": 1e-10}
+RTOL_INDUCTOR = {"float32": 1e-5, "float64": 1e-7}
 
 #: one inductor cache directory for the module (``conftest.py``)
 pytestmark = pytest.mark.usefixtures("inductor_cache")
@@ -94,9 +96,10 @@ def _check_equal_eager(mode: str, backend: str, dtype: str, seq: int = 4, bias: 
     p_e, l_e = _train(_step, lstm, x, lr.into_scalar())
     assert step.trace_count == 1
     assert l_c[-1] < l_c[0]
-    np.testing.assert_allclose(l_c, l_e, rtol=RTOL[dtype])
+    rtol = (RTOL_INDUCTOR if backend == "inductor" and mode != "capture" else RTOL)[dtype]
+    np.testing.assert_allclose(l_c, l_e, rtol=rtol)
     for a, b in zip(p_c, p_e, strict=True):  # Adam's steps are 1e-3: a wrong or missing one is far above this
-        np.testing.assert_allclose(a, b, rtol=RTOL[dtype], atol=RTOL[dtype])
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
