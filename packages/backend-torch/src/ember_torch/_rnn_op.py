@@ -1,18 +1,22 @@
 """The LSTM as two opaque graph nodes while a step is captured (issue 32): ``ember::lstm`` and
 ``ember::lstm_backward``, custom ops (``torch.library.custom_op``) on Ember's layout (``w_x [d_input, 4 d]``,
-``w_h [d, 4 d]``, one bias), device-agnostic.
+``w_h [d, 4 d]``, one bias ``[4 d]``), float32 and float64 (float16 and bfloat16 take the contract's composite),
+the same code on every device.
 
-A captured step (``ember_torch.compile``) records each op as one node, whose shapes come from its fake
-implementation; the real implementation runs when the graph runs (replayed as it is, or called from inductor's or
-AOTAutograd's generated code), with torch's own kernels: ``torch._VF.lstm`` (oneDNN's on the CPU, cuDNN's on CUDA,
-chosen by torch at that call). So inductor never sees the LSTM's thousands of unrolled cell ops, and the step keeps
-the eager step's kernels.
+A step captured for ``torch.compile``, or on CUDA (``_compile.py``, ``_kernels_for``), records each op as one
+node, whose shapes come from its fake implementation; the real implementation runs when the graph runs (replayed
+as it is, or called from AOTAutograd's or inductor's generated code), with torch's own kernels:
+``torch._VF.lstm`` (oneDNN's on the CPU, cuDNN's on CUDA, chosen by torch at that call). So inductor never sees
+the LSTM's unrolled cells (thousands of ops for the benchmark's LSTM), and the step keeps the eager step's kernels.
 
 A node's outputs are plain tensors, so the residual cannot be torch's autograd graph (what the eager kernel keeps,
 ``_rnn.py``): :func:`lstm_backward` runs the forward again under ``torch.enable_grad`` on detached copies of the
-inputs and takes ``torch.autograd.grad`` through it (one more LSTM forward per backward; the kernels' own
-workspaces, oneDNN's and cuDNN's reserve, are device-specific and only made while autograd records). Both ops are
-pure functions of their inputs (no mutation, no aliasing), so a graph may reorder or deduplicate them freely.
+inputs and takes ``torch.autograd.grad`` through it (one more LSTM forward per backward). The kernels' own
+residuals, oneDNN's workspace and cuDNN's reserve, are made by device-specific aten ops that ``torch._VF.lstm``
+picks; calling those here would make two code paths, one of them untested without a GPU. Both ops are pure
+functions of their inputs (no mutation, no aliasing, no state kept between them), so a graph may reorder or
+deduplicate them freely. Not yet run on a GPU: on CUDA, and inside CUDA graphs (``mode="reduce-overhead"``, which
+would record the backward's ``torch.autograd.grad``), they are untested.
 """
 
 from __future__ import annotations
@@ -92,7 +96,7 @@ def _forward_with_grad(leaves: list[Any], w_ih: Any, w_hh: Any, b: Any) -> tuple
     for name in _AUTOGRAD_KEYS:
         keys = keys.remove(getattr(torch._C.DispatchKey, name))
     with torch.enable_grad(), torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), keys):
-        return run_lstm(*leaves, w_ih, w_hh, b)
+        return run_lstm(leaves[0], leaves[1], leaves[2], w_ih, w_hh, b)
 
 
 @lstm_backward.register_fake
