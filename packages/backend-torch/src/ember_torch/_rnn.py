@@ -67,7 +67,7 @@ class TorchRnnOps(RnnOps):
     ) -> tuple[Any, ...]:
         if x.dtype not in _NATIVE:
             return super().lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias, y, residual)
-        if isinstance(residual, str):  # _OP_RESIDUAL: a captured forward
+        if residual is _OP_RESIDUAL:  # a forward recorded as ember::lstm
             grads = _rnn_op.lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)
             return (*grads[:5], None if bias is None else grads[5])
         leaves, outs = residual
