@@ -304,47 +304,6 @@ def test_through_torch_compile_aot_eager() -> None:
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
-def _lstm_step(lstm: Any, optim: Any, x: Tensor, lr: Any) -> tuple[Any, Tensor]:
-    y, state = lstm.forward(x)
-    loss = (y * y).mean() + (state.cell * state.cell).mean()
-    grads = GradientsParams.from_grads(loss.backward(), lstm)
-    return optim.step(lr, lstm, grads), loss
-
-
-def test_lstm_step_through_torch_compile_aot_eager() -> None:
-    """Issue 32: the LSTM's training step through torch.compile (AOTAutograd, no code generation) equals the
-    eager step. On the CPU torch's LSTM records oneDNN's ``mkldnn_rnn_layer``, whose backward workspace only exists
-    while autograd is on and AOTAutograd runs the graph with it off; the capture for torch.compile records the cell
-    ops instead (``mode="capture"`` keeps oneDNN's kernel, the eager one)."""
-    from ember.nn import LstmConfig
-
-    b32 = ember.backend("torch", float_dtype="float32")  # oneDNN's LSTM is float32's (float64 runs torch's cells)
-    dev = Autodiff(b32).device()
-    b32.seed(3)
-    start = LstmConfig(3, 5).init(dev)
-    x = Tensor.from_data(np.random.default_rng(2).standard_normal((2, 4, 3)).astype(np.float32), dev)
-    lr32 = Tensor.from_data(np.asarray([0.1], np.float32), dev.inner)
-    step = ember_torch.compile(_lstm_step, mode="default", backend="aot_eager")
-    targets = {str(n.target) for n in step.graph(start, SgdConfig().init(), x, lr32).graph.nodes}
-    assert not any("mkldnn" in t for t in targets)
-    captured = ember_torch.compile(_lstm_step, mode="capture")
-    targets = {str(n.target) for n in captured.graph(start, SgdConfig().init(), x, lr32).graph.nodes}
-    assert any("mkldnn_rnn_layer" in t for t in targets) or not torch.backends.mkldnn.is_available()
-    runs = []
-    for fn, lr in ((step, lr32), (_lstm_step, 0.1)):
-        model, optim, losses = start, AdamConfig().init(), []
-        optim.init_states(model)
-        for _ in range(3):
-            model, loss = fn(model, optim, x, lr)
-            losses.append(loss.into_scalar())
-        runs.append((params_np(model), losses))
-    (p_c, l_c), (p_e, l_e) = runs
-    np.testing.assert_allclose(l_c, l_e, rtol=1e-5)
-    assert l_c[-1] < l_c[0]
-    for a, b in zip(p_c, p_e, strict=True):  # Adam's steps are 1e-3: a wrong or missing one is 100 times this
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-
-
 def test_compiler_refusal_is_a_backend_error() -> None:
     """A refusal of torch's compiler at the first call is an Ember error naming torch's reason and the way out."""
 

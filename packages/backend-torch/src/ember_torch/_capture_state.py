@@ -8,10 +8,14 @@ and refuses host reads (the error says so).
 
 from __future__ import annotations
 
-__all__ = ["ACTIVE", "HOST_READ_GUIDE"]
+__all__ = ["ACTIVE", "HOST_READ_GUIDE", "RNN_OPS"]
 
 #: ``ACTIVE[0] > 0`` while ``ember_torch.compile`` captures a step
 ACTIVE = [0]
+
+#: whether a captured LSTM is recorded as the custom ops ``ember::lstm`` / ``ember::lstm_backward`` (``_rnn_op.py``);
+#: ``False`` while a ``mode="capture"`` step on the CPU is captured (``_compile.py``, ``_kernels_for``)
+RNN_OPS = [True]
 
 HOST_READ_GUIDE = (
     "Inside a compiled step the tensors hold no values yet (ember_torch.compile captures the step once as a graph "

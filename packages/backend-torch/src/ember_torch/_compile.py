@@ -263,24 +263,43 @@ class CompiledStep:
 
 
 def _kernels_for(mode: str, leaves: list[Any]) -> contextlib.ExitStack:
-    """The kernels the capture may record for ``mode``: for ``torch.compile`` (every mode but ``"capture"``),
-    not oneDNN's (``torch.backends.mkldnn`` off while capturing); with CUDA tensors, never cuDNN's RNN.
+    """The kernels the capture may record for ``mode``: with CUDA tensors, none of cuDNN's
+    (``torch.backends.cudnn`` off while capturing); for ``"capture"`` on the CPU, Ember's LSTM as
+    ``torch._VF.lstm``'s own ops (``_capture_state.RNN_OPS`` off), else as the custom ops ``ember::lstm`` and
+    ``ember::lstm_backward`` (``_rnn_op.py``).
 
-    On the CPU, ``torch._VF.lstm`` (Ember's LSTM, ``_rnn.py``) records ``aten.mkldnn_rnn_layer`` and its backward,
-    whose workspace output is only made while autograd is on (``torch.is_grad_enabled()``); AOTAutograd runs a
-    graph with no input that requires a gradient (a captured step: Ember's backward is in it) with autograd off,
-    so the workspace is undefined and the backward refuses it (issue 32). Without oneDNN the LSTM is recorded as
-    its cell ops (matmuls, sigmoid, tanh), which inductor fuses. The captured graph as it is (``"capture"``) keeps
-    oneDNN's kernels, the eager step's. On CUDA, cuDNN's RNN packs its weights into one buffer through an
-    ``UntypedStorage``, which ``make_fx`` cannot record (``NotImplementedError``, seen on an H200 with torch 2.11):
-    with cuDNN off while capturing, the LSTM is recorded as torch's fused CUDA cell kernels. Only choices made
-    while recording change (convolutions are recorded as ``aten.convolution`` and still run on cuDNN)."""
+    The custom ops are one node each for the forward and the backward; their implementation calls
+    ``torch._VF.lstm`` when the graph runs, outside this context, so it runs on oneDNN's kernel on the CPU and
+    cuDNN's on CUDA in every mode, and inductor never sees the unrolled cells (issue 32); the backward runs the
+    forward once more (its residual cannot be torch's autograd graph). Traced instead, ``torch._VF.lstm`` records
+    oneDNN's ``aten.mkldnn_rnn_layer`` (float32) or its cells (float64): AOTAutograd runs a graph with autograd off,
+    where that layer's backward workspace is undefined (oneDNN was off while capturing for ``torch.compile``
+    before the custom ops, and the LSTM was unrolled: a 9-minute compile for the benchmark's LSTM); a graph
+    replayed as is (``"capture"``) runs with autograd on and keeps it, so that mode records the eager step's
+    kernels with no second forward. On CUDA the LSTM is always the custom ops: cuDNN's RNN packs weights through
+    an ``UntypedStorage``, which ``make_fx`` cannot record (``NotImplementedError`` on an H200 with torch 2.11).
+
+    cuDNN stays off while capturing on CUDA, though the LSTM no longer needs it: other composite ops choose cuDNN
+    variants while recording (``aten.batch_norm`` records ``cudnn_batch_norm``; grid sampling, CTC loss), and the
+    captures verified on a GPU were all made with it off; dropping it waits for a GPU run. Only choices made
+    while recording change: ``aten.convolution`` is recorded as such and runs on cuDNN, as do the LSTM's ops."""
     stack = contextlib.ExitStack()
-    if mode != "capture":
-        stack.enter_context(_no_onednn())
     if any(getattr(p, "is_cuda", False) for p in leaves):
         stack.enter_context(_no_cudnn())
+    elif mode == "capture":
+        stack.enter_context(_traced_rnn())
     return stack
+
+
+@contextlib.contextmanager
+def _traced_rnn() -> Iterator[None]:
+    """``_capture_state.RNN_OPS`` off inside: the LSTM is traced as ``torch._VF.lstm``'s aten ops."""
+    was = _capture_state.RNN_OPS[0]
+    _capture_state.RNN_OPS[0] = False
+    try:
+        yield
+    finally:
+        _capture_state.RNN_OPS[0] = was
 
 
 @contextlib.contextmanager
@@ -292,17 +311,6 @@ def _no_cudnn() -> Iterator[None]:
         yield
     finally:
         torch._C._set_cudnn_enabled(was)
-
-
-@contextlib.contextmanager
-def _no_onednn() -> Iterator[None]:
-    """``torch.backends.mkldnn`` off inside (its ``flags`` context also sets TF32 flags, with a warning)."""
-    was = torch._C._get_mkldnn_enabled()
-    torch._C._set_mkldnn_enabled(False)
-    try:
-        yield
-    finally:
-        torch._C._set_mkldnn_enabled(was)
 
 
 def _first_run(entry: _Entry, leaves: list[Any]) -> Any:

@@ -4,66 +4,72 @@ With ``residual=True`` the forward runs under ``torch.enable_grad`` on detached 
 (Ember's outputs are detached), and the residual is torch's autograd graph of that call, so the backward is one
 ``torch.autograd.grad`` through the same kernels raw PyTorch's ``loss.backward()`` runs for ``nn.LSTM``. Without
 it, the forward runs under ``torch.no_grad``. float16 and bfloat16 go to the contract's composites (as the
-normalization kernels, ``_norm.py``)."""
+normalization kernels, ``_norm.py``).
+
+While a step is captured (``ember_torch.compile``) for ``torch.compile`` or on CUDA, the forward and the backward
+are each one node of the graph, the custom ops ``ember::lstm`` and ``ember::lstm_backward`` (``_rnn_op.py``; issue
+32), which run the same kernel when the graph runs; the residual is then :data:`_OP_RESIDUAL`. A ``mode="capture"``
+step on the CPU records ``torch._VF.lstm``'s own aten ops (``_capture_state.RNN_OPS`` off): oneDNN's
+``mkldnn_rnn_layer`` and its backward in float32, whose workspace the replay keeps (the graph runs with autograd
+on), so no forward runs twice."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import torch
 
 from ember.backend.contract import RnnOps
 
+from . import _capture_state, _rnn_op
 from ._graph import graph_forward, graph_grad
+from ._rnn_kernel import run_lstm
 
 __all__ = ["TorchRnnOps"]
 
 _NATIVE = (torch.float32, torch.float64)
-_VF: Any = torch._VF  # type: ignore[attr-defined]
 
-
-def _run(x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None) -> tuple[Any, Any, Any]:
-    """``torch._VF.lstm`` of one layer, batch first, on Ember's layout (weights transposed, one bias)."""
-    return _run_torch_layout(x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(), bias)
-
-
-def _run_torch_layout(x: Any, h0: Any, c0: Any, w_ih: Any, w_hh: Any, bias: Any | None) -> tuple[Any, Any, Any]:
-    """``torch._VF.lstm`` of one layer, batch first, on torch's weight layout (``w_ih [4 d, d_input]``,
-    ``w_hh [4 d, d]``, contiguous: cuDNN packs them with views, and the CPU kernels copy strided ones, in the
-    forward and again in the backward) and one bias."""
-    params = [w_ih, w_hh]
-    if bias is not None:
-        params += [bias, torch.zeros_like(bias, requires_grad=False)]
-    hx = (h0.unsqueeze(0), c0.unsqueeze(0))
-    if not x.is_cuda:
-        y, h, c = _VF.lstm(x, hx, params, bias is not None, 1, 0.0, True, False, True)
-        return y, h[0], c[0]
-    with warnings.catch_warnings():  # cuDNN warns that the weights are not one flat buffer (nn.LSTM's): they never are
-        warnings.filterwarnings("ignore", "RNN module weights are not part of single contiguous chunk")
-        y, h, c = _VF.lstm(x, hx, params, bias is not None, 1, 0.0, True, False, True)
-    return y, h[0], c[0]
+#: the residual of a captured forward: ``ember::lstm_backward`` takes the forward's arguments, and nothing else
+_OP_RESIDUAL = "ember::lstm"
 
 
 class TorchRnnOps(RnnOps):
     """``lstm`` and ``lstm_backward`` through ``torch._VF.lstm`` and torch's autograd."""
 
-    def lstm(self, x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None,
-             residual: bool) -> tuple[Any, Any, Any, Any]:
+    def lstm(
+        self, x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any | None, residual: bool
+    ) -> tuple[Any, Any, Any, Any]:
         if x.dtype not in _NATIVE:
             return super().lstm(x, h0, c0, w_x, w_h, bias, residual)
+        if _capture_state.ACTIVE[0] > 0 and _capture_state.RNN_OPS[0]:
+            y, h, c = _rnn_op.lstm(x, h0, c0, w_x, w_h, bias)
+            return y, h, c, (_OP_RESIDUAL if residual else None)
         if not residual:
             with torch.no_grad():
-                return (*_run(x, h0, c0, w_x, w_h, bias), None)
+                return (*run_lstm(x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(), bias), None)
         # the weights' leaves in torch's layout: the kernels' backward then reads them without another copy
-        (y, h, c), res = graph_forward(_run_torch_layout, x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(),
-                                       bias)
+        (y, h, c), res = graph_forward(run_lstm, x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(), bias)
         return y, h, c, res
 
-    def lstm_backward(self, grad_y: Any | None, grad_h: Any | None, grad_c: Any | None, x: Any, h0: Any, c0: Any,
-                      w_x: Any, w_h: Any, bias: Any | None, y: Any, residual: Any) -> tuple[Any, ...]:
+    def lstm_backward(
+        self,
+        grad_y: Any | None,
+        grad_h: Any | None,
+        grad_c: Any | None,
+        x: Any,
+        h0: Any,
+        c0: Any,
+        w_x: Any,
+        w_h: Any,
+        bias: Any | None,
+        y: Any,
+        residual: Any,
+    ) -> tuple[Any, ...]:
         if x.dtype not in _NATIVE:
             return super().lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias, y, residual)
+        if residual is _OP_RESIDUAL:  # a forward recorded as ember::lstm
+            grads = _rnn_op.lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)
+            return (*grads[:5], None if bias is None else grads[5])
         leaves, outs = residual
         pairs = [(o, g) for o, g in zip(outs, (grad_y, grad_h, grad_c)) if g is not None]
         inputs = [a for a in leaves if a is not None]
