@@ -77,9 +77,8 @@ def test_private_copy_keeps_structure_ids_and_values_with_new_buffers() -> None:
 
 
 def test_copy_donated_goes_through_the_backend() -> None:
-    from ember.autodiff import Autodiff
-
     import ember
+    from ember.autodiff import Autodiff
 
     b = ember.backend("jax")
     assert b.capabilities.donates_args and Autodiff(b).capabilities.donates_args

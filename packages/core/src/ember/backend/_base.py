@@ -209,7 +209,8 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         False
         """
         return BackendCapabilities(
-            compiles_steps=self.compiles_steps, donates_args=self.donates_args, spmd_devices=self.spmd_devices, spmd_processes=self.spmd_processes,
+            compiles_steps=self.compiles_steps, donates_args=self.donates_args, spmd_devices=self.spmd_devices,
+            spmd_processes=self.spmd_processes,
             collectives=self.supports_collectives, native_autodiff=self.supports_native_autodiff,
             dlpack=self.supports_dlpack, dtypes=frozenset(self.supported_dtypes))
 
