@@ -23,11 +23,14 @@ __all__ = ["private_copy"]
 def private_copy(x: Any) -> Any:
     """``x`` rebuilt around copies of its arrays: modules, params (same ids, ``require_grad``, fresh autodiff
     leaves for tracked ones), running states, tensors, lists and dataclasses are new objects; static values are
-    shared. The arrays are copied in one ``jax.device_put(..., may_alias=False)`` (a device copy keeping each
-    array's sharding and placement); the values are bit-identical."""
+    shared. The arrays are copied in one ``jax.device_put(..., may_alias=False)`` to each array's own sharding (a
+    device copy: the same placement, over several devices or processes included; every process of a run
+    spanning processes makes the same call); the values are bit-identical."""
     fl = Flat(TREE)
     _flat_seq(fl, (x,))
     if not fl.leaves:
         return x
-    fresh = jax.device_put(list(fl.leaves), may_alias=False)
+    leaves = list(fl.leaves)
+    # each to its own sharding: a global array of a multi-process run (not fully addressable) needs it named
+    fresh = jax.device_put(leaves, [getattr(x, "sharding", None) for x in leaves], may_alias=False)
     return rebuild(Rebuild(fresh, fl), x)
