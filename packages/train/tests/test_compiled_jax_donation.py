@@ -24,6 +24,7 @@ from ember_train import (  # noqa: E402
     LearnerBuilder,
     MetricEarlyStoppingStrategy,
     StoppingCondition,
+    _compiled,  # noqa: E402
 )
 from ember_train.metric import AccuracyMetric, LossMetric  # noqa: E402
 
@@ -48,7 +49,9 @@ def _same_bits_or_false(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 def _watch(monkeypatch: Any, dev: Any, donate: bool) -> dict[str, Any]:
     """Record the options and the returned models of each step the Learner compiles; ``donate=False`` drops the
-    donation options (the Learner's step before this change)."""
+    donation options (the Learner's step before this change). The step donates on the CPU too here (the Learner
+    donates on accelerators only: see ``donates_on``)."""
+    monkeypatch.setattr(_compiled, "donates_on", lambda _device: True)
     seen: dict[str, Any] = {"options": {}, "returned": {}}
     compile_ = dev.backend.compile
 
@@ -194,3 +197,28 @@ def test_gradient_accumulation_donates_the_update_only(tmp_path: Path, monkeypat
                 assert seen["options"]["_grad"] == {}
                 assert all(m is res.model for m in seen["returned"]["_update"])
     _same_bits(_arrays(results[True].model), _arrays(results[False].model))
+
+
+def test_on_the_cpu_the_learner_does_not_donate(tmp_path: Path, monkeypatch: Any) -> None:
+    """XLA's CPU programs run slower with the model donated (``donates_on``): the CPU step compiles without."""
+    dev = h.devices("jax")
+    assert dev.inner.name.startswith("cpu") and not _compiled.donates_on(dev)
+    seen: dict[str, Any] = {}
+    compile_ = dev.backend.compile
+
+    def recording(fn: Any, **options: Any) -> Any:
+        seen[fn.__name__] = options
+        return compile_(fn, **options)
+
+    monkeypatch.setattr(dev.backend, "compile", recording)
+    model = _model(dev, "bn")
+    res = _fit(tmp_path, dev, model, epochs=1)
+    assert res.epoch == 1 and seen == {"_train": {}, "_valid": {}}
+
+    class _Gpu:
+        name = "cuda:0"
+
+    class _Device:
+        inner = _Gpu()
+
+    assert _compiled.donates_on(_Device())
