@@ -17,10 +17,10 @@ outside the timing, so calls never queue behind each other or run beside the pre
   work XLA's CPU runtime does in the calling thread).
 - ``step``: until the loss is on the host (the whole step, for scale).
 
-``--donate`` compiles Ember's step with ``donate_argnums=(0,)`` (the model donated: the new arrays are written
-into the caller's module objects instead of a new module tree being built per call), as the raw step donates its
-parameters, optimizer state and buffers; without it Ember's result is a new module tree per call (what the
-Learner's jax step does).
+``--donate`` compiles Ember's step with ``donate_argnums=(0,), copy_donated=True`` (what the Learner's jax step
+does: the model is copied once at the first call, then donated: the new arrays are written into the step's own
+module objects instead of a new module tree being built per call), as the raw step donates its parameters,
+optimizer state and buffers; without it Ember's result is a new module tree per call.
 
 ``--small`` shrinks the inputs (batch 1; ResNet-18 at 32x32 with 10 classes; sequence 16) so the program's run
 hides less of the host time; the host work does not depend on the batch.
@@ -93,7 +93,7 @@ def main(models: list[str], calls: int, small: bool, donate: bool = False) -> No
         optim.init_states(net)
         batch = inputs(model, dev)
         lr = Tensor.from_data(np.array([1e-4], np.float32), dev.inner)
-        fn = ember_jax.jit(train_step, donate_argnums=(0,) if donate else ())
+        fn = ember_jax.jit(train_step, donate_argnums=(0,) if donate else (), copy_donated=donate)
         x, y = batch_data(model)
         state_dict = {k: v.detach().numpy().copy() for k, v in torch_build(model).state_dict().items()}
         raw = jax_step(model, state_dict, x, y)

@@ -13,10 +13,12 @@ Models (sizes in ``_models_ember.SPECS``; the same networks in ``_models_ember.p
 
 Contenders: ``raw torch`` (``nn.Module``, ``torch.optim.Adam(foreach=True)``), ``ember torch``
 (``Autodiff(torch)``), ``ember numpy`` (``Autodiff(numpy)``, 1 BLAS thread), ``raw jax.jit`` (the whole step one
-jitted function, buffers donated; its weights are raw torch's, so its first loss equals raw torch's), ``ember
-jax`` (the step compiled by ``ember_jax.jit``, what the Learner runs), ``raw torch.compile`` (inductor on the
-forward and loss and on the optimizer step) and ``ember torch compiled`` (the whole step captured by
-``ember_torch.compile``, mode ``--torch-mode``, what the Learner runs on torch). Adam everywhere with lr 1e-4,
+jitted function, buffers donated; its weights are raw torch's, so its first loss equals raw torch's), ``ember jax``
+(the step compiled by ``ember_jax.jit`` as the Learner compiles it: on an accelerator the model donated,
+``donate_argnums=(0,), copy_donated=True``, one private copy at the first call, then updated in place; on the CPU
+not donated), ``raw torch.compile``
+(inductor on the forward and loss and on the optimizer step) and ``ember torch compiled`` (the whole step captured
+by ``ember_torch.compile``, mode ``--torch-mode``, what the Learner runs on torch). Adam everywhere with lr 1e-4,
 betas 0.9/0.999, eps 1e-5. Threads: torch 1 intra-op thread (``torch.set_num_threads(1)``) for raw torch and Ember
 torch, 1 BLAS thread (threadpoolctl) for Ember numpy, jax its defaults (bench/README.md's conventions).
 
@@ -162,7 +164,9 @@ def ember_jax(model: str, device: str) -> Step:
     optim.init_states(state["model"])  # one trace, as the Learner does
     batch = inputs(model, dev)
     lr = Tensor.from_data(np.array([1e-4], np.float32), dev.inner)
-    fn = ember_jax.jit(train_step)
+    # the Learner's step: the model donated (a private copy) on an accelerator, not on the CPU (see its donates_on)
+    donate = {} if dev.inner.name.startswith("cpu") else {"donate_argnums": (0,), "copy_donated": True}
+    fn = ember_jax.jit(train_step, **donate)
 
     def step() -> float:
         state["model"], loss = fn(state["model"], optim, batch, lr)

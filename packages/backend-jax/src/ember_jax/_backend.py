@@ -67,6 +67,8 @@ class JaxBackend(JaxArrayBackend):
     #: ``compile`` is ``ember_jax.jit`` (the whole step one XLA program), which GSPMD partitions over a mesh of this
     #: process's devices (``device_mesh``) or of the processes of a ``jax.distributed`` run (``process_mesh``)
     compiles_steps = True
+    #: ``compile`` takes ``donate_argnums`` and ``copy_donated`` (see :attr:`ember.backend.BackendCapabilities`)
+    donates_args = True
     spmd_devices = True
     spmd_processes = True
 
@@ -101,15 +103,16 @@ class JaxBackend(JaxArrayBackend):
     def compile(self, fn: Any, **options: Any) -> Any:
         """``ember_jax.jit(fn, **options)``: the whole step compiled by XLA (see :func:`ember_jax.jit`).
 
-        Options: ``donate_state`` (default ``True``) and ``donate_argnums`` (default ``()``), as in
-        :func:`ember_jax.jit`.
+        Options: ``donate_state`` (default ``True``), ``donate_argnums`` (default ``()``) and ``copy_donated``
+        (default ``False``), as in :func:`ember_jax.jit`.
 
         Raises:
             TypeError: an unknown option.
         """
-        unknown = sorted(set(options) - {"donate_state", "donate_argnums"})
+        unknown = sorted(set(options) - {"donate_state", "donate_argnums", "copy_donated"})
         if unknown:
             raise TypeError(
-                f"jax backend: compile() options are donate_state and donate_argnums, got {', '.join(unknown)}."
+                "jax backend: compile() options are donate_state, donate_argnums and copy_donated, got "
+                f"{', '.join(unknown)}."
             )
         return jit(fn, **options)

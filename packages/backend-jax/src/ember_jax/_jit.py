@@ -34,6 +34,7 @@ from ember.module import Module
 from ._array_backend import JaxArrayBackend
 from ._devices import ForeignTensor
 from ._out import OutWalk, generate, holds_ember
+from ._private import private_copy
 from ._scan import Scan, foreign_error
 from ._sharding import put
 from ._tree import TREE
@@ -88,9 +89,12 @@ class CompiledStep:
             static values, parameter ids, optimizer-state layout).
         donate_state: the optimizers' per-parameter state buffers are donated (see :func:`jit`).
         donate_argnums: the positional arguments whose buffers are donated.
+        copy_donated: a donated argument that is not one of the previous call's results is copied first (see
+            :func:`jit`).
     """
 
-    def __init__(self, fn: Callable[..., Any], donate_state: bool = True, donate_argnums: Any = ()) -> None:
+    def __init__(self, fn: Callable[..., Any], donate_state: bool = True, donate_argnums: Any = (),
+                 copy_donated: bool = False) -> None:
         if not callable(fn):
             raise TypeError(f"ember_jax.jit: expected a function, got {type(fn).__name__}.")
         nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
@@ -99,6 +103,9 @@ class CompiledStep:
         self.fn = fn
         self.donate_state = bool(donate_state)
         self.donate_argnums = frozenset(nums)
+        self.copy_donated = bool(copy_donated)
+        #: the previous call's top-level results (``copy_donated``: the arguments donated without a copy)
+        self._own: tuple[Any, ...] = ()
         self.trace_count = 0
         self._cache: dict[Any, _Entry] = {}
         #: the last call's results flattened ahead (see ember.backend.step_tree.fast_spec)
@@ -116,6 +123,7 @@ class CompiledStep:
         """Forget every compiled structure (the next call traces again) and the last call's results."""
         self._cache.clear()
         self._fast = {}
+        self._own = ()
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__qualname__", repr(self.fn))
@@ -138,6 +146,8 @@ class CompiledStep:
         Raises:
             See :func:`jit`.
         """
+        if self.copy_donated:
+            args = self._private(args)
         fl = Flat(TREE, self._fast)
         key = (_flat_seq(fl, args), _flat_dict(fl, kwargs) if kwargs else None)
         found = self._cache.get(key)
@@ -185,7 +195,21 @@ class CompiledStep:
                 gc.enable()
         else:
             result, self._fast = build(out, fl.objs)
+        if self.copy_donated:
+            self._own = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         return result
+
+    def _private(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``args`` with each donated argument that is not one of the previous call's results replaced by a
+        private copy (:func:`~ember_jax._private.private_copy`), so that the caller's buffers are never donated."""
+        own = self._own
+        out: list[Any] | None = None
+        for i in self.donate_argnums:
+            if i < len(args) and not any(args[i] is o for o in own):
+                if out is None:
+                    out = list(args)
+                out[i] = private_copy(args[i])
+        return args if out is None else tuple(out)
 
     def _new_entry(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fl: Flat) -> _Entry:
         scan = Scan()
@@ -371,7 +395,8 @@ def _is_jax(t: Any) -> bool:
     return isinstance(t.device.inner.backend, JaxArrayBackend)
 
 
-def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, donate_argnums: Any = ()) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, donate_argnums: Any = (),
+        copy_donated: bool = False) -> Any:
     """Compile a whole step function of Ember objects with ``jax.jit`` (issue 10).
 
     ::
@@ -414,6 +439,12 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
             otherwise it is rebuilt and the module passed in can no longer be read (jax raises
             ``RuntimeError: Array has been deleted``). Nothing is donated when a donated buffer is also
             reachable from an argument that is not donated.
+        copy_donated: donate only buffers the step owns: a donated argument that is not one of the previous
+            call's top-level results (compared by identity) is copied first (its arrays, by one device copy; its
+            modules, params and tensors rebuilt around them), and the copy is donated, so the objects the caller
+            passed keep their values and stay readable. Passing the returned model back (``model, item =
+            step(model, ...)``) donates it as it is: one copy at the first call, none afterwards (what the
+            Learner's training step does). Default ``False``.
 
     Returns:
         A :class:`CompiledStep` (callable; ``trace_count`` counts the traces).
@@ -427,5 +458,6 @@ def jit(fn: Callable[..., Any] | None = None, *, donate_state: bool = True, dona
             ``Gradients``).
     """
     if fn is None:
-        return functools.partial(jit, donate_state=donate_state, donate_argnums=donate_argnums)
-    return CompiledStep(fn, donate_state=donate_state, donate_argnums=donate_argnums)
+        return functools.partial(jit, donate_state=donate_state, donate_argnums=donate_argnums,
+                                 copy_donated=copy_donated)
+    return CompiledStep(fn, donate_state=donate_state, donate_argnums=donate_argnums, copy_donated=copy_donated)

@@ -232,9 +232,11 @@ class LearnerBuilder:
 
         The Learner wraps each whole step (``train_step``, Ember's backward and ``optim.step``; ``valid_step``)
         with ``device.backend.compile``: jax compiles it with ``ember_jax.jit`` (traced once per batch shape,
-        no recompilation in later epochs); torch captures it with ``ember_torch.compile`` (one aten graph per batch
-        shape: replayed as it is on the CPU, where an inductor compile takes tens of seconds, and compiled by
-        inductor on CUDA; see ``docs/torch.md``); numpy runs it eagerly. ``compile(False)`` runs the
+        no recompilation in later epochs; on an accelerator the training step donates a private copy of the model,
+        made at the first step and updated in place afterwards, so the model given to :meth:`build` is never
+        changed); torch captures it with ``ember_torch.compile`` (one aten graph per batch shape: replayed as it
+        is on the CPU, where an inductor compile takes tens of seconds, and compiled by inductor on CUDA; see
+        ``docs/torch.md``); numpy runs it eagerly. ``compile(False)`` runs the
         steps eagerly on every backend, so that Python code inside a step (``print``, ``breakpoint()``,
         ``into_scalar``) sees values; a compiled step only sees traced tensors, and a host read there fails on
         the first batch with a ``LearnerError`` that says so.

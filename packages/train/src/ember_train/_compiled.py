@@ -13,6 +13,14 @@ pass, Ember's backward pass and the optimizer update as one program:
 torch captures them with ``ember_torch.compile`` (one aten graph per argument structure); numpy returns the
 functions unchanged (``Backend.compile``'s default), so its steps run eagerly exactly as written.
 
+On a backend that donates arguments (``capabilities.donates_args``; jax) and a device that is not the CPU
+(:func:`donates_on`), ``train`` and ``update`` donate the model with ``copy_donated``: the first call copies the
+model it is given (the caller's, a restored one) and trains the copy, whose buffers the program then updates in
+place at every call (no new model per step); the caller's model is never changed. ``grad`` and ``valid`` donate
+nothing (the model is used again after them). Whatever else holds the model between steps (the validation model
+``model.valid()``, a checkpoint's record) is used before the next training step and dropped: checkpoints are written
+synchronously.
+
 A compiled step is watched (:class:`_Watched`): its first call, which traces and compiles (tens of seconds
 for a large network on jax), is announced to the renderer (``MetricsRenderer.compiling``) before it starts and
 when it ends, and the time of every call that compiled (the first of each new argument structure, seen in the
@@ -73,11 +81,15 @@ class CompiledSteps:
         if self.compiled:
             self.valid = _Watched(self, "valid", "validation step", self.valid)
         watched = _watching(self, compile_fn)
+        # the model (argument 0) of the steps that return the updated model: donated, a private copy at first
+        donate: dict[str, Any] = {}
+        if enabled and device.backend.capabilities.donates_args and donates_on(device):
+            donate = {"donate_argnums": (0,), "copy_donated": True}
         if accumulation:
             self.grad = watched(self._grad, "training step")
-            self.update = watched(self._update, "optimizer update")
+            self.update = watched(self._update, "optimizer update", **donate)
         else:
-            self.train = watched(self._train, "training step")
+            self.train = watched(self._train, "training step", **donate)
         self._lr: tuple[float, Tensor] | None = None
         #: puts the learning-rate tensor where the step's other inputs are (``MultiDevice``: on every device)
         self.place: Callable[[Any], Any] = _identity
@@ -146,14 +158,23 @@ class CompiledSteps:
         return item
 
 
-def _identity(fn: Callable[..., Any]) -> Callable[..., Any]:
+def donates_on(device: Any) -> bool:
+    """Whether the training step donates the model on ``device`` (a backend with ``capabilities.donates_args``):
+    on an accelerator (``cuda:0`` ...), where the program updates the model's buffers in place and Ember's host
+    time per call falls (ResNet-18: about 640 -> 380 µs); not on the CPU (``cpu:0``), where XLA's CPU programs
+    with the model donated ran about 15% slower per step on a 2-core machine (ResNet-18 batch 2: 115 -> 133 ms,
+    the MNIST guide's CNN batch 4: 1.9 -> 2.2 ms), more than the host time saved."""
+    return not str(getattr(device.inner, "name", "")).startswith("cpu")
+
+
+def _identity(fn: Callable[..., Any], **_options: Any) -> Callable[..., Any]:
     return fn
 
 
-def _watching(steps: CompiledSteps, compile_fn: Callable[..., Any]) -> Callable[[Callable[..., Any], str], Any]:
+def _watching(steps: CompiledSteps, compile_fn: Callable[..., Any]) -> Callable[..., Any]:
     """``compile_fn`` whose compiled training steps are watched (:class:`_Watched`); eager steps stay as they are."""
-    def compile_and_watch(fn: Callable[..., Any], label: str) -> Any:
-        out = compile_fn(fn)
+    def compile_and_watch(fn: Callable[..., Any], label: str, **options: Any) -> Any:
+        out = compile_fn(fn, **options)
         return out if not steps.compiled else _Watched(steps, "train", label, out)
 
     return compile_and_watch

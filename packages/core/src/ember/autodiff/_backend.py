@@ -154,6 +154,7 @@ class Autodiff(Backend):
         self.supports_dlpack = inner.supports_dlpack  # type: ignore[misc]
         self.supports_collectives = inner.supports_collectives  # type: ignore[misc]
         self.compiles_steps = inner.compiles_steps  # type: ignore[misc]
+        self.donates_args = inner.donates_args  # type: ignore[misc]
         self.spmd_devices = inner.spmd_devices  # type: ignore[misc]
         self.spmd_processes = inner.spmd_processes  # type: ignore[misc]
         self.float_dtype: DType = inner.float_dtype

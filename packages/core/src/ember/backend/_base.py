@@ -94,6 +94,8 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
     is_autodiff: ClassVar[bool] = False
     #: :meth:`compile` traces a whole step into one program (see :class:`BackendCapabilities`)
     compiles_steps: ClassVar[bool] = False
+    #: :meth:`compile` takes ``donate_argnums`` and ``copy_donated`` (see :class:`BackendCapabilities`)
+    donates_args: ClassVar[bool] = False
     #: :meth:`device_mesh` gives a mesh of several devices of this process that one compiled program spans
     spmd_devices: ClassVar[bool] = False
     #: :meth:`process_mesh` gives a mesh of the processes of a multi-process run that one compiled program spans
@@ -207,7 +209,8 @@ class Backend(NumericOps, ShapeOps, FloatOps, IntBoolOps, ActivationOps, ModuleO
         False
         """
         return BackendCapabilities(
-            compiles_steps=self.compiles_steps, spmd_devices=self.spmd_devices, spmd_processes=self.spmd_processes,
+            compiles_steps=self.compiles_steps, donates_args=self.donates_args, spmd_devices=self.spmd_devices,
+            spmd_processes=self.spmd_processes,
             collectives=self.supports_collectives, native_autodiff=self.supports_native_autodiff,
             dlpack=self.supports_dlpack, dtypes=frozenset(self.supported_dtypes))
 

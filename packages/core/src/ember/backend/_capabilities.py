@@ -29,6 +29,11 @@ class BackendCapabilities:
             dim 0 and the gradients all-reduced inside the program (SPMD; jax's GSPMD):
             :meth:`~ember.backend.Backend.device_mesh` gives the :class:`~ember.backend.DeviceMesh` to place tensors
             on. Implies ``compiles_steps``.
+        donates_args: :meth:`~ember.backend.Backend.compile` takes ``donate_argnums=(i, ...)`` and
+            ``copy_donated=True``: the buffers of those arguments are given to the compiled program, which updates
+            them in place, and an argument that is not the step's own previous result is copied first, so the
+            caller's objects keep their values (jax: ``ember_jax.jit``). The Learner's training step donates the
+            model this way. Implies ``compiles_steps``.
         spmd_processes: the same over the processes of a multi-process run, one device each
             (:meth:`~ember.backend.Backend.process_mesh`; jax under ``jax.distributed``).
         collectives: the backend has collective ops (``all_reduce``, ``broadcast``, ``all_gather`` ... over a
@@ -40,6 +45,7 @@ class BackendCapabilities:
     """
 
     compiles_steps: bool = False
+    donates_args: bool = False
     spmd_devices: bool = False
     spmd_processes: bool = False
     collectives: bool = False

@@ -16,8 +16,8 @@ live in are implementation details and may move; the names below stay.
   backend subclasses :class:`Backend` (or a group, to assemble its own mixins) and overrides the required
   primitives and the kernels it has; :func:`required` raises the error of a missing required primitive.
   Registration: a plugin module returns a :class:`BackendSpec` from a :data:`hookimpl` ``ember_backends()``.
-- **Capabilities**: a backend declares what it can do with class flags (``compiles_steps``, ``spmd_devices``,
-  ``spmd_processes``, ``supports_collectives`` ...) that ``Backend.capabilities`` gathers into a
+- **Capabilities**: a backend declares what it can do with class flags (``compiles_steps``, ``donates_args``,
+  ``spmd_devices``, ``spmd_processes``, ``supports_collectives`` ...) that ``Backend.capabilities`` gathers into a
   :class:`BackendCapabilities`; callers ask that instead of the backend's name. A backend with ``spmd_devices`` /
   ``spmd_processes`` returns a :class:`DeviceMesh` from ``Backend.device_mesh`` / ``Backend.process_mesh``.
 - **Shape helpers** (the output-size formulas of the module ops, PyTorch's and Burn's, so every backend agrees):

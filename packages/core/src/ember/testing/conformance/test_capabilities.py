@@ -5,6 +5,8 @@ computes what the step computes. ``spmd_devices`` / ``spmd_processes``: ``device
 :class:`~ember.backend.DeviceMesh` exactly when set (else a ``BackendError`` naming the capability), whose
 ``replicate`` / ``shard`` / ``local`` keep the values (one device, one process here). ``collectives``, ``dlpack``,
 ``native_autodiff`` and ``dtypes`` mirror the backend's older flags, and ``Autodiff(B)`` answers as ``B``.
+``donates_args``: ``compile(step, donate_argnums=(0,), copy_donated=True)`` leaves the caller's argument readable and
+unchanged, and takes its own result back.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from ember.backend import BackendCapabilities, DeviceMesh
 def test_capabilities_mirror_the_flags(B: Any) -> None:  # noqa: N803
     caps = B.capabilities
     assert isinstance(caps, BackendCapabilities)
-    assert (caps.compiles_steps, caps.spmd_devices, caps.spmd_processes) == (
-        B.compiles_steps, B.spmd_devices, B.spmd_processes)
+    assert (caps.compiles_steps, caps.donates_args, caps.spmd_devices, caps.spmd_processes) == (
+        B.compiles_steps, B.donates_args, B.spmd_devices, B.spmd_processes)
     assert caps.collectives == B.supports_collectives
     assert caps.dlpack == B.supports_dlpack
     assert caps.native_autodiff == B.supports_native_autodiff
     assert caps.dtypes == frozenset(B.supported_dtypes) and caps.dtypes
     assert not caps.spmd_devices or caps.compiles_steps, "one program over several devices needs compiled steps"
+    assert not caps.donates_args or caps.compiles_steps, "donating arguments needs compiled steps"
     with pytest.raises(dataclasses.FrozenInstanceError):
         caps.compiles_steps = not caps.compiles_steps  # type: ignore[misc]
     assert Autodiff(B).capabilities == caps
@@ -43,6 +46,21 @@ def test_compiles_steps_says_whether_compile_compiles(B: Any, device: Any) -> No
     assert (compiled is not step) == B.capabilities.compiles_steps
     x = Tensor.from_data(np.asarray([1.0, 2.0, 3.5]), device)
     np.testing.assert_allclose(compiled(x).to_numpy().reshape(-1), [2 * 6.5 + 3], rtol=1e-6)
+
+
+def test_donates_args_gives_the_program_a_copy_of_the_callers_argument(B: Any, device: Any) -> None:  # noqa: N803
+    if not B.capabilities.donates_args:
+        pytest.skip("the backend does not donate arguments (capabilities.donates_args is false)")
+
+    def step(x: Tensor) -> Tensor:
+        return x * 2.0 + 1.0
+
+    compiled = B.compile(step, donate_argnums=(0,), copy_donated=True)
+    x = Tensor.from_data(np.asarray([1.0, 2.0, 3.5]), device)
+    y = compiled(x)
+    z = compiled(y)  # the step's own result: donated as it is
+    np.testing.assert_allclose(x.to_numpy(), [1.0, 2.0, 3.5])  # the caller's: readable and unchanged
+    np.testing.assert_allclose(z.to_numpy(), [7.0, 11.0, 17.0], rtol=1e-6)
 
 
 def _check_mesh(mesh: Any, device: Any) -> None:
