@@ -24,8 +24,8 @@ import numpy as np
 from ember import Float, Tensor
 from ember.autodiff import Gradients
 from ember.backend import Device
-from ember.backend.contract import AutodiffPrimitive, new_leaf
-from ember.backend.step_tree import Rebuild, number_tensor
+from ember.backend.contract import AutodiffPrimitive
+from ember.backend.step_tree import CodeGen, Rebuild, number_tensor
 from ember.module import Module, Param, RunningState
 from ember.optim import GradientsParams, Optimizer
 
@@ -347,35 +347,9 @@ def holds_ember(x: Any, depth: int = 2) -> bool:
 
 
 # ---------------------------------------------------------------------- code generation
-class _Gen:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.ns: dict[str, Any] = {
-            "_new": object.__new__, "_set": object.__setattr__, "_Tensor": Tensor, "_AP": AutodiffPrimitive,
-            "_leaf": new_leaf, "_Param": Param, "_RS": RunningState, "_GP": GradientsParams,
-            # the slots of the immutable Param / RunningState, set without their __setattr__ guard
-            "_Pid": Param.__dict__["id"].__set__, "_Prg": Param.__dict__["require_grad"].__set__,
-            "_Pt": Param.__dict__["_tensor"].__set__, "_RSid": RunningState.__dict__["id"].__set__,
-            "_RSt": RunningState.__dict__["_tensor"].__set__,
-        }
-        self._consts: dict[int, str] = {}
-        self.tmp = 0
-
-    def const(self, v: Any) -> str:
-        if v is None or v is True or v is False or (v.__class__ in (int, str) and len(repr(v)) < 40):
-            return repr(v)
-        name = self._consts.get(id(v))
-        if name is None:
-            name = self._consts[id(v)] = f"k{len(self._consts)}"
-            self.ns[name] = v
-        return name
-
-    def var(self) -> str:
-        self.tmp += 1
-        return f"v{self.tmp}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("    " + line)
+class _Gen(CodeGen):
+    """The core's generated-builder namespace and helpers (:class:`~ember.backend.step_tree.CodeGen`, shared
+    with ``ember_torch.compile``), with jax's output nodes."""
 
     def node(self, n: Any) -> str:  # noqa: C901 - one branch per node kind
         tag = n[0]
@@ -537,6 +511,4 @@ def generate(
             o = f"O[{who}]"
             items.append(f"id({o}): ({o}, {o}._states, tuple({o}._states.values()), {g.const(node)}, "
                          f"{_list_expr(objs)}, {_list_expr(leaves)}, {pos!r})")
-    src = "def build(L, O):\n" + "\n".join(g.lines) + f"\n    return {r}, {{{', '.join(items)}}}\n"
-    exec(compile(src, "<ember_jax.jit output>", "exec"), g.ns)  # noqa: S102 - generated from our own nodes
-    return g.ns["build"], src
+    return g.function("build(L, O)", f"{r}, {{{', '.join(items)}}}", "<ember_jax.jit output>")
