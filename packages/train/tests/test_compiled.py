@@ -31,10 +31,12 @@ class StandInCompiler:
     def __init__(self) -> None:
         self.compiled: list[str] = []
         self.calls: list[tuple[str, tuple]] = []
+        self.options: list[dict] = []
 
     def __call__(self, fn, **options):
         name = fn.__name__
         self.compiled.append(name)
+        self.options.append(options)
 
         def compiled_step(*args):
             self.calls.append((name, args))
@@ -139,6 +141,29 @@ def test_compile_false_never_asks_the_backend(tmp_path, monkeypatch):
     assert res.epoch == 2
     with pytest.raises(LearnerError, match=r"LearnerBuilder.compile: expected True or False, got 'no'"):
         LearnerBuilder(tmp_path).compile("no")  # type: ignore[arg-type]
+
+
+def test_compile_options_reach_the_backend_for_every_step(tmp_path, monkeypatch):
+    dev = h.devices()
+    compiler = StandInCompiler()
+    monkeypatch.setattr(dev.backend, "compile", compiler)
+    res = _fit(tmp_path, dev, _builder(tmp_path, dev).compile(mode="capture", backend="aot_eager"))
+    assert res.epoch == 2 and sorted(compiler.compiled) == ["_train", "_valid"]
+    assert compiler.options == [{"mode": "capture", "backend": "aot_eager"}] * 2
+    with pytest.raises(LearnerError, match=r"options \['mode'\] given with compile\(False\)"):
+        LearnerBuilder(tmp_path).compile(False, mode="capture")
+
+
+def test_an_option_the_backend_refuses_is_a_learner_error(tmp_path):
+    torch_backend = pytest.importorskip("ember_torch")
+    assert torch_backend
+    dev = h.devices("torch")
+    with pytest.raises(LearnerError, match=r"the torch backend's compile refused the options \{'mode': 'fast'\}: "
+                                           r"ember_torch.compile: mode must be one of capture, default"):
+        _fit(tmp_path, dev, _builder(tmp_path, dev).compile(mode="fast"))
+    # a mode it takes: the captured graph, as on this CPU by default; the run trains
+    res = _fit(tmp_path / "ok", dev, _builder(tmp_path / "ok", dev, epochs=1).compile(mode="capture"))
+    assert res.epoch == 1
 
 
 def test_first_step_failures_are_attributed(tmp_path, monkeypatch):

@@ -76,6 +76,7 @@ class LearnerBuilder:
         self._nan_loss = "raise"
         self._seed: int | None = None
         self._compile = True
+        self._compile_options: dict[str, Any] = {}
         self._trackers: list[TrackingLogger] = []
         self._hparams: dict[str, Any] = {}
         self._plots = True
@@ -227,7 +228,7 @@ class LearnerBuilder:
         self._seed = int(seed)
         return self
 
-    def compile(self, enabled: bool = True) -> LearnerBuilder:
+    def compile(self, enabled: bool = True, **options: Any) -> LearnerBuilder:
         """Compile the training and validation steps with the training backend (default on; not in Burn).
 
         The Learner wraps each whole step (``train_step``, Ember's backward and ``optim.step``; ``valid_step``)
@@ -241,11 +242,22 @@ class LearnerBuilder:
         ``into_scalar``) sees values; a compiled step only sees traced tensors, and a host read there fails on
         the first batch with a ``LearnerError`` that says so.
 
+        ``options`` go to the backend's ``compile`` for every step: torch's ``mode`` (``"capture"``: the captured
+        graph without inductor, no compile time; ``"default"``: inductor), ``backend`` and ``options``
+        (:func:`ember_torch.compile`); jax's ``donate_state`` (:func:`ember_jax.jit`; the Learner itself decides
+        the model's donation). E.g. ``compile(mode="capture")`` on CUDA for a short run, where inductor's compile
+        (13-35 s per batch shape on an H200, ``docs/torch.md``) would not pay back.
+
         Raises:
-            LearnerError: ``enabled`` is not a bool.
+            LearnerError: ``enabled`` is not a bool; options with ``enabled=False``. An option the backend does
+                not take is refused when ``fit`` starts, with the backend's reason.
         """
         if not isinstance(enabled, bool):
             raise LearnerError(f"LearnerBuilder.compile: expected True or False, got {enabled!r}.")
+        if options and not enabled:
+            raise LearnerError(f"LearnerBuilder.compile: options {sorted(options)} given with compile(False), which "
+                               "runs the steps eagerly: drop them, or compile.")
+        self._compile_options = dict(options)
         self._compile = enabled
         return self
 
@@ -356,6 +368,7 @@ class LearnerBuilder:
             checkpoint=self._checkpoint, strategy=self._strategy, early_stopping=self._early_stopping,
             summary=self._summary, interrupter=self._interrupter, app_logger=app_logger,
             log_interval=self._log_interval, nan_loss=self._nan_loss, seed=self._seed, compile=self._compile,
+            compile_options=self._compile_options,
             trackers=list(self._trackers), hparams=dict(self._hparams), plots=self._plots,
             learning_strategy=strategy,
         )

@@ -58,6 +58,8 @@ class CompiledSteps:
         device: the training device (an autodiff device); its backend compiles (``Autodiff`` delegates to the
             inner backend) and the learning-rate tensor is made on its inner device.
         enabled: ``False`` runs the steps eagerly on every backend (``LearnerBuilder.compile(False)``).
+        options: the backend's compile options for every step (``LearnerBuilder.compile(**options)``); the
+            model's donation, where the Learner asks for it, goes over them.
         accumulation: gradient accumulation is on: ``grad`` and ``update`` are made instead of ``train``.
 
     Attributes:
@@ -69,12 +71,15 @@ class CompiledSteps:
             compiled (the Learner passes ``MetricsRenderer.compiling``).
     """
 
-    def __init__(self, device: Any, enabled: bool = True, accumulation: bool = False) -> None:
+    def __init__(self, device: Any, enabled: bool = True, accumulation: bool = False,
+                 options: dict[str, Any] | None = None) -> None:
         self.device = device
         self.phase = OTHER
         self.on_compile: Callable[[str, float | None], None] | None = None
         self._compile_time: dict[str, list[float]] = {"train": [0.0, 0], "valid": [0.0, 0]}
         compile_fn: Callable[..., Any] = device.backend.compile if enabled else _identity
+        if enabled and options:
+            compile_fn = _with_options(device, options)
         valid = self._valid  # one bound method, so that "compile returned it unchanged" can be seen
         self.valid = compile_fn(valid)
         self.compiled = self.valid is not valid
@@ -169,6 +174,21 @@ def donates_on(device: Any) -> bool:
 
 def _identity(fn: Callable[..., Any], **_options: Any) -> Callable[..., Any]:
     return fn
+
+
+def _with_options(device: Any, options: dict[str, Any]) -> Callable[..., Any]:
+    """``device.backend.compile`` with the user's ``options`` (the call's own keywords over them); an option the
+    backend refuses (``TypeError``, ``ValueError``) becomes a ``LearnerError`` naming the backend and the options."""
+    def compile_with(fn: Callable[..., Any], **own: Any) -> Any:
+        try:
+            return device.backend.compile(fn, **{**options, **own})
+        except (TypeError, ValueError) as exc:
+            raise LearnerError(
+                f"LearnerBuilder.compile: the {device.inner.backend.name} backend's compile refused the options "
+                f"{options!r}: {exc} See its compile function (ember_torch.compile, ember_jax.jit) for what it takes."
+            ) from exc
+
+    return compile_with
 
 
 def _watching(steps: CompiledSteps, compile_fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -78,6 +78,7 @@ class _Settings:
     nan_loss: str
     seed: int | None
     compile: bool = True
+    compile_options: dict[str, Any] = field(default_factory=dict)
     trackers: list[TrackingLogger] = field(default_factory=list)
     hparams: dict[str, Any] = field(default_factory=dict)
     plots: bool = True
@@ -255,7 +256,8 @@ class Learner:
         LOGGER.info("Fitting %s (%d parameters) for %d epochs on %s, artifacts in %s",
                     type(model).__name__, model.num_params(), s.num_epochs, device, s.artifact_dir)
         split = method.plan_step(s.compile, s.grads_accumulation is not None, loader_train, loader_valid)
-        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None or split)
+        steps = CompiledSteps(device, s.compile, accumulation=s.grads_accumulation is not None or split,
+                              options=s.compile_options)
         # "compiling the training step" while a first call compiles (a renderer without the hook: none)
         steps.on_compile = getattr(s.renderer, "compiling", None)
         if steps.compiled and hasattr(optim, "init_states"):
