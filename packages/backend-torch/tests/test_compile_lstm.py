@@ -68,8 +68,8 @@ def test_captured_lstm_step_holds_one_node_per_forward_and_backward() -> None:
     lstm, _, x, lr = _inputs("float32", seq=16)
     step = ember_torch.compile(_step, mode="default", backend="aot_eager")
     targets = _targets(step.graph(lstm, AdamConfig().init(), x, lr))
-    assert targets.count("ember.lstm.default") == 1
-    assert targets.count("ember.lstm_backward.default") == 1
+    assert targets.count("ember.lstm_train.default") == 1
+    assert targets.count("ember.lstm_saved_backward.default") == 1
     assert [t for t in targets if any(f"aten.{op}." in t for op in _CELL_OPS)] == []
     assert len(targets) < 80  # Adam's update of three parameters and the loss; 16 unrolled cells are ~500
     captured = _targets(ember_torch.compile(_step, mode="capture").graph(lstm, AdamConfig().init(), x, lr))
@@ -169,7 +169,7 @@ def test_captured_lstm_gradients_equal_numpy_composite(
 
     step = ember_torch.compile(run, mode=mode, backend="aot_eager")
     targets = _targets(step.graph(*on(dev, dtype)))
-    assert ("ember.lstm_backward.default" in targets) == (mode == "default")
+    assert ("ember.lstm_saved_backward.default" in targets) == (mode == "default")
     got = step(*on(dev, dtype))
     want = run(*on(ref_dev, "float64"))
     tol = 1e-4 if dtype == "float32" else 1e-10
@@ -212,3 +212,63 @@ def test_custom_ops_equal_torch_autograd_of_nn_lstm_formulas() -> None:
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-12)
         assert g.is_contiguous()
+
+
+def test_saved_backward_opcheck_and_equals_the_recomputing_backward() -> None:
+    """``ember::lstm_train`` keeps its forward for ``ember::lstm_saved_backward``: torch's checks of both ops, the
+    same outputs as ``ember::lstm`` and the same gradients as ``ember::lstm_backward`` (which runs the forward
+    again), also when the kept forward is gone (the backward then runs it again); nothing stays kept."""
+    from ember_torch import _rnn_op
+
+    args = _op_args(torch.float64, True)
+    # (not its AOTAutograd check, which compares two calls' outputs: each call's handle is new by design)
+    torch.library.opcheck(
+        torch.ops.ember.lstm_train.default,
+        tuple(args),
+        test_utils=("test_schema", "test_autograd_registration", "test_faketensor"),
+    )
+    y, h, c, handle = torch.ops.ember.lstm_train(*args)
+    torch.library.opcheck(torch.ops.ember.lstm_saved_backward.default, (handle, y * 0.5, None, c, *args))
+    _rnn_op._SAVED.clear()
+    want_out = torch.ops.ember.lstm(*args)
+    want = torch.ops.ember.lstm_backward(y * 0.5, None, c, *args)
+    for kept in (True, False):
+        y, h, c, handle = torch.ops.ember.lstm_train(*args)
+        for g, w in zip((y, h, c), want_out, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-14, atol=1e-14)  # float64 cells, with and without autograd
+        if not kept:
+            _rnn_op._SAVED.clear()
+        got = torch.ops.ember.lstm_saved_backward(handle, y * 0.5, None, c, *args)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-14, atol=1e-14)
+        assert not _rnn_op._SAVED
+
+
+def test_kept_forwards_are_bounded() -> None:
+    """Forwards whose backward never runs are dropped after ``SAVED_MAX`` newer ones."""
+    from ember_torch import _rnn_op
+
+    args = _op_args(torch.float64, False)
+    for _ in range(_rnn_op.SAVED_MAX + 5):
+        torch.ops.ember.lstm_train(*args)
+    assert len(_rnn_op._SAVED) == _rnn_op.SAVED_MAX
+    _rnn_op._SAVED.clear()
+
+
+def test_compiled_step_runs_the_lstm_forward_once(monkeypatch: Any) -> None:
+    """A captured training step (for torch.compile) runs the LSTM kernel once per step, as eager does: its backward
+    takes the forward's own residual (before, ``ember::lstm_backward`` ran the forward a second time)."""
+    from ember_torch import _rnn_op
+
+    lstm, _, x, lr = _inputs("float32", seq=5)
+    step = ember_torch.compile(_step, mode="default", backend="aot_eager")
+    optim = AdamConfig().init()
+    optim.init_states(lstm)
+    lstm, _ = step(lstm, optim, x, lr)  # captured and compiled
+    calls = []
+    real = _rnn_op.run_lstm
+    monkeypatch.setattr(_rnn_op, "run_lstm", lambda *a: calls.append(1) or real(*a))
+    for n in range(1, 4):
+        lstm, _ = step(lstm, optim, x, lr)
+        assert len(calls) == n
+    assert not _rnn_op._SAVED

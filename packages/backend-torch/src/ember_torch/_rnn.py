@@ -29,8 +29,9 @@ __all__ = ["TorchRnnOps"]
 
 _NATIVE = (torch.float32, torch.float64)
 
-#: the residual of a captured forward: ``ember::lstm_backward`` takes the forward's arguments, and nothing else
-_OP_RESIDUAL = "ember::lstm"
+#: the residual of a captured forward is ``(_OP_RESIDUAL, handle)``: ``ember::lstm_saved_backward`` takes the handle
+#: of ``ember::lstm_train`` and the forward's arguments
+_OP_RESIDUAL = "ember::lstm_train"
 
 
 class TorchRnnOps(RnnOps):
@@ -42,8 +43,10 @@ class TorchRnnOps(RnnOps):
         if x.dtype not in _NATIVE:
             return super().lstm(x, h0, c0, w_x, w_h, bias, residual)
         if _capture_state.ACTIVE[0] > 0 and _capture_state.RNN_OPS[0]:
-            y, h, c = _rnn_op.lstm(x, h0, c0, w_x, w_h, bias)
-            return y, h, c, (_OP_RESIDUAL if residual else None)
+            if not residual:
+                return (*_rnn_op.lstm(x, h0, c0, w_x, w_h, bias), None)
+            y, h, c, handle = _rnn_op.lstm_train(x, h0, c0, w_x, w_h, bias)
+            return y, h, c, (_OP_RESIDUAL, handle)
         if not residual:
             with torch.no_grad():
                 return (*run_lstm(x, h0, c0, w_x.t().contiguous(), w_h.t().contiguous(), bias), None)
@@ -67,8 +70,8 @@ class TorchRnnOps(RnnOps):
     ) -> tuple[Any, ...]:
         if x.dtype not in _NATIVE:
             return super().lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias, y, residual)
-        if residual is _OP_RESIDUAL:  # a forward recorded as ember::lstm
-            grads = _rnn_op.lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)
+        if residual[0] is _OP_RESIDUAL:  # a forward recorded as ember::lstm_train
+            grads = _rnn_op.lstm_saved_backward(residual[1], grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)
             return (*grads[:5], None if bias is None else grads[5])
         leaves, outs = residual
         pairs = [(o, g) for o, g in zip(outs, (grad_y, grad_h, grad_c)) if g is not None]

@@ -1,7 +1,7 @@
-"""The LSTM as two opaque graph nodes while a step is captured (issue 32): ``ember::lstm`` and
-``ember::lstm_backward``, custom ops (``torch.library.custom_op``) on Ember's layout (``w_x [d_input, 4 d]``,
-``w_h [d, 4 d]``, one bias ``[4 d]``), float32 and float64 (float16 and bfloat16 take the contract's composite),
-the same code on every device.
+"""The LSTM as opaque graph nodes while a step is captured (issue 32): ``ember::lstm_train`` and
+``ember::lstm_saved_backward`` (``ember::lstm`` and ``ember::lstm_backward``, the pure pair), custom ops
+(``torch.library.custom_op``) on Ember's layout (``w_x [d_input, 4 d]``, ``w_h [d, 4 d]``, one bias ``[4 d]``),
+float32 and float64 (float16 and bfloat16 take the contract's composite), the same code on every device.
 
 A step captured for ``torch.compile``, or on CUDA (``_compile.py``, ``_kernels_for``), records each op as one
 node, whose shapes come from its fake implementation; the real implementation runs when the graph runs (replayed
@@ -9,18 +9,21 @@ as it is, or called from AOTAutograd's or inductor's generated code), with torch
 ``torch._VF.lstm`` (oneDNN's on the CPU, cuDNN's on CUDA, chosen by torch at that call). So inductor never sees
 the LSTM's unrolled cells (thousands of ops for the benchmark's LSTM), and the step keeps the eager step's kernels.
 
-A node's outputs are plain tensors, so the residual cannot be torch's autograd graph (what the eager kernel keeps,
-``_rnn.py``): :func:`lstm_backward` runs the forward again under ``torch.enable_grad`` on detached copies of the
-inputs and takes ``torch.autograd.grad`` through it (one more LSTM forward per backward). The kernels' own
-residuals, oneDNN's workspace and cuDNN's reserve, are made by device-specific aten ops that ``torch._VF.lstm``
-picks; calling those here would make two code paths, one of them untested without a GPU. Both ops are pure
-functions of their inputs (no mutation, no aliasing, no state kept between them), so a graph may reorder or
-deduplicate them freely. Not yet run on a GPU: on CUDA, and inside CUDA graphs (``mode="reduce-overhead"``, which
-would record the backward's ``torch.autograd.grad``), they are untested.
+A node's outputs are plain tensors, so the residual cannot travel as torch's autograd graph (what the eager kernel
+keeps, ``_rnn.py``). A training step's forward is :func:`lstm_train`: it runs the kernel under autograd, keeps that
+graph (with the kernel's own residual, oneDNN's workspace or cuDNN's reserve) in :data:`_SAVED` under a new handle,
+and returns the handle as an int64 scalar; :func:`lstm_saved_backward` takes the graph by its handle, so a step runs
+the forward once, as eager ``loss.backward()`` does. What is kept is bounded (:data:`SAVED_MAX`) and never needed
+for correctness: a backward whose forward is gone runs it again (:func:`lstm_backward`, the pure pair with
+:func:`lstm`, which a step without a gradient records). The forward's arguments are passed to the backward again,
+so that a graph keeps their buffers alive and unchanged until then, and its outputs are copies (the kernel keeps its
+own ``y``). Inside CUDA graphs (``mode="reduce-overhead"``) these ops are untested.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections import OrderedDict
 from typing import Any
 
 import torch
@@ -28,7 +31,7 @@ import torch
 from ._graph import graph_grad
 from ._rnn_kernel import run_lstm
 
-__all__ = ["lstm", "lstm_backward"]
+__all__ = ["SAVED_MAX", "lstm", "lstm_backward", "lstm_saved_backward", "lstm_train"]
 
 
 @torch.library.custom_op("ember::lstm", mutates_args=())
@@ -68,9 +71,13 @@ def lstm_backward(
     w_hh = w_h.detach().t().contiguous().requires_grad_()
     b = None if bias is None else bias.detach().requires_grad_()
     inputs = [*leaves, w_ih, w_hh] + ([] if b is None else [b])
-    pairs = [
-        (o, g) for o, g in zip(_forward_with_grad(leaves, w_ih, w_hh, b), (grad_y, grad_h, grad_c)) if g is not None
-    ]
+    return _grads(_forward_with_grad(leaves, w_ih, w_hh, b), inputs, (grad_y, grad_h, grad_c), x, bias)
+
+
+def _grads(outs: Any, inputs: list[Any], grads_out: tuple[Any, Any, Any], x: Any, bias: Any) -> tuple[Any, ...]:
+    """The six gradients of :func:`lstm_backward` from a recorded forward (``outs`` of ``inputs``, the weights in
+    torch's layout), shaped and laid out like the op's arguments."""
+    pairs = [(o, g) for o, g in zip(outs, grads_out) if g is not None]
     grads = (
         graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
         if pairs
@@ -79,9 +86,9 @@ def lstm_backward(
     out = [torch.zeros_like(a) if g is None else g.contiguous() for a, g in zip(inputs, grads)]
     out[3] = out[3].t().contiguous()  # back to Ember's layout ([d_input, 4 d]), row-major
     out[4] = out[4].t().contiguous()
-    if b is None:
+    if bias is None:
         out.append(x.new_empty((0,)))
-    return tuple(out)  # type: ignore[return-value]
+    return tuple(out)
 
 
 #: the dispatch keys of autograd that ``_AutoDispatchBelowAutograd`` excludes
@@ -105,3 +112,68 @@ def _lstm_backward_fake(
 ) -> tuple[Any, ...]:
     gb = x.new_empty((0,)) if bias is None else bias.new_empty(bias.shape)
     return tuple(a.new_empty(a.shape) for a in (x, h0, c0, w_x, w_h)) + (gb,)
+
+
+#: the forwards of :func:`lstm_train` not yet taken by :func:`lstm_saved_backward`: handle -> (torch's inputs,
+#: outputs), their autograd graph holding the kernel's residual (cuDNN's reserve, oneDNN's workspace)
+_SAVED: OrderedDict[int, tuple[list[Any], tuple[Any, Any, Any]]] = OrderedDict()
+#: at most this many forwards are kept (a forward whose backward never runs, e.g. an output that does not reach the
+#: loss, is dropped after this many newer ones; a backward that finds its forward gone runs it again)
+SAVED_MAX = 64
+_HANDLES = itertools.count(1)
+
+
+@torch.library.custom_op("ember::lstm_train", mutates_args=())
+def lstm_train(
+    x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, w_x: torch.Tensor, w_h: torch.Tensor, bias: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`lstm` whose forward keeps torch's autograd graph for :func:`lstm_saved_backward`: ``(y, h_n, c_n,
+    handle)``, ``handle`` an int64 scalar on the CPU naming the kept forward.
+
+    A training step's backward then runs the kernels' own backward (cuDNN's, oneDNN's) on their residual, as eager
+    ``loss.backward()`` does, instead of the forward once more (:func:`lstm_backward`). The outputs are copies
+    (the kernel keeps its own ``y`` for the backward; a graph may reuse an op's output buffer once it is dead)."""
+    leaves = [a.detach().requires_grad_() for a in (x, h0, c0)]
+    w_ih = w_x.detach().t().contiguous().requires_grad_()
+    w_hh = w_h.detach().t().contiguous().requires_grad_()
+    b = None if bias is None else bias.detach().requires_grad_()
+    outs = _forward_with_grad(leaves, w_ih, w_hh, b)
+    key = next(_HANDLES)
+    _SAVED[key] = ([*leaves, w_ih, w_hh] + ([] if b is None else [b]), outs)
+    while len(_SAVED) > SAVED_MAX:
+        _SAVED.popitem(last=False)
+    y, h, c = (o.detach().clone(memory_format=torch.contiguous_format) for o in outs)
+    return y, h, c, torch.tensor(key, dtype=torch.int64)
+
+
+@lstm_train.register_fake
+def _lstm_train_fake(x: Any, h0: Any, c0: Any, w_x: Any, w_h: Any, bias: Any) -> tuple[Any, Any, Any, Any]:
+    return (*_lstm_fake(x, h0, c0, w_x, w_h, bias), torch.empty((), dtype=torch.int64, device="cpu"))
+
+
+@torch.library.custom_op("ember::lstm_saved_backward", mutates_args=())
+def lstm_saved_backward(
+    handle: torch.Tensor,
+    grad_y: torch.Tensor | None,
+    grad_h: torch.Tensor | None,
+    grad_c: torch.Tensor | None,
+    x: torch.Tensor,
+    h0: torch.Tensor,
+    c0: torch.Tensor,
+    w_x: torch.Tensor,
+    w_h: torch.Tensor,
+    bias: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`lstm_backward` of the forward :func:`lstm_train` kept under ``handle`` (taken and dropped here); a
+    forward no longer kept (dropped after :data:`SAVED_MAX` newer ones, or a graph run in another process) is run
+    again. The forward's arguments are passed again so that a graph keeps them alive (and unchanged) until here."""
+    entry = _SAVED.pop(int(handle), None)
+    if entry is None:
+        return lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)  # type: ignore[no-any-return]
+    inputs, outs = entry
+    return _grads(outs, inputs, (grad_y, grad_h, grad_c), x, bias)
+
+
+@lstm_saved_backward.register_fake
+def _lstm_saved_backward_fake(handle: Any, *args: Any) -> tuple[Any, ...]:
+    return _lstm_backward_fake(*args)
