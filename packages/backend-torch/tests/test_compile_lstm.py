@@ -272,3 +272,20 @@ def test_compiled_step_runs_the_lstm_forward_once(monkeypatch: Any) -> None:
         lstm, _ = step(lstm, optim, x, lr)
         assert len(calls) == n
     assert not _rnn_op._SAVED
+
+
+def test_kept_forward_owns_its_arguments() -> None:
+    """The kept forward shares no memory with the op's arguments: a compiled graph may reuse an argument's buffer
+    once the forward has run (it may materialize the same value twice, once per op), so overwriting the arguments
+    between ``ember::lstm_train`` and ``ember::lstm_saved_backward`` must not change the gradients."""
+    from ember_torch import _rnn_op  # noqa: F401  (registers the ops)
+
+    args = [a.clone() for a in _op_args(torch.float64, True)]
+    y, _, c, handle = torch.ops.ember.lstm_train(*args)
+    want = torch.ops.ember.lstm_backward(y * 0.5, None, c, *args)
+    scratch = [a.clone() for a in args]
+    for a in args:
+        a.uniform_(-3.0, 3.0)  # what a reused buffer would hold
+    got = torch.ops.ember.lstm_saved_backward(handle, y * 0.5, None, c, *scratch)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-14, atol=1e-14)

@@ -15,9 +15,9 @@ graph (with the kernel's own residual, oneDNN's workspace or cuDNN's reserve) in
 and returns the handle as an int64 scalar; :func:`lstm_saved_backward` takes the graph by its handle, so a step runs
 the forward once, as eager ``loss.backward()`` does. What is kept is bounded (:data:`SAVED_MAX`) and never needed
 for correctness: a backward whose forward is gone runs it again (:func:`lstm_backward`, the pure pair with
-:func:`lstm`, which a step without a gradient records). The forward's arguments are passed to the backward again,
-so that a graph keeps their buffers alive and unchanged until then, and its outputs are copies (the kernel keeps its
-own ``y``). Inside CUDA graphs (``mode="reduce-overhead"``) these ops are untested.
+:func:`lstm`, which a step without a gradient records). The kept graph owns copies of the forward's arguments (a
+compiled graph writes buffers without torch's version counters and may reuse an argument's buffer once the forward
+has run), and the op's outputs are copies too (the kernel keeps its own ``y``). Inside CUDA graphs (``mode="reduce-overhead"``) these ops are untested.
 """
 
 from __future__ import annotations
@@ -133,10 +133,13 @@ def lstm_train(
     A training step's backward then runs the kernels' own backward (cuDNN's, oneDNN's) on their residual, as eager
     ``loss.backward()`` does, instead of the forward once more (:func:`lstm_backward`). The outputs are copies
     (the kernel keeps its own ``y`` for the backward; a graph may reuse an op's output buffer once it is dead)."""
-    leaves = [a.detach().requires_grad_() for a in (x, h0, c0)]
-    w_ih = w_x.detach().t().contiguous().requires_grad_()
-    w_hh = w_h.detach().t().contiguous().requires_grad_()
-    b = None if bias is None else bias.detach().requires_grad_()
+    # copies, which the kept graph owns: a compiled graph writes its buffers without torch's version counters, and
+    # may reuse an argument's buffer once this op has run (e.g. when it materializes the same value again for the
+    # backward node), which would silently change the saved inputs
+    leaves = [a.detach().clone().requires_grad_() for a in (x, h0, c0)]
+    w_ih = w_x.detach().t().clone(memory_format=torch.contiguous_format).requires_grad_()
+    w_hh = w_h.detach().t().clone(memory_format=torch.contiguous_format).requires_grad_()
+    b = None if bias is None else bias.detach().clone().requires_grad_()
     outs = _forward_with_grad(leaves, w_ih, w_hh, b)
     key = next(_HANDLES)
     _SAVED[key] = ([*leaves, w_ih, w_hh] + ([] if b is None else [b]), outs)
