@@ -17,7 +17,8 @@ the forward once, as eager ``loss.backward()`` does. What is kept is bounded (:d
 for correctness: a backward whose forward is gone runs it again (:func:`lstm_backward`, the pure pair with
 :func:`lstm`, which a step without a gradient records). The kept graph owns copies of the forward's arguments (a
 compiled graph writes buffers without torch's version counters and may reuse an argument's buffer once the forward
-has run), and the op's outputs are copies too (the kernel keeps its own ``y``). Inside CUDA graphs (``mode="reduce-overhead"``) these ops are untested.
+has run), and the op's outputs are copies too (the kernel keeps its own ``y``). Inside CUDA graphs
+(``mode="reduce-overhead"``) these ops are untested.
 """
 
 from __future__ import annotations
