@@ -108,6 +108,7 @@ class FrozenRun:
         self.held = [leaves[i] for i in self.weights]
         self.versions = [t._version for t in self.held]
         self.fn = self.compile_fn(frozen_graph(self.gm, {i: leaves[i] for i in self.weights}))
+        self.fresh = True
         self.compiles += 1
 
     def __call__(self, *leaves: Any) -> Any:
@@ -117,7 +118,15 @@ class FrozenRun:
             if t is not held[j] or t._version != self.versions[j]:
                 self._freeze(list(leaves))
                 break
-        from torch._inductor import config
+        dynamic = [leaves[i] for i in self.dynamic]
+        if self.fresh:
+            # the call that traces: dynamo makes the module's buffers graph attributes only with the flag on (the
+            # flag costs ~30 us per call, so later calls run without it; autograd stays off, a guard of the graph)
+            from torch._inductor import config
 
-        with torch.no_grad(), config.patch(freezing=True):
-            return self.fn(*[leaves[i] for i in self.dynamic])
+            with torch.no_grad(), config.patch(freezing=True):
+                out = self.fn(*dynamic)
+            self.fresh = False
+            return out
+        with torch.no_grad():
+            return self.fn(*dynamic)
