@@ -422,6 +422,11 @@ def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, ba
         options: inductor options (``torch.compile``'s ``options``), over the mode's own
             (``torch._inductor.list_mode_options(mode)``): a mode and options combine, which ``torch.compile``
             itself refuses. A step that draws random numbers gets ``fallback_random=True`` unless set here.
+            ``{"freezing": True}`` for inference: in a step that writes no state back, the plain-tensor values of
+            the ``Param`` s and ``RunningState`` s among the arguments are compiled as constants (inductor's
+            freezing: prepacked oneDNN/MKL convolution and linear weights, fused Conv+activation), the graph runs
+            under ``torch.no_grad()``, and a call with other weights (other tensors, or changed in place)
+            compiles again; ``Autodiff`` parameters (fine-tuning) stay inputs (:mod:`._capture_freeze`).
 
     Returns:
         A :class:`CompiledStep` (callable; ``trace_count``, ``cache_size``, ``clear_cache()``, ``graph(*args)``).
