@@ -94,8 +94,13 @@ class FrozenRun:
         compiles: how many times the weights were frozen (1, plus one per change of weights).
     """
 
-    def __init__(self, gm: torch.fx.GraphModule, weights: list[int], leaves: list[Any],
-                 compile_fn: Callable[[torch.nn.Module], Callable[..., Any]]) -> None:
+    def __init__(
+        self,
+        gm: torch.fx.GraphModule,
+        weights: list[int],
+        leaves: list[Any],
+        compile_fn: Callable[[torch.nn.Module], Callable[..., Any]],
+    ) -> None:
         self.gm = gm
         self.weights = weights
         wset = set(weights)
