@@ -28,10 +28,13 @@ Not a test: prints medians and ratios, never asserts on time. One process, conte
 - **models** (issue 32; ``-k models`` runs only this part, ``-k models:bert`` one model, ``--inductor`` adds the
   inductor row): inference of MobileNetV3-small and ResNet-18 (3x224x224) and a BERT-tiny-style encoder
   (128 tokens) from ``bench/_onnx_bench_models.py``, batch 1 and 8, one thread: onnxruntime against Ember torch eager
-  (``OnnxModule``), Ember torch compiled (``ember_torch.compile(mode="capture")``; inductor with ``--inductor``)
-  and Ember jax compiled (``ember_jax.jit``); ratios are Ember's time / onnxruntime's (target: compiled torch
-  <= 1.5x). **interp/node**: the eager interpreter's own time per node on torch, measured by replaying each
-  node's recorded outputs instead of running its kernels (target: half of what it was before issue 32).
+  (``OnnxModule``), Ember torch compiled (``ember_torch.compile(mode="capture")``; with ``--inductor`` also
+  ``mode="default"`` and ``mode="default", options={"freezing": True}``: the weights compiled as constants,
+  oneDNN-prepacked convolutions and linears) and Ember jax compiled (``ember_jax.jit``); ratios are Ember's time /
+  onnxruntime's (target: compiled torch <= 1.5x). The floor: the same network in raw PyTorch under ``no_grad``,
+  eager and (``--inductor``) ``torch.compile`` with freezing. **interp/node**: the eager interpreter's own time
+  per node on torch, measured by replaying each node's recorded outputs instead of running its kernels (target:
+  half of what it was before issue 32).
 
 Targets: imported within 1.15x of hand-written on numpy and torch (ratio = hand-written time / imported time
 >= 0.87), within 1.05x compiled on jax (issue 17); generated within 1.05x of hand-written on every backend
@@ -263,6 +266,19 @@ def _replaying(program: Any) -> Callable[[bool], None]:
     return lambda on: mode.__setitem__("replay", on)
 
 
+def _no_grad(fn: Callable[[], Any], freezing: bool = False) -> Callable[[], Any]:
+    """``fn`` run without autograd (and with inductor's ``freezing`` on: dynamo folds a module's parameters only
+    when the flag is on while it traces)."""
+    import torch
+    from torch._inductor import config
+
+    def run() -> Any:
+        with torch.no_grad(), config.patch(freezing=freezing):
+            return fn()
+
+    return run
+
+
 def _model_steps(tmp: Path, name: str, batch: int, inductor: bool) -> tuple[dict[str, Callable[[], Any]], int]:
     import onnxruntime as ort
     import torch
@@ -292,6 +308,14 @@ def _model_steps(tmp: Path, name: str, batch: int, inductor: bool) -> tuple[dict
     if inductor:
         ind = ember_torch.compile(forward, mode="default")
         steps["torch inductor"] = lambda: ind(tmod, xt).to_data()
+        frozen = ember_torch.compile(forward, mode="default", options={"freezing": True})
+        steps["torch frozen"] = lambda: frozen(tmod, xt).to_data()
+    # the floor: the same network in raw PyTorch (no_grad), eager and (with --inductor) compiled with freezing
+    raw, xr = bench_model(name).eval(), torch.from_numpy(x)
+    steps["raw torch eager"] = _no_grad(lambda: raw(xr))
+    if inductor:
+        raw_frozen = torch.compile(raw, options={"freezing": True}, fullgraph=True, dynamic=False)
+        steps["raw torch frozen"] = _no_grad(lambda: raw_frozen(xr), freezing=True)
     jdev = ember.backend("jax", int_dtype="int64").device()
     jmod, xj = load_model(path, jdev), Tensor.from_data(x, jdev)
     jitted = ember_jax.jit(forward)
@@ -301,7 +325,6 @@ def _model_steps(tmp: Path, name: str, batch: int, inductor: bool) -> tuple[dict
     rmod.forward(xt)
     replay(True)
     steps["interp/node"] = lambda: rmod.forward(xt)
-    del torch
     return steps, len(rmod.program.graph.nodes)
 
 

@@ -41,6 +41,7 @@ from . import _capture_rng, _capture_state
 from ._capture_ahead import Plan, ahead, plan
 from ._capture_codegen import generate
 from ._capture_flatten import TREE, ForeignTensor, check_devices
+from ._capture_freeze import FrozenRun, weight_leaves
 from ._capture_tree import OutWalk
 
 __all__ = ["compile", "CompiledStep", "MODES"]
@@ -54,7 +55,7 @@ class _Entry:
     """One argument structure: the captured graph, what runs it, and the builders of results and state."""
 
     __slots__ = ("gm", "run", "result", "cells", "optims", "slots", "mode", "capture_seconds", "draws", "build",
-                 "source", "plan", "planned", "rekeyed")
+                 "source", "plan", "planned", "rekeyed", "weights")
 
     def __init__(self) -> None:
         self.gm: Any = None
@@ -73,6 +74,8 @@ class _Entry:
         self.plan: Plan | None = None
         self.planned = False
         self.rekeyed = 0
+        #: the leaves compiled as constants (``options={"freezing": True}``, :mod:`._capture_freeze`)
+        self.weights: list[int] = []
 
 
 def default_mode(leaves: list[Any]) -> str:
@@ -229,6 +232,8 @@ class CompiledStep:
             _capture_state.ACTIVE[0] -= 1
             _capture_rng.DRAWS.clear()
         self.trace_count += 1
+        if entry.mode != "capture" and (self.options or {}).get("freezing") and not entry.cells and not entry.optims:
+            entry.weights = weight_leaves(fl)
         entry.run = self._runner(entry, fl.leaves)
         entry.capture_seconds = time.perf_counter() - t0
         return entry
@@ -258,6 +263,10 @@ class CompiledStep:
         options = {**list_mode_options(mode, dynamic=False), **(self.options or {})}
         if entry.draws:
             options.setdefault("fallback_random", True)
+        if entry.weights:
+            return FrozenRun(entry.gm, entry.weights, leaves,
+                             lambda m: torch.compile(m, backend="inductor", options=options, fullgraph=True,
+                                                     dynamic=False))
         return torch.compile(entry.gm, backend="inductor", options=options,  # type: ignore[no-any-return]
                              fullgraph=True, dynamic=False)
 
@@ -413,6 +422,11 @@ def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, ba
         options: inductor options (``torch.compile``'s ``options``), over the mode's own
             (``torch._inductor.list_mode_options(mode)``): a mode and options combine, which ``torch.compile``
             itself refuses. A step that draws random numbers gets ``fallback_random=True`` unless set here.
+            ``{"freezing": True}`` for inference: in a step that writes no state back, the plain-tensor values of
+            the ``Param`` s and ``RunningState`` s among the arguments are compiled as constants (inductor's
+            freezing: prepacked oneDNN/MKL convolution and linear weights, fused Conv+activation), the graph runs
+            under ``torch.no_grad()``, and a call with other weights (other tensors, or changed in place)
+            compiles again; ``Autodiff`` parameters (fine-tuning) stay inputs (:mod:`._capture_freeze`).
 
     Returns:
         A :class:`CompiledStep` (callable; ``trace_count``, ``cache_size``, ``clear_cache()``, ``graph(*args)``).

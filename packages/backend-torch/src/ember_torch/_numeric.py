@@ -76,6 +76,12 @@ class TorchNumericOps:
         if a.is_cuda and not (a.is_floating_point() or a.is_complex()):
             # torch's CUDA matmul kernels take no integer types (cuBLAS has none): exact on the CPU
             return torch.matmul(a.cpu(), b.cpu()).to(a.device)
+        if b.dim() == 2 and a.dim() > 2 and not a.is_contiguous():
+            # torch.matmul folds [..., m, k] @ [k, n] into one mm only when the batch dims of ``a`` flatten as a view;
+            # else it expands ``b`` over them and runs a bmm (an imported Transformer's [seq, batch, d] @ W: seq
+            # products of [batch, d] rows; one copy of ``a`` and one mm: 1.4x faster at [128, 8, 128] @ [128, 384]
+            # eager, and BERT-tiny's frozen inductor inference 1.51x -> 1.40x onnxruntime at batch 1, issue 32)
+            a = a.contiguous()
         return torch.matmul(a, b)
 
     @staticmethod
