@@ -446,7 +446,7 @@ class _Gen(CodeGen):
 def _constant_tuple(n: Any) -> tuple[Any, ...] | None:
     """The value of a ``("SEQ", tuple, items)`` node whose items are all immutable constants (plain values of
     :data:`_SAFE_STATIC`, or such tuples), else ``None``."""
-    out = []
+    out: list[Any] = []
     for x in n[2]:
         if x[0] == "C" and x[1].__class__ in _SAFE_STATIC:
             out.append(x[1])
