@@ -116,13 +116,19 @@ def test_taken_ahead_or_walked_the_calls_agree_with_a_complete_walk_at_every_cal
     assert fn.trace_count == 1
 
 
-def test_static_tuples_of_the_result_are_shared_constants_lists_are_new() -> None:
-    fn = ember_jax.jit(step)
+def _models(fn: Any, n: int) -> tuple[Net, list[Net]]:
+    """The model passed first and the models ``n`` calls of ``fn`` returned, each passing the last one back."""
     model, optim, x = make(), AdamConfig().init(), batch()
     optim.init_states(model)
-    m1, _ = fn(model, optim, x, lr())
-    m2, _ = fn(m1, optim, x, lr())
-    m3, _ = fn(m2, optim, x, lr())
+    out = [model]
+    for _ in range(n):
+        out.append(fn(out[-1], optim, x, lr())[0])
+    return model, out[1:]
+
+
+def test_static_tuples_of_the_result_are_shared_constants_lists_are_new() -> None:
+    fn = ember_jax.jit(step)
+    model, (_m1, m2, m3) = _models(fn, 3)
     assert m2.window == ((2, 2), "same") and m3.sizes == [3, 8]
     assert m2.window is m3.window  # immutable: one constant of the builder
     assert m2.sizes is not m3.sizes and m2.sizes is not model.sizes  # mutable: a new list per call
@@ -150,11 +156,8 @@ def test_a_tuple_holding_a_tensor_is_rebuilt_around_the_new_array() -> None:
 
 
 def test_rebuilt_parameters_are_new_tracked_leaves_with_distinct_ids() -> None:
-    fn = ember_jax.jit(step)
-    model, optim, x = make(), AdamConfig().init(), batch()
-    optim.init_states(model)
-    m1, _ = fn(model, optim, x, lr())
-    m2, _ = fn(m1, optim, x, lr())
+    _model, (m1, m2) = _models(ember_jax.jit(step), 2)
+    x = batch()
     nodes = [p._tensor.primitive.node for m in (m1, m2) for p in m.params()]
     assert all(n is not None for n in nodes)
     assert len({n.id for n in nodes}) == len(nodes)
