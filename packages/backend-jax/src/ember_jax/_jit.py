@@ -21,6 +21,7 @@ import functools
 import gc
 import threading
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import jax
@@ -93,6 +94,9 @@ class CompiledStep:
             :func:`jit`).
     """
 
+    #: no results flattened ahead (while a call runs, or after one failed): the next call walks completely
+    _fast: Any = MappingProxyType({})
+
     def __init__(self, fn: Callable[..., Any], donate_state: bool = True, donate_argnums: Any = (),
                  copy_donated: bool = False) -> None:
         if not callable(fn):
@@ -108,7 +112,7 @@ class CompiledStep:
         self._own: tuple[Any, ...] = ()
         self.trace_count = 0
         self._cache: dict[Any, _Entry] = {}
-        #: the last call's results flattened ahead (see ember.backend.step_tree.fast_spec)
+        #: the last call's results flattened ahead (see ember.backend.step_tree.fast_spec); the next call pops it
         self._fast: dict[int, Any] = {}
         self._tls = threading.local()
         functools.update_wrapper(self, fn, updated=())
@@ -148,7 +152,9 @@ class CompiledStep:
         """
         if self.copy_donated:
             args = self._private(args)
-        fl = Flat(TREE, self._fast)
+        # the last call's results flattened ahead are taken by this call (one atomic pop: a call in another
+        # thread walks completely), their lists becoming this walk's own; a call that fails leaves none
+        fl = Flat(TREE, self.__dict__.pop("_fast", None), own=True)
         key = (_flat_seq(fl, args), _flat_dict(fl, kwargs) if kwargs else None)
         found = self._cache.get(key)
         if found is not None and fl.hits and found.rekeyed < 3:
@@ -205,10 +211,15 @@ class CompiledStep:
         own = self._own
         out: list[Any] | None = None
         for i in self.donate_argnums:
-            if i < len(args) and not any(args[i] is o for o in own):
-                if out is None:
-                    out = list(args)
-                out[i] = private_copy(args[i])
+            if i < len(args):
+                a = args[i]
+                for o in own:
+                    if a is o:
+                        break
+                else:
+                    if out is None:
+                        out = list(args)
+                    out[i] = private_copy(a)
         return args if out is None else tuple(out)
 
     def _new_entry(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fl: Flat) -> _Entry:

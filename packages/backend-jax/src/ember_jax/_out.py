@@ -366,7 +366,8 @@ class _Gen(CodeGen):
             v = f"s{k}"
             if flag:
                 a = self.var()
-                self.emit(f"{a} = _new(_AP); {a}.p = L[{i}]; {a}.node = {'_leaf()' if flag == 2 else 'None'}")
+                node = self.leaf() if flag == 2 else "None"
+                self.emit(f"{a} = _new(_AP); {a}.p = L[{i}]; {a}.node = {node}")
                 prim = a
             else:
                 prim = f"L[{i}]"
@@ -402,6 +403,10 @@ class _Gen(CodeGen):
             return v
         if tag == "SEQ":
             _t, cls, items = n
+            if cls is tuple:
+                value = _constant_tuple(n)
+                if value is not None:  # a module's static tuple (a stride, a shape): the same object every call
+                    return self.const(value)
             es = [self.node(x) for x in items]
             v = self.var()
             if cls is list:
@@ -436,6 +441,23 @@ class _Gen(CodeGen):
                     self.emit(f"_set({v}, {f!r}, {e})")
             return v
         raise AssertionError(f"unknown output node {tag!r}")
+
+
+def _constant_tuple(n: Any) -> tuple[Any, ...] | None:
+    """The value of a ``("SEQ", tuple, items)`` node whose items are all immutable constants (plain values of
+    :data:`_SAFE_STATIC`, or such tuples), else ``None``."""
+    out: list[Any] = []
+    for x in n[2]:
+        if x[0] == "C" and x[1].__class__ in _SAFE_STATIC:
+            out.append(x[1])
+        elif x[0] == "SEQ" and x[1] is tuple:
+            v = _constant_tuple(x)
+            if v is None:
+                return None
+            out.append(v)
+        else:
+            return None
+    return tuple(out)
 
 
 _INDEXED = re.compile(r"([OL])\[(\d+)\]")

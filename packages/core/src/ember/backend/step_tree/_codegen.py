@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...autodiff._graph import AutodiffPrimitive, new_leaf
+from ...autodiff import _graph
+from ...autodiff._graph import AutodiffPrimitive, Leaf, new_leaf
 from ...module import Param, RunningState
 from ...optim import GradientsParams
 from ...tensor import Tensor
@@ -18,9 +19,10 @@ class CodeGen:
     """Lines of a generated function's body and the namespace it runs in.
 
     The namespace holds ``_new`` (``object.__new__``), ``_set`` (``object.__setattr__``), ``_Tensor``, ``_AP``
-    (``AutodiffPrimitive``), ``_leaf`` (a new graph leaf), ``_Param``, ``_RS`` (``RunningState``), ``_GP``
-    (``GradientsParams``) and the slot setters of the immutable ``Param`` / ``RunningState`` (``_Pid``, ``_Prg``,
-    ``_Pt``, ``_RSid``, ``_RSt``: set without their ``__setattr__`` guard); :meth:`const` adds any other object."""
+    (``AutodiffPrimitive``), ``_leaf`` (a new graph leaf), ``_Leaf`` and ``_leaf_id`` (a graph leaf's class and
+    its next id, see :meth:`leaf`), ``_Param``, ``_RS`` (``RunningState``), ``_GP`` (``GradientsParams``) and the
+    slot setters of the immutable ``Param`` / ``RunningState`` (``_Pid``, ``_Prg``, ``_Pt``, ``_RSid``, ``_RSt``:
+    set without their ``__setattr__`` guard); :meth:`const` adds any other object."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -29,7 +31,7 @@ class CodeGen:
             "_leaf": new_leaf, "_Param": Param, "_RS": RunningState, "_GP": GradientsParams,
             "_Pid": Param.__dict__["id"].__set__, "_Prg": Param.__dict__["require_grad"].__set__,
             "_Pt": Param.__dict__["_tensor"].__set__, "_RSid": RunningState.__dict__["id"].__set__,
-            "_RSt": RunningState.__dict__["_tensor"].__set__,
+            "_RSt": RunningState.__dict__["_tensor"].__set__, "_Leaf": Leaf, "_leaf_id": _graph._ids.__next__,
         }
         self._consts: dict[int, str] = {}
         self.tmp = 0
@@ -44,6 +46,12 @@ class CodeGen:
             name = self._consts[id(v)] = f"k{len(self._consts)}"
             self.ns[name] = v
         return name
+
+    def leaf(self) -> str:
+        """Emit a new graph leaf (what ``_leaf()`` makes, without its call frame); returns its variable."""
+        v = self.var()
+        self.emit(f"{v} = _new(_Leaf); {v}.id = _leaf_id()")
+        return v
 
     def var(self) -> str:
         """A fresh local variable name."""

@@ -21,9 +21,9 @@ class Flat:
             ``None`` for a complete walk.
     """
 
-    __slots__ = ("tree", "h", "leaves", "objs", "memo", "pmemo", "fast", "hits", "marks")
+    __slots__ = ("tree", "h", "leaves", "objs", "memo", "pmemo", "fast", "hits", "marks", "own")
 
-    def __init__(self, tree: StepTree, fast: dict[int, Any] | None = None) -> None:
+    def __init__(self, tree: StepTree, fast: dict[int, Any] | None = None, own: bool = False) -> None:
         self.tree = tree
         self.h = tree.flat
         self.leaves: list[Any] = []
@@ -34,6 +34,8 @@ class Flat:
         self.hits = 0  # objects taken from ``fast``
         #: optimizer id -> (objects, leaves) counted before its states were walked (see ``shift_spec``)
         self.marks: dict[int, tuple[int, int]] = {}
+        #: the lists of ``fast`` entries may become this walk's ``objs`` / ``leaves`` (the caller drops ``fast``)
+        self.own = own
 
 
 def rewind(fl: Flat, mark: tuple[int, int]) -> None:

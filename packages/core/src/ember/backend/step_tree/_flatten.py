@@ -124,8 +124,12 @@ def _f_module(fl: Flat, m: Any) -> Any:
         if (c is not None and c[0] is m and (c[2] or (not objs and not fl.leaves))
                 and (not c[5] or all(map(_is, map(_cell_value, c[5]), c[6])))):
             memo[k] = len(objs)
-            objs.extend(c[3])
-            fl.leaves.extend(c[4])
+            if fl.own and not objs and not fl.leaves:  # the first argument: its lists become the walk's own
+                fl.objs = c[3] if c[3].__class__ is list else list(c[3])
+                fl.leaves = c[4] if c[4].__class__ is list else list(c[4])
+            else:
+                objs.extend(c[3])
+                fl.leaves.extend(c[4])
             fl.hits += 1
             return c[1]
     memo[k] = len(objs)
