@@ -318,6 +318,27 @@ def test_compiler_refusal_is_a_backend_error() -> None:
     assert step.cache_size == 0  # nothing cached: the next call tries again
 
 
+def test_refused_device_default_runs_the_captured_graph(monkeypatch: Any) -> None:
+    """With no mode asked for, a step that torch's compiler refuses (seen on CUDA with the host-bound Transformer)
+    runs its captured graph as it is, with a RuntimeWarning naming torch's reason: the same results as eager, a
+    Dropout included, the warning once, the entry kept."""
+    from ember_torch import _compile
+
+    def refuse(gm: Any, example_inputs: Any) -> Any:
+        raise RuntimeError("no kernel for this graph")
+
+    monkeypatch.setattr(_compile, "default_mode", lambda leaves: "default")  # what a CUDA step gets
+    step = ember_torch.compile(train_step, backend=refuse)
+    ws, batch = weights(), xor_batch()
+    with pytest.warns(RuntimeWarning, match=r"(?s)refused the captured step.*no kernel for this graph.*capture") as rec:
+        m_c, m_e, lc, le, _, _ = run_both(step, lambda: mlp(ws, dropout=0.3), AdamConfig(), 3, batch, seed=1)
+    assert len([w for w in rec if issubclass(w.category, RuntimeWarning)]) == 1
+    assert step.trace_count == 1 and step.cache_size == 1
+    np.testing.assert_allclose(lc, le, rtol=1e-12)
+    for a, b in zip(params_np(m_c), params_np(m_e), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
 def test_inductor_small_step() -> None:
     """One inductor compile in the default run: a forward and SGD step of one Linear, C++ kernels."""
 

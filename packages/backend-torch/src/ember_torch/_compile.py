@@ -165,7 +165,12 @@ class CompiledStep:
             _check_devices(fl)
             with _quiet_torch():
                 entry = self._capture(fl, args, kwargs)
-                outs = _first_run(entry, fl.leaves)
+                try:
+                    outs = _first_run(entry, fl.leaves)
+                except _Refused as exc:
+                    if self.mode is not None:  # the mode was asked for: the caller decides
+                        raise
+                    outs = self._fall_back(entry, fl.leaves, exc)
             self._cache[key] = entry
         else:
             outs = entry.run(*fl.leaves)  # type: ignore[misc]
@@ -237,6 +242,21 @@ class CompiledStep:
         entry.run = self._runner(entry, fl.leaves)
         entry.capture_seconds = time.perf_counter() - t0
         return entry
+
+    def _fall_back(self, entry: _Entry, leaves: list[Any], exc: _Refused) -> Any:
+        """The device's default mode refused by ``torch.compile`` (which raised before running anything): the
+        entry runs its captured graph as it is (``"capture"``, the same numbers), with a warning naming torch's
+        reason, rather than a training run stopping at its first step."""
+        warnings.warn(
+            f"{exc.reason}: this step runs its captured graph without torch's compiler (mode='capture', the same "
+            "results, no compile). Pass mode='capture' to silence this, or report the step (issue 32).",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        entry.mode = "capture"
+        entry.weights = []
+        entry.run = self._runner(entry, leaves)
+        return entry.run(*leaves)  # type: ignore[misc]
 
     def _runner(self, entry: _Entry, leaves: list[Any]) -> Callable[..., Any]:
         run = self._compiled(entry, leaves)
@@ -341,11 +361,18 @@ def _first_run(entry: _Entry, leaves: list[Any]) -> Any:
                 break
             causes.append(nxt)  # type: ignore[arg-type]
         reason = "; ".join(f"{type(c).__name__}: {(str(c).splitlines() or [''])[0]}" for c in reversed(causes))
-        raise BackendError(
-            f"ember_torch.compile: torch.compile (mode={entry.mode!r}) refused the captured step ({reason}). "
-            "The captured graph runs without torch's compiler: use mode='capture' for this step; please report "
-            "the step (issue 32)."
+        raise _Refused(
+            f"ember_torch.compile: torch.compile (mode={entry.mode!r}) refused the captured step ({reason})"
         ) from exc
+
+
+class _Refused(BackendError):
+    """``torch.compile`` refused a captured step (:func:`_first_run`); ``reason`` is the first sentence."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}. The captured graph runs without torch's compiler: use mode='capture' for this "
+                         "step; please report the step (issue 32).")
+        self.reason = reason
 
 
 def _check_devices(fl: Flat) -> None:
@@ -416,7 +443,9 @@ def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, ba
             only), ``"max-autotune"`` (CUDA only), ``"max-autotune-no-cudagraphs"``: the graph is handed to
             ``torch.compile(graph, mode=mode, backend=backend, options=options, fullgraph=True, dynamic=False)``
             (inductor: C++/OpenMP kernels on the CPU, Triton on CUDA; tens of seconds per capture on a small
-            CPU). ``None`` (default): ``"default"`` when the step's tensors are on CUDA, ``"capture"`` elsewhere.
+            CPU). ``None`` (default): ``"default"`` when the step's tensors are on CUDA, ``"capture"`` elsewhere;
+            a step that ``torch.compile`` refuses then runs as ``"capture"``, with a ``RuntimeWarning`` that gives
+            torch's reason (a mode asked for raises ``BackendError`` instead).
         backend: the ``torch.compile`` backend for the modes other than ``"capture"`` (default ``"inductor"``;
             ``"aot_eager"`` runs the compile pipeline without generating code).
         options: inductor options (``torch.compile``'s ``options``), over the mode's own
@@ -434,7 +463,8 @@ def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, ba
     Raises:
         BackendError: at call time, a tensor of another backend among the arguments; at capture, a host read of a
             captured value (``into_scalar``, ``to_data``, ``bool(tensor)``, a Python branch on a value), with what
-            to do instead; a CUDA-graph mode for tensors not on CUDA.
+            to do instead; a CUDA-graph mode for tensors not on CUDA; at the first call of a structure, a step
+            that ``torch.compile`` refuses under a ``mode`` asked for (torch's reason in the message).
         ValueError: an unknown ``mode``.
         TypeError: ``fn`` is not callable; a ``Gradients`` among the arguments or results.
     """
