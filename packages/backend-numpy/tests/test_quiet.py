@@ -90,7 +90,7 @@ def test_a_runtime_error_of_the_kernel_itself_propagates() -> None:
 
     with pytest.raises(RuntimeError, match="kernel failed"):
         _quiet.quiet2(bad)(BIG, BIG)
-    assert len(calls) == 2  # once in the context, once more under set/reset (documented)
+    assert len(calls) == (2 if _quiet.FAST else 1)  # in the context, then once more under set/reset (documented)
 
 
 @pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8])
