@@ -17,7 +17,7 @@ from ember.backend.contract import ActivationGradOps
 
 from ._float import _work, erfc
 from ._gelu32 import gelu32, gelu_backward32
-from ._quiet import enter, leave, quiet
+from ._quiet import call, enter, leave, quiet, run
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
@@ -86,11 +86,10 @@ class NumpyActivationOps:
         dt = y.dtype
         if grad.dtype is not dt or (dt is not _F32 and dt is not _F64):
             return ActivationGradOps.log_softmax_backward(self, grad, y, dim)  # type: ignore[arg-type]
-        tok = enter()
-        try:
-            return grad - np.exp(y) * _add_reduce(grad, dim, dt, None, True)
-        finally:
-            leave(tok)
+        try:  # in the quiet context (_quiet.run)
+            return run(_log_softmax_backward, grad, y, dim, dt)
+        except RuntimeError:
+            return call(_log_softmax_backward, grad, y, dim, dt)
 
     def gelu_backward(self, grad: Any, x: Any, approximate: bool = False) -> Any:
         if approximate or (x.dtype is not _F32 and x.dtype is not _F16) or grad.shape != x.shape:
@@ -112,12 +111,22 @@ class NumpyActivationOps:
 
     @staticmethod
     def log_softmax(a: Any, dim: int) -> Any:
-        dt = a.dtype
-        tok = enter()
-        try:
-            w = a.astype(_F32) if dt is _F16 else a
-            s = w - _max_reduce(w, dim, None, None, True)
-            s -= np.log(_add_reduce(np.exp(s), dim, None, None, True))
-            return s if s.dtype is dt else s.astype(dt)
-        finally:
-            leave(tok)
+        try:  # in the quiet context (_quiet.run)
+            return run(_log_softmax, a, dim)
+        except RuntimeError:
+            return call(_log_softmax, a, dim)
+
+
+def _log_softmax(a: Any, dim: int) -> Any:
+    """``log_softmax`` along ``dim`` (stable: the max subtracted first); run with numpy's errors ignored."""
+    dt = a.dtype
+    w = a.astype(_F32) if dt is _F16 else a
+    s = w - _max_reduce(w, dim, None, None, True)
+    s -= np.log(_add_reduce(np.exp(s), dim, None, None, True))
+    return s if s.dtype is dt else s.astype(dt)
+
+
+def _log_softmax_backward(grad: Any, y: Any, dim: int, dt: Any) -> Any:
+    """The contract's ``grad - exp(y) * sum_dim(grad, dim)`` (same ufuncs, same order); run with numpy's errors
+    ignored."""
+    return grad - np.exp(y) * _add_reduce(grad, dim, dt, None, True)

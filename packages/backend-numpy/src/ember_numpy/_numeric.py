@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._quiet import enter, leave, quiet, quiet2
+from ._quiet import call, enter, leave, quiet, quiet2, run
 
 __all__ = ["NumpyNumericOps", "quiet"]
 
@@ -25,6 +25,7 @@ _quiet2 = quiet2  # kept for modules importing it from here
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 _BOOL = np.dtype(np.bool_)
 
@@ -65,8 +66,10 @@ class NumpyNumericOps:
     fmod = staticmethod(_quiet2(np.fmod))
     maximum = staticmethod(_quiet2(np.maximum))
     minimum = staticmethod(_quiet2(np.minimum))
-    neg = staticmethod(quiet(np.negative))
-    abs = staticmethod(quiet(np.abs))
+    # negation and absolute value only flip or clear the sign bit (Int: wrap silently): they never raise a
+    # floating-point event, so they need no quiet (one Python frame and one error-state switch less a call)
+    neg = staticmethod(np.negative)
+    abs = staticmethod(np.abs)
     sign = staticmethod(quiet(np.sign))
     # comparisons never raise floating-point errors
     equal = staticmethod(np.equal)
@@ -115,6 +118,11 @@ class NumpyNumericOps:
 
     def sum_dim(self, a: Any, dim: int | None) -> Any:
         dt = a.dtype
+        if dt is _F32 or dt is _F64:  # the reduction in the quiet context (_quiet.run), no Python frame between
+            try:
+                return run(_add_reduce, a, dim, dt, None, True)
+            except RuntimeError:
+                return call(_add_reduce, a, dim, dt, None, True)
         tok = enter()
         try:
             if dt is _F16:
@@ -124,9 +132,11 @@ class NumpyNumericOps:
             leave(tok)
 
     @staticmethod
-    @quiet
     def mean(a: Any) -> Any:
-        return _mean(a, None, a.size)
+        try:  # in the quiet context (_quiet.run): no wrapper frame
+            return run(_mean, a, None, a.size)
+        except RuntimeError:
+            return call(_mean, a, None, a.size)
 
     @staticmethod
     @quiet
@@ -271,13 +281,13 @@ class NumpyNumericOps:
     # ---- linear algebra
     @staticmethod
     def matmul(a: Any, b: Any) -> Any:
-        tok = enter()
-        try:
-            if a.dtype is _F16:
-                return _matmul(a.astype(_F32), b.astype(_F32)).astype(_F16)
-            return _matmul(a, b)
-        finally:
-            leave(tok)
+        if a.dtype is _F16:
+            a, b = a.astype(_F32), b.astype(_F32)
+            return call(_matmul, a, b).astype(_F16)
+        try:  # in the quiet context (_quiet.run): np.matmul called from C, no set/reset of the error state
+            return run(_matmul, a, b)
+        except RuntimeError:
+            return call(_matmul, a, b)
 
 
 def _mean(a: Any, dim: int | None, n: int) -> Any:

@@ -36,9 +36,9 @@ GradReadyHook = Callable[[int, Any], Any]
 _HOOK: ContextVar[GradReadyHook | None] = ContextVar("ember_grad_ready_hook", default=None)
 
 
-def current_hook() -> GradReadyHook | None:
-    """The hook installed by the innermost :func:`grad_ready_hook` block, or ``None``."""
-    return _HOOK.get()
+#: ``current_hook()``: the hook installed by the innermost :func:`grad_ready_hook` block, or ``None`` (the context
+#: variable's own ``get``, called from C: ``backward()`` reads it on every step)
+current_hook: Callable[[], GradReadyHook | None] = _HOOK.get
 
 
 @contextmanager

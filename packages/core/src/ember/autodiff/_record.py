@@ -105,6 +105,8 @@ def _unary(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]:  
         return (bw(B, g, s[0], s[1], s[2]),)  # type: ignore[misc]
 
     rule.__name__ = spec.name
+    if spec.direct:  # written in the node's form: called by the sweep itself
+        rule = bw  # type: ignore[assignment]
 
     if not sx and not ss and not sy:
         def op(a: Any, *args: Any) -> Any:
@@ -172,6 +174,8 @@ def _binary(I: Any, fwd: Callable[..., Any], spec: Spec) -> Callable[..., Any]: 
         return bw(B, g, s[0], s[1], s[2], ps[0] is not None, ps[1] is not None)  # type: ignore[misc]
 
     rule.__name__ = spec.name
+    if spec.direct:  # written in the node's form: called by the sweep itself
+        rule = bw  # type: ignore[assignment]
 
     def op(a: Any, b: Any) -> Any:
         try:

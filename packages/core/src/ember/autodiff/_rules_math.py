@@ -17,16 +17,25 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 # ---------------------------------------------------------------------------- arithmetic
 
 
-@binary("add", save="s")
-def _add(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
+@binary("add", save="s", direct=True)
+def _add(B: Any, g: Any, s: Any, ps: Any) -> Any:
+    a, b = s[0], s[1]
+    na, nb = ps[0] is not None, ps[1] is not None
     gs = B.shape(g)  # the common case, no broadcasting, needs no call to unbroadcast
     ga = (g if gs == a else unbroadcast(B, g, a)) if na else None
-    gb = (g if gs == b else unbroadcast(B, g, b)) if nb else None
-    return ga, gb
+    if not nb:
+        return ga, None
+    if gs == b:
+        return ga, g
+    if len(gs) == len(b) + 1 and gs[1:] == b:  # a bias: unbroadcast's first case inlined (one frame less)
+        return ga, B.reshape(B.sum_dim(g, 0), b)
+    return ga, unbroadcast(B, g, b)
 
 
-@binary("sub", save="s")
-def _sub(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
+@binary("sub", save="s", direct=True)
+def _sub(B: Any, g: Any, s: Any, ps: Any) -> Any:
+    a, b = s[0], s[1]
+    na, nb = ps[0] is not None, ps[1] is not None
     gs = B.shape(g)
     ga = (g if gs == a else unbroadcast(B, g, a)) if na else None
     gb = None
@@ -36,10 +45,11 @@ def _sub(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
     return ga, gb
 
 
-@binary("mul")
-def _mul(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
-    ga = unbroadcast(B, B.mul(g, b), B.shape(a)) if na else None
-    gb = unbroadcast(B, B.mul(g, a), B.shape(b)) if nb else None
+@binary("mul", direct=True)
+def _mul(B: Any, g: Any, s: Any, ps: Any) -> Any:
+    a, b = s[0], s[1]
+    ga = unbroadcast(B, B.mul(g, b), B.shape(a)) if ps[0] is not None else None
+    gb = unbroadcast(B, B.mul(g, a), B.shape(b)) if ps[1] is not None else None
     return ga, gb
 
 
@@ -123,8 +133,10 @@ def _atan2(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
     return ga, gb
 
 
-@binary("matmul")
-def _matmul(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
+@binary("matmul", direct=True)
+def _matmul(B: Any, g: Any, s: Any, ps: Any) -> Any:
+    a, b = s[0], s[1]
+    na, nb = ps[0] is not None, ps[1] is not None
     ga = gb = None
     shape = B.shape
     sa, sb = shape(a), shape(b)
@@ -144,9 +156,9 @@ def _matmul(B: Any, g: Any, a: Any, b: Any, y: Any, na: bool, nb: bool) -> Any:
     return ga, gb
 
 
-@unary("neg")
-def _neg(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    return B.neg(g)
+@unary("neg", direct=True)
+def _neg(B: Any, g: Any, s: Any, ps: Any) -> Any:
+    return (B.neg(g),)
 
 
 @unary("abs", save="x")
@@ -269,9 +281,9 @@ def _erf(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
 # ---------------------------------------------------------------------------- activations
 
 
-@unary("relu", save="y")
-def _relu(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    return B.relu_backward(g, y)
+@unary("relu", save="y", direct=True)
+def _relu(B: Any, g: Any, s: Any, ps: Any) -> Any:
+    return (B.relu_backward(g, s[1]),)
 
 
 @unary("sigmoid", save="y")
@@ -295,6 +307,6 @@ def _softmax(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
     return B.softmax_backward(g, y, args[0])
 
 
-@unary("log_softmax", save="y")
-def _log_softmax(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
-    return B.log_softmax_backward(g, y, args[0])
+@unary("log_softmax", save="y", direct=True)
+def _log_softmax(B: Any, g: Any, s: Any, ps: Any) -> Any:
+    return (B.log_softmax_backward(g, s[1], s[2][0]),)

@@ -31,9 +31,10 @@ def _sum_dim(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
     return B.expand(g, s)
 
 
-@unary("mean", save="s")
-def _mean(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
-    return expand_to(B, B.div(g, float(max(numel(s), 1))), s)
+@unary("mean", save="s", direct=True)
+def _mean(B: Any, g: Any, saved: Any, ps: Any) -> Any:
+    s = saved[0]
+    return (expand_to(B, B.div(g, float(max(numel(s), 1))), s),)
 
 
 @unary("mean_dim", save="s")

@@ -106,10 +106,10 @@ def _unfold(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
     return B.select_add(zeros(B, s, g), dim, idx, gm)
 
 
-@unary("gather", save="s")
-def _gather(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
-    dim, idx = args
-    return B.scatter_add(zeros(B, s, g), dim, idx, g)
+@unary("gather", save="s", direct=True)
+def _gather(B: Any, g: Any, saved: Any, ps: Any) -> Any:
+    dim, idx = saved[2]
+    return (B.scatter_add(zeros(B, saved[0], g), dim, idx, g),)
 
 
 @general("scatter_add", diff=(0, 3))

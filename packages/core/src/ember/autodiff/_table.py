@@ -20,6 +20,13 @@ instance. Shapes of the backward functions, by pattern:
   ``sort_with_indices``, ``median``, ``max_dim_with_indices`` ...): the gradient of the values is
   scattered back at the indices; no backward function is needed.
 - ``zero``: piecewise-constant ops (``floor``, ``sign`` ...): zero gradient.
+
+``unary`` and ``binary`` rules may instead be written in the node's own form, ``direct=True``:
+``bw(B, g, saved, parents)`` with ``saved = (x, y, args)`` (unary) or ``(a, b, y)`` (binary), as
+above, and ``parents`` the parent nodes (``None`` for constants: a gradient not needed); it returns
+a tuple with one gradient per parent. The node then calls ``bw`` itself, with no adapting frame in
+between (about 0.1 µs a recorded op); the hot rules of every training step (``add``, ``matmul``,
+``relu`` ...) are written so.
 """
 
 from __future__ import annotations
@@ -33,19 +40,20 @@ __all__ = ["RULES", "Spec", "binary", "general", "indexed", "unary", "zero"]
 class Spec:
     """One entry of the rule table."""
 
-    __slots__ = ("name", "pattern", "backward", "save", "diff", "keep")
+    __slots__ = ("name", "pattern", "backward", "save", "diff", "keep", "direct")
 
     def __init__(self, name: str, pattern: str, backward: Callable[..., Any] | None, save: str = "",
-                 diff: tuple[int, ...] = (), keep: bool = False) -> None:
+                 diff: tuple[int, ...] = (), keep: bool = False, direct: bool = False) -> None:
         self.name = name
         self.pattern = pattern
         self.backward = backward
         self.save = save
         self.diff = diff
         self.keep = keep
+        self.direct = direct
 
     def __repr__(self) -> str:
-        return f"Spec({self.name!r}, {self.pattern}, save={self.save!r})"
+        return f"Spec({self.name!r}, {self.pattern}, save={self.save!r}{', direct' if self.direct else ''})"
 
 
 RULES: dict[str, Spec] = {}
@@ -58,19 +66,19 @@ def _register(spec: Spec) -> None:
     RULES[spec.name] = spec
 
 
-def unary(*names: str, save: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def unary(*names: str, save: str = "", direct: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         for n in names:
-            _register(Spec(n, "unary", fn, save))
+            _register(Spec(n, "unary", fn, save, direct=direct))
         return fn
 
     return deco
 
 
-def binary(*names: str, save: str = "x") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def binary(*names: str, save: str = "x", direct: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         for n in names:
-            _register(Spec(n, "binary", fn, save))
+            _register(Spec(n, "binary", fn, save, direct=direct))
         return fn
 
     return deco

@@ -107,7 +107,10 @@ class AutodiffTensorOps(TensorBase):
             AutodiffError: the tensor is not tracked. BackendError / KindError: not a Float
             tensor on an autodiff device.
         """
-        ops = _autodiff_ops(self, "backward")
+        if self.kind is Float and self.device.backend.is_autodiff:  # _autodiff_ops's checks without its frame
+            ops = self.ops
+        else:
+            ops = _autodiff_ops(self, "backward")  # raises
         if on_grad_ready is None:
             on_grad_ready = current_hook()
             if on_grad_ready is None:

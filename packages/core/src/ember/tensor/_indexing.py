@@ -40,6 +40,8 @@ from ._index_args import (
 from ._index_check import check_index_values, index_bounds, out_of_range
 from ._util import check_same, norm_dim, numel
 
+_new_obj = object.__new__
+
 
 class IndexingOps(TensorBase):
     __slots__ = ()
@@ -255,7 +257,12 @@ class IndexingOps(TensorBase):
             p = self.ops.gather(self.primitive, d, idx.primitive)
         except Exception as exc:
             raise fail(op, exc, self, idx) from exc
-        return _core.wrap(p, self, self.kind)
+        t = _new_obj(_core.Tensor)  # _core.wrap inlined: the ops of the same kind on the same device
+        t.primitive = p
+        t.device = self.device
+        t.kind = self.kind
+        t.ops = self.ops
+        return t
 
     def scatter(self, dim: int, indices: Any, values: Any) -> Any:
         """A copy with ``values`` **added** at ``indices`` along ``dim`` (Burn's ``scatter``, which

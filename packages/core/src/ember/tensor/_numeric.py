@@ -45,6 +45,8 @@ from ._ordered import OrderedTensorOps
 from ._reduce import ReduceOps
 from ._util import broadcast_shapes, check_same
 
+_new_obj = object.__new__
+
 
 def _div_method() -> Any:
     """``div``: Float true division, Int floor division; same fast path as :func:`_core.binary`."""
@@ -253,7 +255,12 @@ class NumericTensorOps(ReduceOps, OrderedTensorOps):
             p = ops.matmul(self.primitive, other.primitive)
         except Exception as exc:
             raise op_error("matmul", exc, self, other) from exc
-        return new(p, self.device, k, ops)
+        t = _new_obj(_core.Tensor)  # new() inlined: three matmuls a step in a small MLP
+        t.primitive = p
+        t.device = self.device
+        t.kind = k
+        t.ops = ops
+        return t
 
     def dot(self, other: Any) -> Any:
         """Inner product of two 1-D tensors of equal length, shape ``[1]`` (torch.dot).
