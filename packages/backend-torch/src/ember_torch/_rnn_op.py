@@ -170,7 +170,7 @@ def lstm_saved_backward(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`lstm_backward` of the forward :func:`lstm_train` kept under ``handle`` (taken and dropped here); a
     forward no longer kept (dropped after :data:`SAVED_MAX` newer ones, or a graph run in another process) is run
-    again. The forward's arguments are passed again so that a graph keeps them alive (and unchanged) until here."""
+    again, from the forward's arguments, which are passed again for that (the kept forward owns copies of them)."""
     entry = _SAVED.pop(int(handle), None)
     if entry is None:
         return lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)  # type: ignore[no-any-return]
