@@ -3,7 +3,7 @@
 # CUDA (torch) and on the GPU (jax), the MNIST guide on both, bench/models.py against raw PyTorch and raw jax.jit
 # on the same GPU, and bench/jit_dispatch.py. Run from the repository root on a machine with one NVIDIA GPU:
 #
-#   OUT=/tmp/ember-gpu MNIST_DIR=~/.cache/ember/mnist bash bench/gpu.sh [conf] [guide] [bench] [hostbound] [dispatch]
+#   OUT=/tmp/ember-gpu MNIST_DIR=~/.cache/ember/mnist bash bench/gpu.sh [conf] [guide] [bench] [hostbound] [dispatch] [programs]
 #
 # Logs go to $OUT. EMBER_WHEELS=DIR first installs the wheels in DIR (Ember's, built with `pip wheel --no-deps
 # packages/*`, and any missing dependency) into /tmp/site, for a machine whose Python already has torch and jax.
@@ -11,7 +11,7 @@
 # for jax), as PyTorch's own test suite does: they check the kernels in full float32 precision.
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-STEPS="${*:-conf guide bench hostbound dispatch}"
+STEPS="${*:-conf guide bench hostbound dispatch programs}"
 L=${OUT:-/tmp/ember-gpu}; mkdir -p "$L"
 MNIST_DIR=${MNIST_DIR:-$HOME/.cache/ember/mnist}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$L/env.txt"
@@ -64,13 +64,22 @@ fi
 if [[ " $STEPS " == *" hostbound "* ]]; then
   for m in ${HOST_MODELS:-guide resnet18 transformer}; do
     timeout "${BENCH_S:-240}" python3 bench/models.py --device cuda --host-bound --models "$m" \
-      --only "${HOST_ONLY:-raw torch,ember torch}" ${TORCH_MODE:+--torch-mode "$TORCH_MODE"} --rounds "${ROUNDS:-3}" \
+      --only "${HOST_ONLY:-raw torch,ember torch,raw torch.compile}" ${TORCH_MODE:+--torch-mode "$TORCH_MODE"} --rounds "${ROUNDS:-3}" \
       --round-s "${ROUND_S:-1}" --warmup "${WARMUP:-2}" --no-rss --json "$L/host_bound_$m.json" > "$L/host_$m.txt" 2>&1
     echo "host-bound $m rc=$? $(( $(date +%s) - t0 )) s" >> "$L/host_$m.txt"; grep -v "round .* done" "$L/host_$m.txt" | tail -12
   done
 fi
 if [[ " $STEPS " == *" dispatch "* ]]; then
-  timeout "${DISPATCH_S:-120}" python3 bench/jit_dispatch.py guide transformer resnet18 > "$L/dispatch.txt" 2>&1
+  # --donate: the Learner's jax step on accelerators (a private copy of the model, donated)
+  timeout "${DISPATCH_S:-120}" python3 bench/jit_dispatch.py --donate resnet18 guide transformer > "$L/dispatch.txt" 2>&1
   echo "rc=$?" >> "$L/dispatch.txt"; tail -5 "$L/dispatch.txt"
+fi
+# issue 32: the optimized XLA programs of Ember's and raw jax's steps (Ember jax ran at 0.77-0.90x raw jax.jit on an
+# H200 with ~0.1 ms of host work: the programs differ there)
+if [[ " $STEPS " == *" programs "* ]]; then
+  for m in ${PROGRAM_MODELS:-resnet18 guide}; do
+    timeout 120 python3 bench/jax_programs.py "$m" > "$L/programs_$m.txt" 2>&1; echo "rc=$?" >> "$L/programs_$m.txt"
+    cat "$L/programs_$m.txt"
+  done
 fi
 echo "total $(( $(date +%s) - t0 )) s"
