@@ -34,7 +34,12 @@ def test_threads_sets_the_blas_pool_and_is_recorded_in_the_options() -> None:
     assert "blas_threads" not in b.options
 
 
-def test_threads_through_the_registry() -> None:
+def test_threads_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ember.backend import _registry
+
+    # an empty instance cache: another test in this process may have made the same backend, whose threads were set
+    # then (the fixture has set them to 2 since)
+    monkeypatch.setattr(_registry._REGISTRY, "_instances", {})
     b = ember.backend("numpy", threads=1)
     assert _blas_threads() == {1} and b.options["threads"] == 1
 

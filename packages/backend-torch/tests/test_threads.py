@@ -28,7 +28,12 @@ def test_threads_sets_torchs_intra_op_pool() -> None:
     assert torch.get_num_threads() == 3
 
 
-def test_threads_through_the_registry() -> None:
+def test_threads_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ember.backend import _registry
+
+    # an empty instance cache: another test in this process may have made the same backend, whose threads were set
+    # then (the fixture has set them to 2 since)
+    monkeypatch.setattr(_registry._REGISTRY, "_instances", {})
     b = ember.backend("torch", threads=1)  # refused before: the torch backend had no thread option
     assert b.options["threads"] == 1 and torch.get_num_threads() == 1
 

@@ -283,12 +283,21 @@ class CompiledStep:
         options = {**list_mode_options(mode, dynamic=False), **(self.options or {})}
         if entry.draws:
             options.setdefault("fallback_random", True)
+        if not entry.weights and not any(getattr(p, "is_cuda", False) for p in leaves):
+            # a training step on the CPU keeps torch's layouts: inductor's layout optimization (channels-last
+            # convolutions) made the Adam update of the convolution weights read their gradients transposed, tile
+            # by tile; ResNet-18 (batch 8, 1 thread): 231 -> 121 ms a step without it (bench/README.md, issue 32)
+            options.setdefault("layout_optimization", _CPU_LAYOUT_OPTIMIZATION[0])
         if entry.weights:
             return FrozenRun(entry.gm, entry.weights, leaves,
                              lambda m: torch.compile(m, backend="inductor", options=options, fullgraph=True,
                                                      dynamic=False))
         return torch.compile(entry.gm, backend="inductor", options=options,  # type: ignore[no-any-return]
                              fullgraph=True, dynamic=False)
+
+
+#: inductor's ``layout_optimization`` for a step on the CPU without ``freezing`` (a caller's option wins)
+_CPU_LAYOUT_OPTIMIZATION = [False]
 
 
 def _kernels_for(mode: str, leaves: list[Any]) -> contextlib.ExitStack:
@@ -450,7 +459,9 @@ def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, ba
             ``"aot_eager"`` runs the compile pipeline without generating code).
         options: inductor options (``torch.compile``'s ``options``), over the mode's own
             (``torch._inductor.list_mode_options(mode)``): a mode and options combine, which ``torch.compile``
-            itself refuses. A step that draws random numbers gets ``fallback_random=True`` unless set here.
+            itself refuses. A step that draws random numbers gets ``fallback_random=True`` unless set here; a step
+            on the CPU (without ``freezing``) gets ``layout_optimization=False`` unless set here (inductor's
+            channels-last convolutions slowed ResNet-18's training step 1.7x there, ``docs/torch.md``).
             ``{"freezing": True}`` for inference: in a step that writes no state back, the plain-tensor values of
             the ``Param`` s and ``RunningState`` s among the arguments are compiled as constants (inductor's
             freezing: prepacked oneDNN/MKL convolution and linear weights, fused Conv+activation), the graph runs
