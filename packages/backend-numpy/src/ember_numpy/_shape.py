@@ -57,6 +57,20 @@ def _grid(shape: tuple[int, ...], dim: int, idx: Any) -> tuple[Any, ...]:
     return g[:dim] + (idx,) + g[dim + 1 :]
 
 
+
+def _scatter_into(out: Any, dim: int, indices: Any, values: Any) -> Any:
+    """``out`` with ``values`` added in place at ``indices`` along ``dim`` (repeats accumulate)."""
+    if indices.size:
+        np.add.at(out, _grid(indices.shape, dim, indices), values)
+    return out
+
+
+def _select_into(out: Any, dim: int, indices: Any, values: Any) -> Any:
+    """``out`` with ``values`` added in place at 1-D ``indices`` along ``dim`` (repeats accumulate)."""
+    if indices.size:
+        np.add.at(out, (slice(None),) * dim + (indices,), values)
+    return out
+
 class NumpyShapeOps:
     def reshape(self, a: Any, shape: tuple[int, ...]) -> Any:
         return a.reshape(shape)
@@ -96,19 +110,20 @@ class NumpyShapeOps:
         return a[g[:dim] + (indices,) + g[dim + 1 :]]
 
     def scatter_add(self, a: Any, dim: int, indices: Any, values: Any) -> Any:
-        out = a.copy()
-        if indices.size:
-            np.add.at(out, _grid(indices.shape, dim, indices), values)
-        return out
+        return _scatter_into(a.copy(), dim, indices, values)
 
     def select(self, a: Any, dim: int, indices: Any) -> Any:
         return np.take(a, indices, axis=dim)
 
     def select_add(self, a: Any, dim: int, indices: Any, values: Any) -> Any:
-        out = np.array(a, copy=True)
-        if indices.size:
-            np.add.at(out, (slice(None),) * dim + (indices,), values)
-        return out
+        return _select_into(np.array(a, copy=True), dim, indices, values)
+
+    def zeros_scatter_add(self, shape: tuple[int, ...], dim: int, indices: Any, values: Any) -> Any:
+        # the new buffer filled in place: scatter_add of zeros would copy them first
+        return _scatter_into(np.zeros(shape, values.dtype), dim, indices, values)
+
+    def zeros_select_add(self, shape: tuple[int, ...], dim: int, indices: Any, values: Any) -> Any:
+        return _select_into(np.zeros(shape, values.dtype), dim, indices, values)
 
     @staticmethod
     def mask_fill(a: Any, mask: Any, value: Any) -> Any:

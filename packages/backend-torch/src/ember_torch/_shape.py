@@ -61,6 +61,20 @@ class TorchShapeOps:
             raise _index_error("scatter_add", exc) from None
 
     @staticmethod
+    def zeros_scatter_add(shape: tuple[int, ...], dim: int, indices: Any, values: Any) -> Any:
+        try:  # the new buffer filled in place: one allocation, where scatter_add of zeros copies them
+            return values.new_zeros(shape).scatter_add_(dim, indices, values)
+        except RuntimeError as exc:
+            raise _index_error("scatter_add", exc) from None
+
+    @staticmethod
+    def zeros_select_add(shape: tuple[int, ...], dim: int, indices: Any, values: Any) -> Any:
+        try:
+            return values.new_zeros(shape).index_add_(dim, indices, values)
+        except RuntimeError as exc:
+            raise _index_error("select_add", exc) from None
+
+    @staticmethod
     def slice(a: Any, slices: _Slices) -> Any:
         return a[slices]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._rules_util import along, expand_to, numel, zeros
+from ._rules_util import along, expand_to, numel
 from ._table import indexed, unary
 
 # ---------------------------------------------------------------------------- sums and means
@@ -86,7 +86,7 @@ def _prod_dim(B: Any, g: Any, x: Any, y: Any, args: Any) -> Any:
 
 
 def _to_index(B: Any, g: Any, x: Any, dim: int, idx: Any) -> Any:
-    return B.scatter_add(zeros(B, B.shape(x), g), dim, idx, g)
+    return B.zeros_scatter_add(B.shape(x), dim, idx, g)
 
 
 def _whole_extreme(B: Any, g: Any, x: Any, arg: Any) -> Any:

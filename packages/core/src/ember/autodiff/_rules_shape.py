@@ -103,13 +103,13 @@ def _unfold(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
     w = B.mul(B.arange(0, nw, 1, B.int_dtype, h), step)
     j = B.arange(0, size, 1, B.int_dtype, h)
     idx = B.reshape(B.add(B.reshape(w, (nw, 1)), B.reshape(j, (1, size))), (nw * size,))
-    return B.select_add(zeros(B, s, g), dim, idx, gm)
+    return B.zeros_select_add(s, dim, idx, gm)
 
 
 @unary("gather", save="s", direct=True)
 def _gather(B: Any, g: Any, saved: Any, ps: Any) -> Any:
     dim, idx = saved[2]
-    return (B.scatter_add(zeros(B, saved[0], g), dim, idx, g),)
+    return (B.zeros_scatter_add(saved[0], dim, idx, g),)
 
 
 @general("scatter_add", diff=(0, 3))
@@ -121,7 +121,7 @@ def _scatter_add(B: Any, g: Any, args: Any, y: Any, needs: Any) -> Any:
 @unary("select", save="s")
 def _select(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
     dim, idx = args
-    return B.select_add(zeros(B, s, g), dim, idx, g)
+    return B.zeros_select_add(s, dim, idx, g)
 
 
 @general("select_add", diff=(0, 3))

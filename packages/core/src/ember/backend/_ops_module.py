@@ -373,8 +373,7 @@ class ModuleOps:
         gs = tuple(B.shape(grad))
         plane = math.prod(x_shape[2:])
         lo = math.prod(gs[2:])
-        z = B.zeros((n, c, plane), B.dtype(grad), B.device_handle(grad))
-        r = B.scatter_add(z, 2, B.reshape(indices, (n, c, lo)), B.reshape(grad, (n, c, lo)))
+        r = B.zeros_scatter_add((n, c, plane), 2, B.reshape(indices, (n, c, lo)), B.reshape(grad, (n, c, lo)))
         return B.reshape(r, x_shape)
 
     # ------------------------------------------------------------------ average pooling
@@ -456,12 +455,11 @@ class ModuleOps:
 
     def embedding_backward(self, grad: Any, indices: Any, weights_shape: Ints) -> Any:
         """Gradient of :meth:`embedding` with respect to the weights: rows of ``grad`` added at
-        ``indices`` (repeated indices accumulate). Default: ``select_add``."""
+        ``indices`` (repeated indices accumulate). Default: ``zeros_select_add``."""
         B: Any = self
         n = math.prod(tuple(B.shape(indices)))
-        z = B.zeros(weights_shape, B.dtype(grad), B.device_handle(grad))
         g = B.reshape(grad, (n, weights_shape[1]))
-        return B.select_add(z, 0, B.reshape(indices, (n,)), g)
+        return B.zeros_select_add(tuple(weights_shape), 0, B.reshape(indices, (n,)), g)
 
     # ------------------------------------------------------------------ interpolation
     def interpolate(self, x: Any, output_size: Ints, mode: str, align_corners: bool) -> Any:

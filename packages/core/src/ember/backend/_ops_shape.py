@@ -87,6 +87,22 @@ class ShapeOps:
         Burn's ``select_assign``. Repeated indices accumulate."""
         return _req("select_add")
 
+    def zeros_scatter_add(self, shape: tuple[int, ...], dim: int, indices: Any, values: Any) -> Any:
+        """Zeros of ``shape`` (``values``' dtype and device) with ``values`` added at ``indices`` along ``dim``:
+        :meth:`scatter_add` into a new zero array, the backward of :meth:`gather` (and of max/min along a dim,
+        max pooling). ``indices`` and ``values`` as for :meth:`scatter_add`. Default: :meth:`scatter_add` of
+        :meth:`zeros`; a backend that can fill its own new buffer in place overrides it (one buffer instead of
+        two: the out-of-place form copies the zeros)."""
+        B: Any = self
+        return B.scatter_add(B.zeros(shape, B.dtype(values), B.device_handle(values)), dim, indices, values)
+
+    def zeros_select_add(self, shape: tuple[int, ...], dim: int, indices: Any, values: Any) -> Any:
+        """Zeros of ``shape`` (``values``' dtype and device) with ``values`` added at 1-D ``indices`` along
+        ``dim`` (repeats accumulate): :meth:`select_add` into a new zero array, the backward of :meth:`select`.
+        Default: :meth:`select_add` of :meth:`zeros` (see :meth:`zeros_scatter_add`)."""
+        B: Any = self
+        return B.select_add(B.zeros(shape, B.dtype(values), B.device_handle(values)), dim, indices, values)
+
     def mask_where(self, a: Any, mask: Any, value: Any) -> Any:
         """``value`` where ``mask`` is true, else ``a`` (all three broadcast to ``a``'s shape)."""
         return _req("mask_where")

@@ -239,6 +239,37 @@ def test_scatter_adds(kd, dim):
     check(x.scatter(dim, _ints(dev, idx), v), _scatter_ref(r, dim % 3, idx, rv), kind)
 
 
+@pytest.mark.parametrize("dim", [0, 2, -2])
+def test_zeros_scatter_add(device, dim):
+    """The gather's backward op: zeros with the values added at the indices (repeats accumulate), a new buffer."""
+    ishape = list(SHAPE3)
+    ishape[dim] = 7
+    idx = np.random.default_rng(6).integers(0, SHAPE3[dim], size=ishape)
+    v, rv = make(device, tuple(ishape), Float, "permuted", seed=7)
+    ops = device.ops[0]
+    out = Tensor(ops.zeros_scatter_add(SHAPE3, dim % 3, _ints(device, idx).primitive, v.primitive), device, Float)
+    check(out, _scatter_ref(np.zeros(SHAPE3), dim % 3, idx, rv))
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_zeros_select_add(device, dim):
+    """The select's (and the embedding's) backward op: zeros with slices added at 1-D indices, repeats accumulating."""
+    idx = np.array([1, 0, 1, 2, 1, 0])
+    idx = idx[idx < SHAPE3[dim]]
+    vshape = list(SHAPE3)
+    vshape[dim] = len(idx)
+    v, rv = make(device, tuple(vshape), Float, "permuted", seed=8)
+    ref = np.zeros(SHAPE3)
+    for j, i in enumerate(idx):
+        dst = [slice(None)] * 3
+        src = [slice(None)] * 3
+        dst[dim], src[dim] = i, j
+        ref[tuple(dst)] += rv[tuple(src)]
+    ops = device.ops[0]
+    out = Tensor(ops.zeros_select_add(SHAPE3, dim, _ints(device, idx).primitive, v.primitive), device, Float)
+    check(out, ref)
+
+
 def test_gather_scatter_errors(device):
     x, _ = make(device, (3, 4))
     raises(ShapeError, "gather", x.gather, 0, _ints(device, [0, 1]))
