@@ -42,6 +42,17 @@ def _as_scalar(x: Any, like: Any) -> Any:
     return x
 
 
+def _add_scalar_(xs: Prims, value: Any) -> None:
+    """``xs += value`` in place for a number or a 0-dim tensor. A 0-dim tensor must take the ``Tensor`` overload
+    explicitly: through ``torch._foreach_add_`` it matches the ``Scalar`` overload first, which reads the value on
+    the host (``aten._local_scalar_dense``): a device-to-host synchronization at every step on CUDA, and a
+    data-dependent read inside a captured step."""
+    if isinstance(value, torch.Tensor):
+        torch.ops.aten._foreach_add_.Tensor(xs, value)
+    else:
+        _fe._foreach_add_(xs, value)
+
+
 def _step_by(params: Prims, decay: Any, num: Prims, denom: Prims, value: Any) -> Prims:
     """``base + value * num / denom`` for a 0-dim tensor ``value`` (:func:`_step_into` takes numbers)."""
     d = _fe._foreach_mul(num, value)
@@ -113,7 +124,7 @@ class TorchOptimOps(OptimOps):
             _fe._foreach_maximum_(max_moment_2, moment_2)
             src = max_moment_2
         denom = _fe._foreach_sqrt(src)
-        _fe._foreach_add_(denom, eps_term)
+        _add_scalar_(denom, eps_term)
         step = _step_by if tensors else _step_into
         return step(params, decay, moment_1, denom, -(lr * factor)), moment_1, moment_2, max_moment_2
 
