@@ -1,8 +1,8 @@
-"""The stacked LSTM on torch (issue 32): eagerly one ``torch._VF.lstm`` call over all layers (``nn.LSTM(num_layers=n)``'s
-call, which cuDNN overlaps across layers); while a step is captured one node per forward and backward, the custom
-ops ``ember::lstm_stack_train`` / ``ember::lstm_stack_saved_backward`` (``ember_torch/_rnn_stack_op.py``), never one
-per layer. The captured step (replayed as it is, through ``torch.compile``'s ``aot_eager``, and through inductor with
-``EMBER_SLOW_TESTS=1``) equals the eager one."""
+"""The stacked LSTM on torch (issue 32): eagerly one ``torch._VF.lstm`` call over all layers
+(``nn.LSTM(num_layers=n)``'s call, which cuDNN overlaps across layers); while a step is captured one node per
+forward and backward, the custom ops ``ember::lstm_stack_train`` / ``ember::lstm_stack_saved_backward``
+(``ember_torch/_rnn_stack_op.py``), never one per layer. The captured step (replayed as it is, through
+``torch.compile``'s ``aot_eager``, and through inductor with ``EMBER_SLOW_TESTS=1``) equals the eager one."""
 
 from __future__ import annotations
 
@@ -93,8 +93,10 @@ def test_eager_stack_with_a_bias_on_some_layers_only_runs_layer_by_layer(monkeyp
     monkeypatch.setattr(_rnn_kernel, "_VF", vf)
     B = ember.backend("torch", float_dtype="float64")
     rng = np.random.default_rng(0)
-    t = [torch.tensor(rng.standard_normal(s)) for s in [(2, 3, 4), (2, 2, 5), (2, 2, 5), (4, 20), (5, 20), (20,),
-                                                         (5, 20), (5, 20)]]
+    t = [
+        torch.tensor(rng.standard_normal(s))
+        for s in [(2, 3, 4), (2, 2, 5), (2, 2, 5), (4, 20), (5, 20), (20,), (5, 20), (5, 20)]
+    ]
     x, h0, c0, wx0, wh0, b0, wx1, wh1 = t
     y, h, c, _ = B.lstm_stack(x, h0, c0, [(wx0, wh0, b0), (wx1, wh1, None)], False)
     assert vf.layers == [1, 1]
@@ -165,11 +167,17 @@ def test_captured_stack_gradients_equal_numpy_composite(loss_of: str) -> None:
     contract's composite on numpy in float64."""
     rng = np.random.default_rng(11)
     n, d_in, d = 2, 4, 3
-    arrays = [rng.standard_normal((n, 5, d_in)), rng.standard_normal((2, n, d)) * 0.5,
-              rng.standard_normal((2, n, d)) * 0.5]
+    arrays = [
+        rng.standard_normal((n, 5, d_in)),
+        rng.standard_normal((2, n, d)) * 0.5,
+        rng.standard_normal((2, n, d)) * 0.5,
+    ]
     for k in range(2):
-        arrays += [rng.standard_normal(((d_in if k == 0 else d), 4 * d)) * 0.4,
-                   rng.standard_normal((d, 4 * d)) * 0.4, rng.standard_normal(4 * d) * 0.3]
+        arrays += [
+            rng.standard_normal(((d_in if k == 0 else d), 4 * d)) * 0.4,
+            rng.standard_normal((d, 4 * d)) * 0.4,
+            rng.standard_normal(4 * d) * 0.3,
+        ]
 
     def run(*ts: Tensor) -> list[Tensor]:
         leaves = [t.require_grad() for t in ts]
@@ -180,8 +188,9 @@ def test_captured_stack_gradients_equal_numpy_composite(loss_of: str) -> None:
 
     dev = _dev("float64")
     step = ember_torch.compile(run, mode="default", backend="aot_eager")
-    assert "ember.lstm_stack_saved_backward.default" in _targets(step.graph(*[Tensor.from_data(a, dev)
-                                                                              for a in arrays]))
+    assert "ember.lstm_stack_saved_backward.default" in _targets(
+        step.graph(*[Tensor.from_data(a, dev) for a in arrays])
+    )
     got = step(*[Tensor.from_data(a, dev) for a in arrays])
     ref = Autodiff(ember.backend("numpy", float_dtype="float64")).device()
     want = run(*[Tensor.from_data(a, ref) for a in arrays])
@@ -192,8 +201,14 @@ def test_captured_stack_gradients_equal_numpy_composite(loss_of: str) -> None:
 def _op_args(bias: bool) -> list[Any]:
     rng = np.random.default_rng(4)
     f = lambda *s: torch.tensor(rng.standard_normal(s))  # noqa: E731
-    return [f(2, 3, 4), f(2, 2, 5), f(2, 2, 5), [f(4, 20), f(5, 20)], [f(5, 20), f(5, 20)],
-            [f(20), f(20)] if bias else []]
+    return [
+        f(2, 3, 4),
+        f(2, 2, 5),
+        f(2, 2, 5),
+        [f(4, 20), f(5, 20)],
+        [f(5, 20), f(5, 20)],
+        [f(20), f(20)] if bias else [],
+    ]
 
 
 @pytest.mark.parametrize("bias", [True, False])
@@ -234,8 +249,11 @@ def test_stack_saved_backward_equals_the_recomputing_backward() -> None:
     from ember_torch import _rnn_op
 
     args = _op_args(True)
-    torch.library.opcheck(torch.ops.ember.lstm_stack_train.default, tuple(args),
-                          test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
+    torch.library.opcheck(
+        torch.ops.ember.lstm_stack_train.default,
+        tuple(args),
+        test_utils=("test_schema", "test_autograd_registration", "test_faketensor"),
+    )
     y, h, c, handle = torch.ops.ember.lstm_stack_train(*args)
     torch.library.opcheck(torch.ops.ember.lstm_stack_saved_backward.default, (handle, y * 0.5, h, None, *args))
     _rnn_op._SAVED.clear()
@@ -248,8 +266,7 @@ def test_stack_saved_backward_equals_the_recomputing_backward() -> None:
         if not kept:
             _rnn_op._SAVED.clear()
         got = torch.ops.ember.lstm_stack_saved_backward(handle, y * 0.5, h, None, *args)
-        for g, w in zip([*got[:3], *got[3], *got[4], *got[5]], [*want[:3], *want[3], *want[4], *want[5]],
-                        strict=True):
+        for g, w in zip([*got[:3], *got[3], *got[4], *got[5]], [*want[:3], *want[3], *want[4], *want[5]], strict=True):
             torch.testing.assert_close(g, w, rtol=1e-14, atol=1e-14)
         assert not _rnn_op._SAVED
 

@@ -90,10 +90,10 @@ def lstm_stack(x: Tensor, h0: Tensor, c0: Tensor,
     """
     op = "lstm_stack"
     n, _, d_in = _check_x(op, x)
-    layers = [tuple(w) for w in weights]
-    if not layers or any(len(w) != 3 for w in layers):
+    if not weights or any(len(w) != 3 for w in weights):
         raise ShapeError(f"{op}: expected weights as a non-empty list of (w_x, w_h, bias) triples, one per layer, "
-                         f"got {len(layers)} entries of lengths {[len(w) for w in layers]}.")
+                         f"got {len(weights)} entries of lengths {[len(w) for w in weights]}.")
+    layers = [(w[0], w[1], w[2]) for w in weights]
     if len({w[2] is None for w in layers}) > 1:
         raise ShapeError(f"{op}: give a bias for every layer or for none (PyTorch's nn.LSTM bias=True/False), got "
                          f"biases for layers {[k for k, w in enumerate(layers) if w[2] is not None]} of "
@@ -106,10 +106,10 @@ def lstm_stack(x: Tensor, h0: Tensor, c0: Tensor,
     for k, (w_x, w_h, bias) in enumerate(layers):
         want[f"w_x of layer {k}"] = (d_in if k == 0 else d, 4 * d)
         want[f"w_h of layer {k}"] = (d, 4 * d)
-        params[f"w_x of layer {k}"], params[f"w_h of layer {k}"] = w_x, w_h  # type: ignore[assignment]
+        params[f"w_x of layer {k}"], params[f"w_h of layer {k}"] = w_x, w_h
         if bias is not None:
             want[f"bias of layer {k}"] = (4 * d,)
-            params[f"bias of layer {k}"] = bias  # type: ignore[assignment]
+            params[f"bias of layer {k}"] = bias
     _check(op, x, params, want, "the first layer's w_h.shape[0]", d)
     y, h, c, _ = x.ops.lstm_stack(
         x.primitive, h0.primitive, c0.primitive,
