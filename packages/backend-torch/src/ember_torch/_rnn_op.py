@@ -122,8 +122,8 @@ def _lstm_backward_fake(
 
 
 #: the forwards of :func:`lstm_train` (and ``ember::lstm_stack_train``, ``_rnn_stack_op.py``) not yet taken by their
-#: saved backward: handle -> (torch's inputs,
-#: outputs), their autograd graph holding the kernel's residual (cuDNN's reserve, oneDNN's workspace)
+#: saved backward: handle -> (torch's inputs, outputs), their autograd graph holding the kernel's residual (cuDNN's
+#: reserve, oneDNN's workspace)
 _SAVED: OrderedDict[int, tuple[list[Any], tuple[Any, Any, Any]]] = OrderedDict()
 #: at most this many forwards are kept (a forward whose backward never runs, e.g. an output that does not reach the
 #: loss, is dropped after this many newer ones; a backward that finds its forward gone runs it again)
