@@ -3,8 +3,9 @@
 - ResNet-18 (torchvision's architecture, ``bench/_resnet_ember.py``), 1000 classes (11.7M parameters);
 - :class:`TransformerClassifier`: token embedding + learned positions, a post-norm
   :class:`~ember.nn.TransformerEncoder` (GELU feed-forward, no dropout), mean over the sequence, a linear head;
-- :class:`LstmLm`: token embedding, two stacked :class:`~ember.nn.Lstm` layers, a linear head over the
-  vocabulary, next-token cross-entropy on every position;
+- :class:`LstmLm`: token embedding, a two-layer :class:`~ember.nn.StackedLstm` (one primitive call for both
+  layers, as raw ``nn.LSTM(num_layers=2)``), a linear head over the vocabulary, next-token cross-entropy on every
+  position;
 - the MNIST guide's CNN (``examples/guide``), with its dropouts.
 
 The same networks in raw PyTorch are in ``_models_torch.py`` and in raw ``jax.jit`` in ``_models_jax.py``; the
@@ -29,8 +30,8 @@ from ember.nn import (
     EmbeddingConfig,
     Linear,
     LinearConfig,
-    Lstm,
-    LstmConfig,
+    StackedLstm,
+    StackedLstmConfig,
     TransformerEncoder,
     TransformerEncoderConfig,
     TransformerEncoderInput,
@@ -94,13 +95,11 @@ class LstmLm(Module):
     """Tokens Int ``[batch, seq]`` -> next-token logits ``[batch * seq, vocab]``."""
 
     embedding: Embedding
-    lstms: list[Lstm]
+    lstm: StackedLstm
     head: Linear
 
     def forward(self, tokens: Tensor) -> Tensor:
-        x = self.embedding.forward(tokens)
-        for lstm in self.lstms:
-            x, _ = lstm.forward(x)
+        x, _ = self.lstm.forward(self.embedding.forward(tokens))
         b, t, d = x.shape
         return self.head.forward(x.reshape([b * t, d]))
 
@@ -124,8 +123,7 @@ def build(name: str, device: Device, spec: Spec | None = None) -> Module:
     if name == "lstm":
         return LstmLm(
             embedding=EmbeddingConfig(e["vocab"], e["d_model"]).init(device),
-            lstms=[LstmConfig(e["d_model"] if i == 0 else e["hidden"], e["hidden"]).init(device)
-                   for i in range(e["layers"])],
+            lstm=StackedLstmConfig(e["d_model"], e["hidden"], e["layers"]).init(device),
             head=LinearConfig(e["hidden"], e["vocab"]).init(device),
         )
     sys.path.insert(0, str(HERE.parent / "examples"))

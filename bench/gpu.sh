@@ -4,6 +4,7 @@
 # on the same GPU, and bench/jit_dispatch.py. Run from the repository root on a machine with one NVIDIA GPU:
 #
 #   OUT=/tmp/ember-gpu MNIST_DIR=~/.cache/ember/mnist bash bench/gpu.sh [conf] [guide] [bench] [hostbound] [dispatch] [programs]
+#     [lstmstack]
 #
 # Logs go to $OUT. EMBER_WHEELS=DIR first installs the wheels in DIR (Ember's, built with `pip wheel --no-deps
 # packages/*`, and any missing dependency) into /tmp/site, for a machine whose Python already has torch and jax.
@@ -11,7 +12,7 @@
 # for jax), as PyTorch's own test suite does: they check the kernels in full float32 precision.
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-STEPS="${*:-conf guide bench hostbound dispatch programs}"
+STEPS="${*:-conf guide bench hostbound dispatch programs lstmstack}"
 L=${OUT:-/tmp/ember-gpu}; mkdir -p "$L"
 MNIST_DIR=${MNIST_DIR:-$HOME/.cache/ember/mnist}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$L/env.txt"
@@ -81,5 +82,11 @@ if [[ " $STEPS " == *" programs "* ]]; then
     timeout 120 python3 bench/jax_programs.py "$m" > "$L/programs_$m.txt" 2>&1; echo "rc=$?" >> "$L/programs_$m.txt"
     cat "$L/programs_$m.txt"
   done
+fi
+# issue 32: the stacked LSTM as one torch._VF.lstm call (cuDNN's wavefront across layers) against one call per layer,
+# Ember's and raw PyTorch's (the benchmark LM's LSTM ran at 0.71x raw eager on an H200 with a call per layer)
+if [[ " $STEPS " == *" lstmstack "* ]]; then
+  timeout "${LSTMSTACK_S:-120}" python3 bench/lstm_stack.py --device cuda --rounds 5 --batch-ms 500 \
+    > "$L/lstm_stack.txt" 2>&1; echo "rc=$?" >> "$L/lstm_stack.txt"; cat "$L/lstm_stack.txt"
 fi
 echo "total $(( $(date +%s) - t0 )) s"

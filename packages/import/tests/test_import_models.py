@@ -317,6 +317,44 @@ def test_two_layer_lstm_into_a_list(tmp_path: Path, dev: Any) -> None:
     assert_close(model.forward(tensor(x, dev)), torch_out(tm, x))
 
 
+class WithStack(Module):
+    rnn: nn.StackedLstm
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_multi_layer_lstm_into_a_stacked_lstm(tmp_path: Path, dev: Any, bias: bool) -> None:
+    """``nn.LSTM(num_layers=3)``'s ``*_l{k}`` keys load into a ``StackedLstm``'s ``layers.{k}`` (weights transposed),
+    at the top level and under a prefix; output and final states equal the raw torch module's."""
+    torch.manual_seed(7)
+    tm = torch.nn.LSTM(3, 4, num_layers=3, bias=bias, batch_first=True)
+    path = save(tm, tmp_path / "lstm3.pt")
+    cfg = nn.StackedLstmConfig(3, 4, 3, bias=bias)
+    top = cfg.init(dev).load_record(load(path, dev=dev))
+    nested = WithStack(rnn=cfg.init(dev)).load_record(load(path, LoadArgs(path).with_key_remap("^", "rnn."), dev))
+    np.testing.assert_array_equal(top.layers[2].weight_ih.val().to_numpy(), tm.weight_ih_l2.detach().numpy().T)
+    x = RNG.standard_normal((2, 5, 3))
+    with torch.no_grad():
+        y_t, (h_t, c_t) = tm(torch.from_numpy(x.astype(np.float32)))
+    for model in (top, nested.rnn):
+        y, state = model(tensor(x, dev))
+        assert_close(y, y_t.double().numpy())
+        assert_close(state.hidden, h_t.double().numpy())
+        assert_close(state.cell, c_t.double().numpy())
+
+
+def test_stacked_lstm_exports_nn_lstm_keys(dev: Any) -> None:
+    """The reverse: a ``StackedLstm``'s state dict is ``nn.LSTM(num_layers=2)``'s (strict load), same output."""
+    from ember_import import to_pytorch_state_dict
+
+    model = nn.StackedLstmConfig(3, 4, 2).init(dev)
+    sd = to_pytorch_state_dict(model)
+    tm = torch.nn.LSTM(3, 4, num_layers=2, batch_first=True)
+    tm.load_state_dict({k: torch.from_numpy(np.asarray(v.to_numpy(), np.float32)) for k, v in sd.items()},
+                       strict=True)
+    x = RNG.standard_normal((2, 4, 3))
+    assert_close(model(tensor(x, dev))[0], torch_out(tm, x))
+
+
 def test_enum_module_without_candidates_hints_the_variant(tmp_path: Path, dev: Any, caplog: Any) -> None:
     path = save(torch.nn.ModuleDict({"conv": TorchDws()}), tmp_path / "enum.pt")
     model = EnumNet(conv=nn.Conv2dConfig((2, 4), (3, 3)).init(dev))

@@ -1,4 +1,5 @@
-"""The LSTM primitive on torch's own kernel (issue 22): ``torch._VF.lstm``, what ``nn.LSTM`` runs.
+"""The LSTM primitives on torch's own kernel (issue 22): ``torch._VF.lstm``, what ``nn.LSTM`` runs; ``lstm_stack``
+(issue 32) is one such call over all layers, as ``nn.LSTM(num_layers=n)`` makes (cuDNN overlaps the layers).
 
 With ``residual=True`` the forward runs under ``torch.enable_grad`` on detached leaf copies of the arguments
 (Ember's outputs are detached), and the residual is torch's autograd graph of that call, so the backward is one
@@ -11,19 +12,22 @@ are each one node of the graph, the custom ops ``ember::lstm`` and ``ember::lstm
 32), which run the same kernel when the graph runs; the residual is then :data:`_OP_RESIDUAL`. A ``mode="capture"``
 step on the CPU records ``torch._VF.lstm``'s own aten ops (``_capture_state.RNN_OPS`` off): oneDNN's
 ``mkldnn_rnn_layer`` and its backward in float32, whose workspace the replay keeps (the graph runs with autograd
-on), so no forward runs twice."""
+on), so no forward runs twice. The stack's captured ops are ``ember::lstm_stack_train`` /
+``ember::lstm_stack_saved_backward`` (``_rnn_stack_op.py``); a stack with a bias on some layers only (which one
+``torch._VF.lstm`` call cannot take) runs the contract's default, layer by layer."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from ember.backend.contract import RnnOps
 
-from . import _capture_state, _rnn_op
+from . import _capture_state, _rnn_op, _rnn_stack_op
 from ._graph import graph_forward, graph_grad
-from ._rnn_kernel import run_lstm
+from ._rnn_kernel import run_lstm, run_lstm_stack
 
 __all__ = ["TorchRnnOps"]
 
@@ -32,6 +36,7 @@ _NATIVE = (torch.float32, torch.float64)
 #: the residual of a captured forward is ``(_OP_RESIDUAL, handle)``: ``ember::lstm_saved_backward`` takes the handle
 #: of ``ember::lstm_train`` and the forward's arguments
 _OP_RESIDUAL = "ember::lstm_train"
+_STACK_OP_RESIDUAL = "ember::lstm_stack_train"
 
 
 class TorchRnnOps(RnnOps):
@@ -90,3 +95,73 @@ class TorchRnnOps(RnnOps):
             else:
                 out.append(g.contiguous())
         return tuple(out)
+
+    def lstm_stack(
+        self, x: Any, h0: Any, c0: Any, weights: Sequence[tuple[Any, Any, Any | None]], residual: bool
+    ) -> tuple[Any, Any, Any, Any]:
+        biased = {b is not None for _, _, b in weights}
+        if x.dtype not in _NATIVE or len(biased) > 1:
+            return super().lstm_stack(x, h0, c0, weights, residual)
+        w_x, w_h = [w[0] for w in weights], [w[1] for w in weights]
+        bias = [w[2] for w in weights] if True in biased else None
+        if _capture_state.ACTIVE[0] > 0 and _capture_state.RNN_OPS[0]:
+            if not residual:
+                return (*_rnn_stack_op.lstm_stack(x, h0, c0, w_x, w_h, bias or []), None)
+            y, h, c, handle = _rnn_stack_op.lstm_stack_train(x, h0, c0, w_x, w_h, bias or [])
+            return y, h, c, (_STACK_OP_RESIDUAL, handle)
+        w_ih = [w.t().contiguous() for w in w_x]
+        w_hh = [w.t().contiguous() for w in w_h]
+        if not residual:
+            with torch.no_grad():
+                return (*run_lstm_stack(x, h0, c0, w_ih, w_hh, bias), None)
+        layers = len(weights)
+
+        def run(*leaves: Any) -> tuple[Any, Any, Any]:
+            ws = leaves[3:]
+            return run_lstm_stack(
+                leaves[0],
+                leaves[1],
+                leaves[2],
+                ws[:layers],
+                ws[layers : 2 * layers],
+                None if bias is None else ws[2 * layers :],
+            )
+
+        (y, h, c), res = graph_forward(run, x, h0, c0, *w_ih, *w_hh, *(bias or ()))
+        return y, h, c, res
+
+    def lstm_stack_backward(
+        self,
+        grad_y: Any | None,
+        grad_h: Any | None,
+        grad_c: Any | None,
+        x: Any,
+        h0: Any,
+        c0: Any,
+        weights: Sequence[tuple[Any, Any, Any | None]],
+        y: Any,
+        residual: Any,
+    ) -> tuple[Any, Any, Any, list[tuple[Any, Any, Any | None]]]:
+        if x.dtype not in _NATIVE or len({b is not None for _, _, b in weights}) > 1:
+            return super().lstm_stack_backward(grad_y, grad_h, grad_c, x, h0, c0, weights, y, residual)
+        layers = len(weights)
+        if residual[0] is _STACK_OP_RESIDUAL:  # a forward recorded as ember::lstm_stack_train
+            w_x, w_h = [w[0] for w in weights], [w[1] for w in weights]
+            bias = [] if weights[0][2] is None else [w[2] for w in weights]
+            gx, gh, gc, gwx, gwh, gb = _rnn_stack_op.lstm_stack_saved_backward(
+                residual[1], grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias
+            )
+            return gx, gh, gc, [(gwx[k], gwh[k], gb[k] if gb else None) for k in range(layers)]
+        leaves, outs = residual
+        pairs = [(o, g) for o, g in zip(outs, (grad_y, grad_h, grad_c)) if g is not None]
+        grads = graph_grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
+        out = [torch.zeros_like(a) if g is None else g for a, g in zip(leaves, grads)]
+        # the weights' leaves are in torch's layout: their gradients back to Ember's, row-major (see lstm_backward)
+        gw = [g.t().contiguous() for g in out[3 : 3 + 2 * layers]]
+        gb = [g.contiguous() for g in out[3 + 2 * layers :]]
+        return (
+            out[0].contiguous(),
+            out[1].contiguous(),
+            out[2].contiguous(),
+            [(gw[k], gw[layers + k], gb[k] if gb else None) for k in range(layers)],
+        )

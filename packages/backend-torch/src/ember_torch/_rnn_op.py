@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -32,7 +33,7 @@ import torch
 from ._graph import graph_grad
 from ._rnn_kernel import run_lstm
 
-__all__ = ["SAVED_MAX", "lstm", "lstm_backward", "lstm_saved_backward", "lstm_train"]
+__all__ = ["SAVED_MAX", "keep", "lstm", "lstm_backward", "lstm_saved_backward", "lstm_train", "recorded", "take"]
 
 
 @torch.library.custom_op("ember::lstm", mutates_args=())
@@ -97,14 +98,19 @@ _AUTOGRAD_KEYS = ("AutogradFunctionality", "ADInplaceOrView", "AutogradOther", "
 
 
 def _forward_with_grad(leaves: list[Any], w_ih: Any, w_hh: Any, b: Any) -> tuple[Any, Any, Any]:
-    """The forward, recorded by torch's autograd: a custom op's implementation runs below the dispatcher's
-    autograd keys (``_AutoDispatchBelowAutograd``, torch's ``custom_op`` autograd kernel), where nothing records
-    even under ``torch.enable_grad``; they are taken out of the excluded set for the call."""
+    """The forward, recorded by torch's autograd (:func:`recorded`)."""
+    return recorded(run_lstm, leaves[0], leaves[1], leaves[2], w_ih, w_hh, b)
+
+
+def recorded(kernel: Callable[..., tuple[Any, Any, Any]], *args: Any) -> tuple[Any, Any, Any]:
+    """``kernel(*args)`` recorded by torch's autograd inside a custom op: its implementation runs below the
+    dispatcher's autograd keys (``_AutoDispatchBelowAutograd``, torch's ``custom_op`` autograd kernel), where nothing
+    records even under ``torch.enable_grad``; they are taken out of the excluded set for the call."""
     keys = torch._C._dispatch_tls_local_exclude_set()
     for name in _AUTOGRAD_KEYS:
         keys = keys.remove(getattr(torch._C.DispatchKey, name))
     with torch.enable_grad(), torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), keys):
-        return run_lstm(leaves[0], leaves[1], leaves[2], w_ih, w_hh, b)
+        return kernel(*args)
 
 
 @lstm_backward.register_fake
@@ -115,8 +121,9 @@ def _lstm_backward_fake(
     return tuple(a.new_empty(a.shape) for a in (x, h0, c0, w_x, w_h)) + (gb,)
 
 
-#: the forwards of :func:`lstm_train` not yet taken by :func:`lstm_saved_backward`: handle -> (torch's inputs,
-#: outputs), their autograd graph holding the kernel's residual (cuDNN's reserve, oneDNN's workspace)
+#: the forwards of :func:`lstm_train` (and ``ember::lstm_stack_train``, ``_rnn_stack_op.py``) not yet taken by their
+#: saved backward: handle -> (torch's inputs, outputs), their autograd graph holding the kernel's residual (cuDNN's
+#: reserve, oneDNN's workspace)
 _SAVED: OrderedDict[int, tuple[list[Any], tuple[Any, Any, Any]]] = OrderedDict()
 #: at most this many forwards are kept (a forward whose backward never runs, e.g. an output that does not reach the
 #: loss, is dropped after this many newer ones; a backward that finds its forward gone runs it again)
@@ -142,12 +149,25 @@ def lstm_train(
     w_hh = w_h.detach().t().clone(memory_format=torch.contiguous_format).requires_grad_()
     b = None if bias is None else bias.detach().clone().requires_grad_()
     outs = _forward_with_grad(leaves, w_ih, w_hh, b)
+    return keep([*leaves, w_ih, w_hh] + ([] if b is None else [b]), outs)
+
+
+def keep(inputs: list[Any], outs: tuple[Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
+    """A recorded forward (``outs``, recorded from the leaves ``inputs``) kept in :data:`_SAVED` under a new handle:
+    ``(y, h_n, c_n, handle)``, the outputs copied (row-major) and the handle an int64 scalar on the CPU (what
+    ``ember::lstm_train`` and ``ember::lstm_stack_train`` return)."""
     key = next(_HANDLES)
-    _SAVED[key] = ([*leaves, w_ih, w_hh] + ([] if b is None else [b]), outs)
+    _SAVED[key] = (inputs, outs)
     while len(_SAVED) > SAVED_MAX:
         _SAVED.popitem(last=False)
     y, h, c = (o.detach().clone(memory_format=torch.contiguous_format) for o in outs)
     return y, h, c, torch.tensor(key, dtype=torch.int64)
+
+
+def take(handle: Any) -> tuple[list[Any], tuple[Any, Any, Any]] | None:
+    """The forward kept under ``handle`` (``(inputs, outs)``), dropped from :data:`_SAVED`; ``None`` when it is no
+    longer kept."""
+    return _SAVED.pop(int(handle), None)
 
 
 @lstm_train.register_fake
@@ -171,7 +191,7 @@ def lstm_saved_backward(
     """:func:`lstm_backward` of the forward :func:`lstm_train` kept under ``handle`` (taken and dropped here); a
     forward no longer kept (dropped after :data:`SAVED_MAX` newer ones, or a graph run in another process) is run
     again, from the forward's arguments, which are passed again for that (the kept forward owns copies of them)."""
-    entry = _SAVED.pop(int(handle), None)
+    entry = take(handle)
     if entry is None:
         return lstm_backward(grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)  # type: ignore[no-any-return]
     inputs, outs = entry

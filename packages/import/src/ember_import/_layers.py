@@ -22,6 +22,7 @@ Ember layer                  PyTorch module               conversion
                                                           ``bias_hh_l0`` -> ``bias_ih`` / ``bias_hh``
 ``BiLstm``                   ``nn.LSTM(bidirectional)``   ``*_l0`` -> ``forward_lstm``, ``*_l0_reverse`` ->
                                                           ``reverse_lstm``
+``StackedLstm``              ``nn.LSTM(num_layers=n)``    ``*_l{k}`` -> ``layers.{k}``, each as ``Lstm``
 ``Gru``                      ``nn.GRU`` (one layer)       as ``Lstm`` (gate order ``r, z, n`` on both sides)
 ``MultiHeadAttention``       ``nn.MultiheadAttention``    ``in_proj_weight [3 d, d]`` rows ``q, k, v`` ->
                                                           ``query``/``key``/``value`` (transposed; or
@@ -214,6 +215,25 @@ class BiLstmRule(LayerRule):
         _LSTM.to_torch(module.reverse_lstm, prefix, emit, "_l0_reverse")
 
 
+class StackedLstmRule(LayerRule):
+    """``nn.LSTM(num_layers=n)`` (one direction): ``weight_ih_l{k}`` ... -> ``layers.{k}.weight_ih`` ..., each layer
+    as :class:`FusedRecurrentRule`. (A list of ``Lstm`` takes the same keys through ``_adapt._unstack``.)"""
+
+    torch_module = "torch.nn.LSTM(num_layers=n)"
+
+    def to_ember(self, module: Any, prefix: str, src: Flat, out: Flat) -> None:
+        for k, layer in enumerate(module.layers):
+            part: Flat = {}
+            _LSTM.to_ember(layer, prefix, src, part, f"_l{k}")
+            sub = _join(prefix, f"layers.{k}")
+            for key, v in part.items():
+                out[_join(sub, key[len(prefix) + 1:] if prefix else key)] = v
+
+    def to_torch(self, module: Any, prefix: str, emit: Emit) -> None:
+        for k, layer in enumerate(module.layers):
+            _LSTM.to_torch(layer, prefix, emit, f"_l{k}")
+
+
 class MhaRule(LayerRule):
     """``nn.MultiheadAttention``: ``in_proj_weight [3 d, d]`` (rows ``q, k, v``) and ``in_proj_bias [3 d]`` ->
     ``query``/``key``/``value`` ``Linear`` (weights transposed); ``q_proj_weight``/``k_proj_weight``/
@@ -264,6 +284,7 @@ RULES: dict[type, LayerRule] = {
     enn.Lstm: _LSTM,
     enn.Gru: _GRU,
     enn.BiLstm: BiLstmRule(),
+    enn.StackedLstm: StackedLstmRule(),
     enn.MultiHeadAttention: MhaRule(),
 }
 

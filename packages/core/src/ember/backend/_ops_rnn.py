@@ -24,10 +24,18 @@ The defaults are composites of the shape, matmul and activation primitives; thei
 cells)``: the activated gates ``[batch, seq_length, 4 d]`` (``i, f, g, o``) and the cell states ``c_t``
 ``[batch, seq_length, d]``. A backend's own kernels may use any residual (an opaque object that only its
 :meth:`RnnOps.lstm_backward` reads).
+
+``lstm_stack`` runs ``num_layers`` such layers stacked, as PyTorch's ``nn.LSTM(num_layers=n)`` (no dropout between
+layers): layer ``k`` reads layer ``k - 1``'s ``y``, starts from ``h0[k]``, ``c0[k]`` (``[num_layers, batch, d]``,
+PyTorch's layout) and the final states are stacked likewise. Its default chains :meth:`RnnOps.lstm` (and
+:meth:`RnnOps.lstm_backward`, in reverse layer order) with a residual ``(ys, residuals)``: each layer's output and
+residual. A backend may instead run the whole stack as one kernel (torch: one ``torch._VF.lstm`` call over all
+layers, which cuDNN runs as a wavefront across layers).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["RnnOps", "lstm_gate_grads"]
@@ -47,6 +55,12 @@ def _cols(B: Any, a: Any, k: int, d: int) -> Any:
     """Columns ``[k d, (k + 1) d)`` of a ``[batch, 4 d]`` primitive: gate ``k``."""
     n = B.shape(a)[0]
     return B.slice(a, (slice(0, n, 1), slice(k * d, (k + 1) * d, 1)))
+
+
+def _layer(B: Any, a: Any, k: int) -> Any:
+    """Layer ``k`` of a ``[num_layers, batch, d]`` primitive, as ``[batch, d]``."""
+    _, n, d = B.shape(a)
+    return B.reshape(B.slice(a, (slice(k, k + 1, 1), slice(0, n, 1), slice(0, d, 1))), (n, d))
 
 
 def lstm_gate_grads(B: Any, dh: Any, dc: Any, gates: Any, c_prev: Any, c: Any, d: int) -> tuple[Any, Any]:
@@ -146,3 +160,63 @@ class RnnOps:
         if gb is not None:
             gb = B.reshape(gb, (4 * d,))
         return gx, dh, dc, gw_x, gw_h, gb
+
+    def lstm_stack(self, x: Any, h0: Any, c0: Any, weights: Sequence[tuple[Any, Any, Any | None]],
+                   residual: bool) -> tuple[Any, Any, Any, Any]:
+        """``num_layers = len(weights)`` stacked single-direction LSTM layers over a batch-first sequence
+        (PyTorch's ``nn.LSTM(num_layers=n)`` without dropout): layer ``k`` runs :meth:`lstm` on layer ``k - 1``'s
+        ``y`` (layer 0 on ``x``).
+
+        Args:
+            x: ``[batch, seq_length, d_input]`` (``seq_length >= 1``). h0, c0: ``[num_layers, batch, d]``.
+            weights: per layer ``(w_x, w_h, bias)`` as for :meth:`lstm`: ``w_x`` ``[d_input, 4 d]`` for layer 0,
+                ``[d, 4 d]`` above; ``w_h [d, 4 d]``; ``bias [4 d]`` or ``None``.
+            residual: whether to return what :meth:`lstm_stack_backward` needs (``False``: ``None`` in its place).
+
+        Returns:
+            ``(y [batch, seq_length, d], h_n [num_layers, batch, d], c_n [num_layers, batch, d], residual)``:
+            ``y`` is the last layer's output; the residual is opaque (the default's is ``(ys, residuals)``, each
+            layer's output and :meth:`lstm` residual).
+        """
+        B: Any = self
+        y, hs, cs, ys, res = x, [], [], [], []
+        for k, (w_x, w_h, bias) in enumerate(weights):
+            y, h, c, r = B.lstm(y, _layer(B, h0, k), _layer(B, c0, k), w_x, w_h, bias, residual)
+            hs.append(h)
+            cs.append(c)
+            ys.append(y)
+            res.append(r)
+        return y, B.stack(hs, 0), B.stack(cs, 0), ((ys, res) if residual else None)
+
+    def lstm_stack_backward(self, grad_y: Any | None, grad_h: Any | None, grad_c: Any | None, x: Any, h0: Any,
+                            c0: Any, weights: Sequence[tuple[Any, Any, Any | None]], y: Any,
+                            residual: Any) -> tuple[Any, Any, Any, list[tuple[Any, Any, Any | None]]]:
+        """Gradients of :meth:`lstm_stack`'s outputs with respect to its inputs (backpropagation through time, the
+        layers in reverse order: layer ``k``'s ``grad_x`` is layer ``k - 1``'s ``grad_y``).
+
+        Args:
+            grad_y: the gradient of ``y`` ``[batch, seq_length, d]``; grad_h, grad_c: those of ``h_n``, ``c_n``
+                ``[num_layers, batch, d]``; each may be ``None`` (zero), not all three.
+            x, h0, c0, weights: the forward's arguments. y: its output. residual: what it returned with
+                ``residual=True``.
+
+        Returns:
+            ``(grad_x, grad_h0, grad_c0, grad_weights)``: the first three shaped like their arguments,
+            ``grad_weights`` a list with one ``(grad_w_x, grad_w_h, grad_bias)`` per layer (``grad_bias`` is
+            ``None`` where the layer's ``bias`` is).
+        """
+        B: Any = self
+        ys, res = residual
+        g = grad_y
+        ghs: list[Any] = [None] * len(weights)
+        gcs: list[Any] = [None] * len(weights)
+        gws: list[Any] = [None] * len(weights)
+        for k in range(len(weights) - 1, -1, -1):
+            w_x, w_h, bias = weights[k]
+            gh = None if grad_h is None else _layer(B, grad_h, k)
+            gc = None if grad_c is None else _layer(B, grad_c, k)
+            g, ghs[k], gcs[k], gwx, gwh, gb = B.lstm_backward(
+                g, gh, gc, x if k == 0 else ys[k - 1], _layer(B, h0, k), _layer(B, c0, k), w_x, w_h, bias, ys[k],
+                res[k])
+            gws[k] = (gwx, gwh, gb)
+        return g, B.stack(ghs, 0), B.stack(gcs, 0), gws

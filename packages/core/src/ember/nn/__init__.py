@@ -9,7 +9,7 @@ trees; everything is written with Ember tensor ops, so it runs and differentiate
   ``Same``, ``Explicit``).
 - Normalization: :class:`BatchNorm`, :class:`LayerNorm`, :class:`GroupNorm`, :class:`InstanceNorm`,
   :class:`RmsNorm`.
-- Recurrent: :class:`Lstm`, :class:`BiLstm`, :class:`Gru`.
+- Recurrent: :class:`Lstm`, :class:`BiLstm`, :class:`StackedLstm`, :class:`Gru`.
 - Attention and transformers: :class:`MultiHeadAttention` (:class:`MhaInput`),
   :class:`TransformerEncoder`, :class:`TransformerDecoder`, :class:`PositionWiseFeedForward`,
   :class:`PositionalEncoding`, :class:`RotaryEncoding`.
@@ -89,6 +89,7 @@ from ._initializer import (
 from ._interpolate import Interpolate1d, Interpolate1dConfig, Interpolate2d, Interpolate2dConfig, InterpolateMode
 from ._linear import Linear, LinearConfig
 from ._lstm import BiLstm, BiLstmConfig, Lstm, LstmConfig, LstmState
+from ._lstm_stack import StackedLstm, StackedLstmConfig
 from ._norm_batch import BatchNorm, BatchNormConfig
 from ._norm_group import GroupNorm, GroupNormConfig
 from ._norm_instance import InstanceNorm, InstanceNormConfig
@@ -148,7 +149,8 @@ __all__ = [
     "PaddingConfig1d", "PaddingConfig2d", "PaddingConfig3d",
     "PositionWiseFeedForward", "PositionWiseFeedForwardConfig", "PositionalEncoding", "PositionalEncodingConfig",
     "Relu", "RmsNorm", "RmsNormConfig", "RotaryEncoding", "RotaryEncodingConfig",
-    "Selu", "Sigmoid", "Silu", "Softplus", "SoftplusConfig", "Softsign", "SwiGlu", "SwiGluConfig", "Swish", "Tanh",
+    "Selu", "Sigmoid", "Silu", "Softplus", "SoftplusConfig", "Softsign", "StackedLstm", "StackedLstmConfig",
+    "SwiGlu", "SwiGluConfig", "Swish", "Tanh",
     "TransformerDecoder", "TransformerDecoderConfig", "TransformerDecoderInput", "TransformerDecoderLayer",
     "TransformerEncoder", "TransformerEncoderConfig", "TransformerEncoderInput", "TransformerEncoderLayer",
     "Uniform", "XavierNormal", "XavierUniform", "Zeros",

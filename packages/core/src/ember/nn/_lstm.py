@@ -127,6 +127,14 @@ class Lstm(Module):
         return _run("Lstm", self, batched_input, state, reverse=False)
 
 
+def fused_weights(lstm: Lstm) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``(w_x, w_h, bias)`` of ``lstm`` for :func:`ember.tensor.functional.lstm`: ``weight_ih``, ``weight_hh`` and
+    ``bias_ih + bias_hh`` (the one that is there, or ``None``)."""
+    biases = [b.val() for b in (lstm.bias_ih, lstm.bias_hh) if b is not None]
+    bias = biases[0] + biases[1] if len(biases) == 2 else biases[0] if biases else None
+    return lstm.weight_ih.val(), lstm.weight_hh.val(), bias
+
+
 def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bool) -> tuple[Tensor, LstmState]:
     check_float(layer, x)
     check_rank(layer, x, 3, _LAYOUT)
@@ -145,8 +153,7 @@ def _run(layer: str, lstm: Lstm, x: Tensor, state: LstmState | None, reverse: bo
                                  f"got {list(st.shape)}.")
     # one lstm primitive call (one Autodiff node) for the whole sequence; the reverse direction runs on the
     # time-flipped sequence
-    biases = [b.val() for b in (lstm.bias_ih, lstm.bias_hh) if b is not None]
-    bias = biases[0] + biases[1] if len(biases) == 2 else biases[0] if biases else None
+    _, _, bias = fused_weights(lstm)
     if reverse:
         x = x.flip([1])
     y, h, c = M.lstm(x, h, c, wx, wh, bias)

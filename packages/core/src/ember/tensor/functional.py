@@ -74,7 +74,7 @@ from ._functional_pool import (
     max_pool2d,
     max_pool2d_with_indices,
 )
-from ._functional_rnn import lstm
+from ._functional_rnn import lstm, lstm_stack
 from ._index_check import check_index_values
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ __all__ = [
     "group_norm",
     "rms_norm",
     "lstm",
+    "lstm_stack",
     "scaled_dot_product_attention",
     "ConvOptions",
     "ConvTransposeOptions",

@@ -42,6 +42,8 @@ def _unwrap(a: Any) -> Any:
         return a.primitive
     if isinstance(a, list):
         return [_unwrap(x) for x in a]
+    if isinstance(a, tuple):  # lstm_stack's (w_x, w_h, bias) per layer
+        return tuple(_unwrap(x) for x in a)
     return a
 
 
@@ -243,6 +245,9 @@ CASES: dict[str, list[tuple[list[np.ndarray], Any]]] = {
     # ---- recurrent (the output sequence here; test_module_rnn checks h_n and c_n too)
     "lstm": [([U(2, 3, 2), U(2, 3), U(2, 3), U(2, 12), U(3, 12), U(12)],
               lambda x, h, c, wx, wh, b: P("lstm", x, h, c, wx, wh, b, False))],
+    "lstm_stack": [([U(2, 3, 2), U(2, 2, 3), U(2, 2, 3), U(2, 12), U(3, 12), U(12), U(3, 12), U(3, 12), U(12)],
+                    lambda x, h, c, wx0, wh0, b0, wx1, wh1, b1: P("lstm_stack", x, h, c,
+                                                                  [(wx0, wh0, b0), (wx1, wh1, b1)], False))],
     # ---- attention (q, k and v differentiable; the residual stays in the node)
     "attention": [([U(2, 2, 3, 4), U(2, 2, 5, 4), U(2, 2, 5, 3)],
                    lambda q, k, v: P("attention", q, k, v, None, None, 0.5, -1e4, False)),
