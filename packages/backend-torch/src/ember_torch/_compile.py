@@ -10,7 +10,8 @@ One call:
    function that rebuilds the arguments around proxy tensors, runs the step once (Ember's Python: tensor wrappers,
    the autodiff tape, module walks), and returns as graph outputs the tensors of the results and the state to write
    back (optimizer states, new running-state values). The ``GraphModule`` is kept as it is (``mode="capture"``) or
-   handed to ``torch.compile`` (inductor; on CUDA optionally with CUDA graphs);
+   compiled by inductor directly (``torch._inductor.compile``, no TorchDynamo: :mod:`._capture_inductor`; on CUDA
+   optionally with CUDA graphs), or by ``torch.compile`` with another ``backend`` or with frozen weights;
 3. every call runs the graph on the leaves, builds the results around its outputs and writes the state back
    (generated straight-line code, :mod:`._capture_codegen`), and records the result modules and optimizer states
    flattened ahead, so that the next call's flatten takes them as they are (:mod:`._capture_ahead`).
@@ -42,6 +43,7 @@ from ._capture_ahead import Plan, ahead, plan
 from ._capture_codegen import generate
 from ._capture_flatten import TREE, ForeignTensor, check_devices
 from ._capture_freeze import FrozenRun, weight_leaves
+from ._capture_inductor import InductorRun
 from ._capture_tree import OutWalk
 
 __all__ = ["compile", "CompiledStep", "MODES"]
@@ -292,8 +294,9 @@ class CompiledStep:
             return FrozenRun(entry.gm, entry.weights, leaves,
                              lambda m: torch.compile(m, backend="inductor", options=options, fullgraph=True,
                                                      dynamic=False))
-        return torch.compile(entry.gm, backend="inductor", options=options,  # type: ignore[no-any-return]
-                             fullgraph=True, dynamic=False)
+        # inductor compiles the captured aten graph as it is, without TorchDynamo re-tracing it and checking its
+        # guards at every call (the entry's key is the guard; _capture_inductor.py)
+        return InductorRun(entry.gm, options)
 
 
 #: inductor's ``layout_optimization`` for a step on the CPU without ``freezing`` (a caller's option wins)
@@ -449,19 +452,22 @@ def compile(fn: Callable[..., Any] | None = None, *, mode: str | None = None, ba
         fn: the step function.
         mode: ``"capture"``: replay the captured aten graph (``torch.fx.GraphModule``) as it is: no compile time,
             one aten call per op and no Ember Python; ``"default"``, ``"reduce-overhead"`` (CUDA graphs, CUDA
-            only), ``"max-autotune"`` (CUDA only), ``"max-autotune-no-cudagraphs"``: the graph is handed to
-            ``torch.compile(graph, mode=mode, backend=backend, options=options, fullgraph=True, dynamic=False)``
-            (inductor: C++/OpenMP kernels on the CPU, Triton on CUDA; tens of seconds per capture on a small
-            CPU). ``None`` (default): ``"default"`` when the step's tensors are on CUDA, ``"capture"`` elsewhere;
-            a step that ``torch.compile`` refuses then runs as ``"capture"``, with a ``RuntimeWarning`` that gives
-            torch's reason (a mode asked for raises ``BackendError`` instead).
+            only), ``"max-autotune"`` (CUDA only), ``"max-autotune-no-cudagraphs"``: inductor compiles the graph
+            with the mode's options (C++/OpenMP kernels on the CPU, Triton on CUDA; tens of seconds per capture on
+            a small CPU): directly (``torch._inductor.compile``, without TorchDynamo's re-trace and per-call
+            guards; once more for arguments with new strides), or, for another ``backend`` or with ``freezing``,
+            through ``torch.compile(graph, ..., fullgraph=True, dynamic=False)``. ``None`` (default):
+            ``"default"`` when the step's tensors are on CUDA, ``"capture"`` elsewhere; a step that torch's compiler
+            refuses then runs as ``"capture"``, with a ``RuntimeWarning`` that gives torch's reason (a mode asked
+            for raises ``BackendError`` instead).
         backend: the ``torch.compile`` backend for the modes other than ``"capture"`` (default ``"inductor"``;
             ``"aot_eager"`` runs the compile pipeline without generating code).
-        options: inductor options (``torch.compile``'s ``options``), over the mode's own
-            (``torch._inductor.list_mode_options(mode)``): a mode and options combine, which ``torch.compile``
-            itself refuses. A step that draws random numbers gets ``fallback_random=True`` unless set here; a step
-            on the CPU (without ``freezing``) gets ``layout_optimization=False`` unless set here (inductor's
-            channels-last convolutions slowed ResNet-18's training step 1.7x there, ``docs/torch.md``).
+        options: inductor options (``torch._inductor.config`` keys, ``torch.compile``'s ``options``), over the
+            mode's own (``torch._inductor.list_mode_options(mode)``): a mode and options combine, which
+            ``torch.compile`` itself refuses. A step that draws random numbers gets ``fallback_random=True``
+            unless set here; a step on the CPU (without ``freezing``) gets ``layout_optimization=False`` unless
+            set here (inductor's channels-last convolutions slowed ResNet-18's training step 1.7x there,
+            ``docs/torch.md``).
             ``{"freezing": True}`` for inference: in a step that writes no state back, the plain-tensor values of
             the ``Param`` s and ``RunningState`` s among the arguments are compiled as constants (inductor's
             freezing: prepacked oneDNN/MKL convolution and linear weights, fused Conv+activation), the graph runs

@@ -1,0 +1,67 @@
+"""Inductor compiles the captured graph directly (``torch._inductor.compile``, no TorchDynamo; issue 32): no
+``torch.compile`` call for a default-backend step, and a new combination of argument strides (a transposed batch)
+compiles once more instead of failing inductor's stride check, with results equal to the eager step's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ember_torch
+from ember import Tensor
+from ember.optim import AdamConfig, SgdConfig
+from test_compile import DEV, Batch, lr_tensor, mlp, params_np, train_step, weights, xor_batch
+
+torch = pytest.importorskip("torch")
+
+from ember_torch import _capture_inductor  # noqa: E402
+
+
+def test_default_backend_runs_without_torch_compile(monkeypatch: Any) -> None:
+    """A ``mode="default"`` step never calls ``torch.compile`` (TorchDynamo): inductor gets the captured graph and
+    the call's tensors; the graph it returns runs every call."""
+    calls: list[tuple[int, dict[str, Any]]] = []
+
+    def refuse(*a: Any, **kw: Any) -> Any:
+        raise AssertionError("torch.compile was called")
+
+    def spy(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any:
+        assert all(isinstance(t, torch.Tensor) for t in example_inputs)
+        calls.append((len(example_inputs), options))
+        return gm
+
+    monkeypatch.setattr(torch, "compile", refuse)
+    monkeypatch.setattr(_capture_inductor, "compile_graph", spy)
+    step = ember_torch.compile(train_step, mode="default")
+    model, optim, batch = mlp(weights()), SgdConfig().init(), xor_batch()
+    for _ in range(3):
+        model, _loss = step(model, optim, batch, lr_tensor(0.1))
+    gm = step.graph(model, optim, batch, lr_tensor(0.1))
+    assert len(calls) == 1 and calls[0][0] == len(gm.graph.find_nodes(op="placeholder"))
+
+
+def _transposed(batch: Batch) -> Batch:
+    """The same batch with ``x`` as a column-major view (strides (1, n) instead of (2, 1))."""
+    x = batch.x.to_numpy()
+    return Batch(Tensor.from_data(np.ascontiguousarray(x.T), DEV).transpose(), batch.y)
+
+
+def test_new_strides_compile_again_and_equal_eager() -> None:
+    """Inductor's code asserts its arguments' strides; a transposed batch after a row-major one compiles a second
+    variant (not an error), a row-major batch again reuses the first, and every step equals the eager step (Adam:
+    its moments are written in place, so a failed first attempt must have written nothing)."""
+    step = ember_torch.compile(train_step, mode="default")
+    ws, batch = weights(), xor_batch()
+    m_c, m_e = mlp(ws), mlp(ws)
+    o_c, o_e = AdamConfig().init().init_states(m_c), AdamConfig().init().init_states(m_e)
+    batches = [batch, _transposed(batch), batch, _transposed(batch)]
+    for b in batches:
+        m_c, lc = step(m_c, o_c, b, lr_tensor(0.1))
+        m_e, le = train_step(m_e, o_e, b, 0.1)
+        np.testing.assert_allclose(lc.into_scalar(), le.into_scalar(), rtol=1e-10)
+    for a, b in zip(params_np(m_c), params_np(m_e), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    (entry,) = step._cache.values()
+    assert isinstance(entry.run, _capture_inductor.InductorRun) and entry.run.compiles == 2
