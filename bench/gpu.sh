@@ -4,7 +4,7 @@
 # on the same GPU, and bench/jit_dispatch.py. Run from the repository root on a machine with one NVIDIA GPU:
 #
 #   OUT=/tmp/ember-gpu MNIST_DIR=~/.cache/ember/mnist bash bench/gpu.sh [conf] [guide] [bench] [hostbound] [dispatch] [programs]
-#     [lstmstack]
+#     [lstmstack] [cudatests]
 #
 # Logs go to $OUT. EMBER_WHEELS=DIR first installs the wheels in DIR (Ember's, built with `pip wheel --no-deps
 # packages/*`, and any missing dependency) into /tmp/site, for a machine whose Python already has torch and jax.
@@ -12,7 +12,7 @@
 # for jax), as PyTorch's own test suite does: they check the kernels in full float32 precision.
 set -u
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-STEPS="${*:-conf guide bench hostbound dispatch programs lstmstack}"
+STEPS="${*:-conf guide bench hostbound dispatch programs lstmstack cudatests}"
 L=${OUT:-/tmp/ember-gpu}; mkdir -p "$L"
 MNIST_DIR=${MNIST_DIR:-$HOME/.cache/ember/mnist}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$L/env.txt"
@@ -88,5 +88,11 @@ fi
 if [[ " $STEPS " == *" lstmstack "* ]]; then
   timeout "${LSTMSTACK_S:-120}" python3 bench/lstm_stack.py --device cuda --rounds 5 --batch-ms 500 \
     > "$L/lstm_stack.txt" 2>&1; echo "rc=$?" >> "$L/lstm_stack.txt"; cat "$L/lstm_stack.txt"
+fi
+# issue 32: compiled steps on CUDA (inductor's modes, CUDA graphs, no host read inside a step), the tests that the CPU
+# skips
+if [[ " $STEPS " == *" cudatests "* ]]; then
+  (cd packages/backend-torch/tests && timeout "${CUDATESTS_S:-300}" python3 -m pytest -q -p no:cacheprovider \
+     test_compile_cuda.py > "$L/cudatests.txt" 2>&1; echo "rc=$?" >> "$L/cudatests.txt"); tail -30 "$L/cudatests.txt"
 fi
 echo "total $(( $(date +%s) - t0 )) s"
