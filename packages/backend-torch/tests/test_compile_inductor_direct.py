@@ -65,3 +65,39 @@ def test_new_strides_compile_again_and_equal_eager() -> None:
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     (entry,) = step._cache.values()
     assert isinstance(entry.run, _capture_inductor.InductorRun) and entry.run.compiles == 2
+
+
+def test_stride_variants_are_bounded(monkeypatch: Any) -> None:
+    """Each new combination of strides compiles once (a stand-in compiler that, as inductor's code, asserts the
+    strides it was compiled for); past ``VARIANTS_MAX`` combinations a call replays the captured graph, with one
+    RuntimeWarning, and gives the same results."""
+    compiled: list[tuple[Any, ...]] = []
+
+    def fake(gm: Any, example_inputs: list[Any], options: dict[str, Any]) -> Any:
+        want = tuple(t.stride() for t in example_inputs)
+        compiled.append(want)
+
+        def run(*args: Any) -> Any:
+            got = tuple(t.stride() for t in args)
+            if got != want:
+                raise AssertionError(f"expected size 2==2, stride {got}=={want} at dim=0")
+            return gm(*args)
+
+        return run
+
+    monkeypatch.setattr(_capture_inductor, "compile_graph", fake)
+    monkeypatch.setattr(_capture_inductor, "VARIANTS_MAX", 2)
+    f = ember_torch.compile(lambda x: x * 2.0 + 1.0, mode="default")
+    base = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    views = [Tensor.from_data(np.ascontiguousarray(base.transpose(p)), DEV).permute(list(np.argsort(p)))
+             for p in [(0, 1, 2), (2, 1, 0), (1, 0, 2), (0, 2, 1)]]
+    for v in views[:2] + views[:2]:
+        np.testing.assert_allclose(f(v).to_numpy(), base * 2.0 + 1.0)
+    assert len(compiled) == 2
+    with pytest.warns(RuntimeWarning, match="combinations of strides") as rec:
+        for v in views[2:] + views[2:]:
+            np.testing.assert_allclose(f(v).to_numpy(), base * 2.0 + 1.0)
+    assert len(rec) == 1 and len(compiled) == 2
+    for v in views[:2]:  # the compiled variants still serve their strides
+        np.testing.assert_allclose(f(v).to_numpy(), base * 2.0 + 1.0)
+    assert len(compiled) == 2

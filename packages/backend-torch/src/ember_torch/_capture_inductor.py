@@ -13,17 +13,23 @@ What Dynamo's guards checked besides Ember's key is the arguments' strides: indu
 strides it was compiled for and asserts them when called (``assert_size_stride``, an ``AssertionError`` before any
 work). :class:`InductorRun` compiles once more for each new combination of strides met (a transposed batch, say),
 so a step never fails on a layout; the steps' usual arguments (the previous step's outputs, the loader's
-batches) keep one layout and one compile.
+batches) keep one layout and one compile. After :data:`VARIANTS_MAX` combinations (Dynamo's own recompile limit
+is 8), a call with yet other strides runs the captured graph as it is (``mode="capture"``'s replay: the same
+results, no compile), with one ``RuntimeWarning``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-__all__ = ["InductorRun", "compile_graph"]
+__all__ = ["VARIANTS_MAX", "InductorRun", "compile_graph"]
+
+#: the most stride combinations compiled per captured graph; other strides replay the captured graph
+VARIANTS_MAX = 8
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict[str, Any]) -> Callable[..., Any]:
@@ -55,7 +61,7 @@ class InductorRun:
         compiles: how many times the graph was compiled (1, plus one per new combination of strides).
     """
 
-    __slots__ = ("gm", "options", "fn", "variants", "compiles")
+    __slots__ = ("gm", "options", "fn", "variants", "compiles", "warned")
 
     def __init__(self, gm: torch.fx.GraphModule, options: dict[str, Any]) -> None:
         self.gm = gm
@@ -63,6 +69,7 @@ class InductorRun:
         self.fn: Callable[..., Any] | None = None
         self.variants: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self.compiles = 0
+        self.warned = False
 
     def _compile(self, args: tuple[Any, ...]) -> Callable[..., Any]:
         fn = compile_graph(self.gm, list(args), dict(self.options))
@@ -82,5 +89,21 @@ class InductorRun:
                 raise
         other = self.variants.get(_strides(args))
         if other is None:
+            if len(self.variants) >= VARIANTS_MAX:
+                return self._replay(args)
             other = self._compile(args)
         return other(*args)
+
+    def _replay(self, args: tuple[Any, ...]) -> Any:
+        """The captured graph run as it is, for arguments whose strides would need one compile too many."""
+        if not self.warned:
+            self.warned = True
+            warnings.warn(
+                f"ember_torch.compile: the step's tensors came with more than {VARIANTS_MAX} combinations of "
+                f"strides (inductor compiles one per combination, {VARIANTS_MAX} at most); calls with other strides "
+                "run the captured graph without inductor (the same results, slower). Pass tensors of one layout "
+                "(e.g. row-major batches) to keep every call compiled.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        return self.gm(*args)
