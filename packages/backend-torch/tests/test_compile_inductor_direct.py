@@ -101,3 +101,30 @@ def test_stride_variants_are_bounded(monkeypatch: Any) -> None:
     for v in views[:2]:  # the compiled variants still serve their strides
         np.testing.assert_allclose(f(v).to_numpy(), base * 2.0 + 1.0)
     assert len(compiled) == 2
+
+
+@pytest.mark.parametrize("mode", [None, "default"])
+def test_a_failed_inductor_compile_is_a_refusal(monkeypatch: Any, mode: Any) -> None:
+    """Any error while inductor compiles (here a plain RuntimeError, as the C++ or Triton compiler may raise) is a
+    refusal of torch's compiler: with the device's default mode the step replays its captured graph with a
+    RuntimeWarning (the eager step's results), with a mode asked for it is a BackendError naming the reason."""
+    from ember import BackendError
+    from ember_torch import _compile
+
+    def broken(gm: Any, example_inputs: Any, options: Any) -> Any:
+        raise RuntimeError("triton: out of shared memory")
+
+    monkeypatch.setattr(_capture_inductor, "compile_graph", broken)
+    monkeypatch.setattr(_compile, "default_mode", lambda leaves: "default")  # what a CUDA step gets
+    step = ember_torch.compile(train_step, mode=mode)
+    model, optim, batch = mlp(weights()), SgdConfig().init(), xor_batch()
+    if mode is not None:
+        with pytest.raises(BackendError, match=r"(?s)refused the captured step.*out of shared memory"):
+            step(model, optim, batch, lr_tensor(0.1))
+        return
+    with pytest.warns(RuntimeWarning, match=r"(?s)refused the captured step.*out of shared memory.*CompileFailed"):
+        got, loss = step(model, optim, batch, lr_tensor(0.1))
+    want, want_loss = train_step(mlp(weights()), SgdConfig().init(), batch, 0.1)
+    np.testing.assert_allclose(loss.into_scalar(), want_loss.into_scalar(), rtol=1e-12)
+    for a, b in zip(params_np(got), params_np(want), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["VARIANTS_MAX", "InductorRun", "compile_graph"]
+__all__ = ["VARIANTS_MAX", "CompileFailed", "InductorRun", "compile_graph"]
 
 #: the most stride combinations compiled per captured graph; other strides replay the captured graph
 VARIANTS_MAX = 8
@@ -36,6 +36,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], options: 
     """``torch._inductor.compile(gm, example_inputs, options)``: the graph compiled for these inputs' shapes,
     dtypes, devices and strides (module-level so that tests can observe the options)."""
     return torch._inductor.compile(gm, example_inputs, options)  # type: ignore[no-any-return]
+
+
+class CompileFailed(RuntimeError):
+    """Inductor failed to compile the captured graph (its error is the ``__cause__``): whatever raised it
+    (inductor's lowering, the C++ or Triton compiler, AOTAutograd), it is a refusal of torch's compiler, which
+    :class:`~ember_torch._compile.CompiledStep` reports as such (and, in the device's default mode, answers by
+    replaying the captured graph), never an error of the step."""
 
 
 def _strides(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -72,7 +79,10 @@ class InductorRun:
         self.warned = False
 
     def _compile(self, args: tuple[Any, ...]) -> Callable[..., Any]:
-        fn = compile_graph(self.gm, list(args), dict(self.options))
+        try:
+            fn = compile_graph(self.gm, list(args), dict(self.options))
+        except Exception as exc:
+            raise CompileFailed(f"inductor could not compile the captured graph ({type(exc).__name__})") from exc
         self.compiles += 1
         self.variants[_strides(args)] = fn
         return fn

@@ -43,7 +43,7 @@ from ._capture_ahead import Plan, ahead, plan
 from ._capture_codegen import generate
 from ._capture_flatten import TREE, ForeignTensor, check_devices
 from ._capture_freeze import FrozenRun, weight_leaves
-from ._capture_inductor import InductorRun
+from ._capture_inductor import CompileFailed, InductorRun
 from ._capture_tree import OutWalk
 
 __all__ = ["compile", "CompiledStep", "MODES"]
@@ -355,8 +355,9 @@ def _no_cudnn() -> Iterator[None]:
 
 
 def _first_run(entry: _Entry, leaves: list[Any]) -> Any:
-    """Run a new entry once (for a compiled mode, the ``torch.compile`` call that compiles): a refusal of torch's
-    compiler becomes a ``BackendError`` that names the step's mode, torch's reason, and what to do."""
+    """Run a new entry once (for a compiled mode, the call that compiles): a refusal of torch's compiler (an error
+    of TorchDynamo or inductor, or :class:`~._capture_inductor.CompileFailed`) becomes a ``BackendError`` that names
+    the step's mode, torch's reason, and what to do."""
     if entry.mode == "capture":
         return entry.run(*leaves)  # type: ignore[misc]
     try:
@@ -364,7 +365,9 @@ def _first_run(entry: _Entry, leaves: list[Any]) -> Any:
     except BackendError:
         raise
     except Exception as exc:
-        if not type(exc).__module__.startswith(("torch._dynamo", "torch._inductor")):
+        if not isinstance(exc, CompileFailed) and not type(exc).__module__.startswith(
+            ("torch._dynamo", "torch._inductor")
+        ):
             raise
         causes = [exc]
         while causes[-1].__cause__ is not None or causes[-1].__context__ is not None:
@@ -374,7 +377,7 @@ def _first_run(entry: _Entry, leaves: list[Any]) -> Any:
             causes.append(nxt)  # type: ignore[arg-type]
         reason = "; ".join(f"{type(c).__name__}: {(str(c).splitlines() or [''])[0]}" for c in reversed(causes))
         raise _Refused(
-            f"ember_torch.compile: torch.compile (mode={entry.mode!r}) refused the captured step ({reason})"
+            f"ember_torch.compile: torch's compiler (mode={entry.mode!r}) refused the captured step ({reason})"
         ) from exc
 
 
