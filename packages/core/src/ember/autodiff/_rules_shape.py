@@ -118,6 +118,18 @@ def _scatter_add(B: Any, g: Any, args: Any, y: Any, needs: Any) -> Any:
     return (g if needs[0] else None, B.gather(g, dim, idx) if needs[1] else None)
 
 
+@general("zeros_scatter_add", diff=(3,))
+def _zeros_scatter_add(B: Any, g: Any, args: Any, y: Any, needs: Any) -> Any:
+    _, dim, idx, _ = args
+    return (B.gather(g, dim, idx) if needs[0] else None,)
+
+
+@general("zeros_select_add", diff=(3,))
+def _zeros_select_add(B: Any, g: Any, args: Any, y: Any, needs: Any) -> Any:
+    _, dim, idx, _ = args
+    return (B.select(g, dim, idx) if needs[0] else None,)
+
+
 @unary("select", save="s")
 def _select(B: Any, g: Any, s: Any, y: Any, args: Any) -> Any:
     dim, idx = args

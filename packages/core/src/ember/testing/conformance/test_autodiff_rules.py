@@ -203,6 +203,8 @@ CASES: dict[str, list[tuple[list[np.ndarray], Any]]] = {
     "scatter_add": [([U(3, 4), U(3, 5)], lambda a, v: P("scatter_add", a, 1, ints(a, _GIDX), v))],
     "select": [([U(3, 4)], lambda a: P("select", a, 1, ints(a, _SIDX)))],
     "select_add": [([U(3, 4), U(3, 4)], lambda a, v: P("select_add", a, 1, ints(a, _SIDX), v))],
+    "zeros_scatter_add": [([U(3, 5)], lambda v: P("zeros_scatter_add", (3, 4), 1, ints(v, _GIDX), v))],
+    "zeros_select_add": [([U(3, 4)], lambda v: P("zeros_select_add", (3, 5), 1, ints(v, _SIDX), v))],
     "mask_fill": [([U(3, 4)], lambda a: P("mask_fill", a, mask(a, _MASK), 0.25))],
     "mask_where": [([U(3, 4), U(3, 4)], lambda a, v: P("mask_where", a, mask(a, _MASK), v)),
                    ([U(3, 4), U(4)], lambda a, v: P("mask_where", a, mask(a, _MASK), v))],
