@@ -233,6 +233,11 @@ def test_slice_assign_and_scatter_do_not_mutate_inputs():
     assert r[1].tolist() == [2.0] * 4 and torch.equal(a, before)
     r = B.mask_fill(a, a == 0, 5.0)
     assert torch.equal(a, before) and r.eq(5).all()
+    v = torch.ones(1, 4)
+    r = B.zeros_scatter_add((3, 4), 0, idx, v)  # a new buffer: the values are not written
+    assert r.sum().item() == 4 and torch.equal(v, torch.ones(1, 4)) and r.data_ptr() != v.data_ptr()
+    r = B.zeros_select_add((3, 4), 0, i([1, 1]), torch.ones(2, 4))
+    assert r[1].tolist() == [2.0] * 4 and r[0].eq(0).all()
 
 
 def test_views_are_never_written_through():
@@ -252,6 +257,8 @@ def test_out_of_range_index_values_raise_index_error():
         lambda: B.scatter_add(a, 0, i([5]), torch.ones(1)),
         lambda: B.select(a, 0, i([5])),
         lambda: B.select_add(a, 0, i([5]), torch.ones(1)),
+        lambda: B.zeros_scatter_add((3,), 0, i([5]), torch.ones(1)),
+        lambda: B.zeros_select_add((3,), 0, i([5]), torch.ones(1)),
     ):
         with pytest.raises(IndexError):
             call()
