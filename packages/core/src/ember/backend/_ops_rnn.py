@@ -195,10 +195,15 @@ class RnnOps:
         layers in reverse order: layer ``k``'s ``grad_x`` is layer ``k - 1``'s ``grad_y``).
 
         Args:
-            grad_y: the gradient of ``y`` ``[batch, seq_length, d]``; grad_h, grad_c: those of ``h_n``, ``c_n``
-                ``[num_layers, batch, d]``; each may be ``None`` (zero), not all three.
-            x, h0, c0, weights: the forward's arguments. y: its output. residual: what it returned with
-                ``residual=True``.
+            grad_y: the gradient of ``y`` ``[batch, seq_length, d]``, or ``None`` (zero; not all three).
+            grad_h: the gradient of ``h_n`` ``[num_layers, batch, d]``, or ``None``.
+            grad_c: the gradient of ``c_n`` ``[num_layers, batch, d]``, or ``None``.
+            x: the forward's input.
+            h0: the forward's initial hidden states.
+            c0: the forward's initial cell states.
+            weights: the forward's per-layer ``(w_x, w_h, bias)``.
+            y: the forward's output.
+            residual: what the forward returned with ``residual=True``.
 
         Returns:
             ``(grad_x, grad_h0, grad_c0, grad_weights)``: the first three shaped like their arguments,

@@ -84,9 +84,10 @@ def lstm_stack(x: Tensor, h0: Tensor, c0: Tensor,
         differentiable: the last layer's every ``h_t`` and every layer's final states, in ``x``'s dtype.
 
     Raises:
-        KindError: a non-Float argument. DeviceError: arguments on different devices.
+        KindError: a non-Float argument.
+        DeviceError: arguments on different devices.
         ShapeError: ``x`` not of rank 3 or with ``seq_length`` 0, no layer, a bias given for some layers only, or
-        another argument not of the shape above.
+            another argument not of the shape above.
     """
     op = "lstm_stack"
     n, _, d_in = _check_x(op, x)
