@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["graph_forward", "graph_grad"]
+__all__ = ["graph_forward", "graph_grad", "input_grads"]
 
 
 def graph_grad(outputs: Sequence[Any], inputs: Sequence[Any], grads: Sequence[Any],
@@ -36,3 +36,28 @@ def graph_forward(fn: Callable[..., Sequence[Any]], *args: Any) -> tuple[tuple[A
     with torch.enable_grad():
         outs = tuple(fn(*leaves))
     return tuple(o.detach() for o in outs), (leaves, outs)
+
+
+def input_grads(outs: Sequence[Any], inputs: Sequence[Any], grads_out: Sequence[Any],
+                transposed: Sequence[int] = ()) -> list[Any]:
+    """The gradients of a recorded forward's ``inputs`` (its outputs ``outs``), given the outputs' gradients
+    ``grads_out`` (``None``: zero), each row-major: zeros for an input the outputs do not reach (or when every
+    output's gradient is ``None``), ``None`` for a ``None`` input, and for the inputs at the positions
+    ``transposed`` (2-D weights passed to torch in its layout, the transpose of Ember's) the transposed gradient,
+    back in Ember's layout. Without the copy every later op on such a gradient (the optimizer's update above all)
+    would run on strided memory."""
+    pairs = [(o, g) for o, g in zip(outs, grads_out) if g is not None]
+    real = [a for a in inputs if a is not None]
+    found = iter(graph_grad([o for o, _ in pairs], real, [g for _, g in pairs], allow_unused=True)
+                 if pairs else (None,) * len(real))
+    out: list[Any] = []
+    for i, a in enumerate(inputs):
+        g = None if a is None else next(found)
+        if a is None:
+            out.append(None)
+        elif g is None:
+            out.append(torch.zeros_like(a))
+        else:
+            out.append(g.t().contiguous() if i in transposed else g.contiguous())
+    return out
+

@@ -26,7 +26,7 @@ import torch
 from ember.backend.contract import RnnOps
 
 from . import _capture_state, _rnn_op, _rnn_stack_op
-from ._graph import graph_forward, graph_grad
+from ._graph import graph_forward, input_grads
 from ._rnn_kernel import run_lstm, run_lstm_stack
 
 __all__ = ["TorchRnnOps"]
@@ -79,22 +79,8 @@ class TorchRnnOps(RnnOps):
             grads = _rnn_op.lstm_saved_backward(residual[1], grad_y, grad_h, grad_c, x, h0, c0, w_x, w_h, bias)
             return (*grads[:5], None if bias is None else grads[5])
         leaves, outs = residual
-        pairs = [(o, g) for o, g in zip(outs, (grad_y, grad_h, grad_c)) if g is not None]
-        inputs = [a for a in leaves if a is not None]
-        grads = iter(graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True))
-        out = []
-        for i, a in enumerate(leaves):
-            g = None if a is None else next(grads)
-            if g is None:
-                out.append(None if a is None else torch.zeros_like(a))
-            elif i in (3, 4):
-                # the weights' leaves are in torch's layout ([4 d, d_input]): their gradients are transposed back to
-                # Ember's and made row-major, else every later op on them (the optimizer's update above all) runs
-                # on strided memory
-                out.append(g.t().contiguous())
-            else:
-                out.append(g.contiguous())
-        return tuple(out)
+        # the weights' leaves (3, 4) are in torch's layout ([4 d, d_input]): their gradients come back in Ember's
+        return tuple(input_grads(outs, leaves, (grad_y, grad_h, grad_c), (3, 4)))
 
     def lstm_stack(
         self, x: Any, h0: Any, c0: Any, weights: Sequence[tuple[Any, Any, Any | None]], residual: bool
@@ -153,15 +139,6 @@ class TorchRnnOps(RnnOps):
             )
             return gx, gh, gc, [(gwx[k], gwh[k], gb[k] if gb else None) for k in range(layers)]
         leaves, outs = residual
-        pairs = [(o, g) for o, g in zip(outs, (grad_y, grad_h, grad_c)) if g is not None]
-        grads = graph_grad([o for o, _ in pairs], leaves, [g for _, g in pairs], allow_unused=True)
-        out = [torch.zeros_like(a) if g is None else g for a, g in zip(leaves, grads)]
-        # the weights' leaves are in torch's layout: their gradients back to Ember's, row-major (see lstm_backward)
-        gw = [g.t().contiguous() for g in out[3 : 3 + 2 * layers]]
-        gb = [g.contiguous() for g in out[3 + 2 * layers :]]
-        return (
-            out[0].contiguous(),
-            out[1].contiguous(),
-            out[2].contiguous(),
-            [(gw[k], gw[layers + k], gb[k] if gb else None) for k in range(layers)],
-        )
+        out = input_grads(outs, leaves, (grad_y, grad_h, grad_c), range(3, 3 + 2 * layers))
+        gw, gb = out[3 : 3 + 2 * layers], out[3 + 2 * layers :]
+        return out[0], out[1], out[2], [(gw[k], gw[layers + k], gb[k] if gb else None) for k in range(layers)]

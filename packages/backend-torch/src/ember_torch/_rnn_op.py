@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from ._graph import graph_grad
+from ._graph import input_grads
 from ._rnn_kernel import run_lstm
 
 __all__ = ["SAVED_MAX", "keep", "lstm", "lstm_backward", "lstm_saved_backward", "lstm_train", "recorded", "take"]
@@ -79,15 +79,7 @@ def lstm_backward(
 def _grads(outs: Any, inputs: list[Any], grads_out: tuple[Any, Any, Any], x: Any, bias: Any) -> tuple[Any, ...]:
     """The six gradients of :func:`lstm_backward` from a recorded forward (``outs`` of ``inputs``, the weights in
     torch's layout), shaped and laid out like the op's arguments."""
-    pairs = [(o, g) for o, g in zip(outs, grads_out) if g is not None]
-    grads = (
-        graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
-        if pairs
-        else (None,) * len(inputs)
-    )
-    out = [torch.zeros_like(a) if g is None else g.contiguous() for a, g in zip(inputs, grads)]
-    out[3] = out[3].t().contiguous()  # back to Ember's layout ([d_input, 4 d]), row-major
-    out[4] = out[4].t().contiguous()
+    out = input_grads(outs, inputs, grads_out, (3, 4))  # the weights back to Ember's layout ([d_input, 4 d])
     if bias is None:
         out.append(x.new_empty((0,)))
     return tuple(out)

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ._graph import graph_grad
+from ._graph import input_grads
 from ._rnn_kernel import run_lstm_stack
 from ._rnn_op import keep, recorded, take
 
@@ -91,15 +91,8 @@ def lstm_stack_backward(
 def _grads(outs: Any, inputs: list[Any], grads_out: tuple[Any, Any, Any], layers: int) -> tuple[Any, ...]:
     """The gradients of a recorded forward (``outs`` of the leaves ``inputs``, :func:`_leaves`' order), in the op's
     layout."""
-    pairs = [(o, g) for o, g in zip(outs, grads_out) if g is not None]
-    grads = (
-        graph_grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)
-        if pairs
-        else (None,) * len(inputs)
-    )
-    out = [torch.zeros_like(a) if g is None else g.contiguous() for a, g in zip(inputs, grads)]
-    weights = [g.t().contiguous() for g in out[3 : 3 + 2 * layers]]  # back to Ember's layout, row-major
-    return out[0], out[1], out[2], weights[:layers], weights[layers:], out[3 + 2 * layers :]
+    out = input_grads(outs, inputs, grads_out, range(3, 3 + 2 * layers))  # the weights back to Ember's layout
+    return out[0], out[1], out[2], out[3 : 3 + layers], out[3 + layers : 3 + 2 * layers], out[3 + 2 * layers :]
 
 
 @lstm_stack_backward.register_fake
