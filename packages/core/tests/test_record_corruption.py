@@ -101,6 +101,28 @@ def test_flipped_bytes_raise_record_error(tmp_path, recorder_cls):
             _load(r, bad, rec)
 
 
+@pytest.mark.parametrize("recorder_cls", FILE_RECORDERS, ids=lambda r: r.__name__)
+def test_damaged_digest_key_names_raise_record_error(tmp_path, recorder_cls):
+    """Every one-bit flip in the letters of every ``digest`` key name. A flip there (CI found 'figest' in a
+    safetensors header) must not turn the check off: the record then loaded unverified."""
+    rec = _record()
+    r = recorder_cls()
+    raw = r.record(rec, tmp_path / "good").read_bytes()
+    gz = r.extension.endswith("gz")
+    body = gzip.decompress(raw) if gz else raw
+    starts = [i for i in range(len(body)) if body.startswith(b"digest", i)]
+    assert starts, "the file names no digest"
+    bad = tmp_path / f"bad.{r.extension}"
+    for start in starts:
+        for i in range(start, start + len(b"digest")):
+            for bit in range(8):
+                b = bytearray(body)
+                b[i] ^= 1 << bit
+                bad.write_bytes(gzip.compress(bytes(b)) if gz else bytes(b))
+                with pytest.raises(RecordError, match="bad"):
+                    _load(r, bad, rec)
+
+
 def _gunzip_or_none(data: bytes) -> bytes | None:
     try:
         return gzip.decompress(data)

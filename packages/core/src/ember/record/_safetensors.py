@@ -122,6 +122,13 @@ class SafetensorsFileRecorder(FileRecorder):
         if self.verify:
             _verify_metadata(meta, origin)
         check_metadata(meta, origin, self.format, type(self).__name__)
+        unknown = sorted(set(meta) - _EMBER_KEYS)
+        if unknown:  # e.g. a damaged 'digest' key, which would otherwise turn the metadata's check off
+            raise RecordError(
+                f"{origin}: the header metadata has entries this Ember never writes ({short_repr(unknown)}); "
+                f"expected only {sorted(_EMBER_KEYS)}. The file is corrupted or was changed; re-save it from "
+                "its source."
+            )
         try:
             return _unrefs(json.loads(meta["item"]))
         except (ValueError, RecursionError) as exc:
