@@ -76,7 +76,9 @@ if [[ " $STEPS " == *" dispatch "* ]]; then
   echo "rc=$?" >> "$L/dispatch.txt"; tail -5 "$L/dispatch.txt"
 fi
 # issue 32: the optimized XLA programs of Ember's and raw jax's steps (Ember jax ran at 0.77-0.90x raw jax.jit on an
-# H200 with ~0.1 ms of host work: the programs differ there)
+# H200 with ~0.1 ms of host work: the programs differ there). Found on the CPU since: with the model donated (the
+# Learner's step on a GPU) jax gave donated buffers to the wrong outputs and XLA copied them first (325 copies in
+# ResNet-18's step, 163 in the Transformer's); fixed, the `copy` row shows whether that was the gap
 if [[ " $STEPS " == *" programs "* ]]; then
   for m in ${PROGRAM_MODELS:-resnet18 guide}; do
     timeout 120 python3 bench/jax_programs.py "$m" > "$L/programs_$m.txt" 2>&1; echo "rc=$?" >> "$L/programs_$m.txt"

@@ -146,6 +146,11 @@ def ember(backend_name: str, model: str, device: str) -> Step:
     return _eager(forward, backward, update, _sync_torch(device) if backend_name == "torch" else (lambda: None))
 
 
+#: Ember jax's step donates the model: None = as the Learner (on accelerators, not on the CPU), True / False forced
+#: (``jax_programs.py --donate`` compares the programs the Learner runs on a GPU, on the CPU)
+JAX_DONATE: bool | None = None
+
+
 def ember_jax(model: str, device: str) -> Step:
     import numpy as np
 
@@ -165,7 +170,8 @@ def ember_jax(model: str, device: str) -> Step:
     batch = inputs(model, dev)
     lr = Tensor.from_data(np.array([1e-4], np.float32), dev.inner)
     # the Learner's step: the model donated (a private copy) on an accelerator, not on the CPU (see its donates_on)
-    donate = {} if dev.inner.name.startswith("cpu") else {"donate_argnums": (0,), "copy_donated": True}
+    on = not dev.inner.name.startswith("cpu") if JAX_DONATE is None else JAX_DONATE
+    donate = {"donate_argnums": (0,), "copy_donated": True} if on else {}
     fn = ember_jax.jit(train_step, **donate)
 
     def step() -> float:

@@ -34,6 +34,7 @@ from ember.module import Module
 
 from ._array_backend import JaxArrayBackend
 from ._devices import ForeignTensor
+from ._donation_order import reserve_donated
 from ._out import OutWalk, generate, holds_ember
 from ._private import private_copy
 from ._scan import Scan, foreign_error
@@ -242,6 +243,7 @@ class CompiledStep:
         entry.keys = tuple(b._keys for b in backends)
         entry.n_leaves = len(fl.leaves)
         donated, entry.keep_out, entry.cells = scan.donation(self.donate_state, self.donate_argnums)
+        donated_set = frozenset(donated)
         fn = self.fn
         tls = self._tls
 
@@ -276,6 +278,9 @@ class CompiledStep:
                 for s, k in zip(states, saved):
                     s.key = k
             ow = OutWalk(rb, entry.keep_out)
+            # the donated buffers' new values first, in the inputs' order (else XLA copies; _donation_order)
+            reserve_donated(ow, result, args, fl, rb, donated_set, entry.keep_out, [
+                (entry.n_leaves + j, k) for j, (k, k0) in enumerate(zip(keys_out, keys_in)) if k is not k0])
             for _n, o in rb.optims:
                 ow.reserve(o._states)
             writes = _modules_in_place(ow, result, args, fl, entry.keep_out)

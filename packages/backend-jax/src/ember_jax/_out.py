@@ -33,7 +33,7 @@ from ._devices import ForeignTensor, device_info
 from ._in_place import pair_module
 from ._kernel import is_tracer
 
-__all__ = ["OutWalk", "generate"]
+__all__ = ["OutWalk", "generate", "pair_states"]
 
 _SAFE_STATIC = (int, float, bool, str, bytes, complex, type(None), type, range, slice)
 
@@ -224,7 +224,7 @@ class OutWalk:
         and keeps ``optim._states`` the same dict holding the same tensors (the next call's fast path finds them
         as they are)."""
         pairs: dict[int, Any] = {}
-        if not _pair_states(old, new, memo, pairs, {}):
+        if not pair_states(old, new, memo, pairs, {}):
             return None
         writes: list[tuple[int, int]] = []
         for n, t in pairs.items():
@@ -289,7 +289,7 @@ class OutWalk:
         return self.walk(x, path)
 
 
-def _pair_states(old: Any, new: Any, memo: dict[int, int], pairs: dict[int, Any], back: dict[int, int]) -> bool:
+def pair_states(old: Any, new: Any, memo: dict[int, int], pairs: dict[int, Any], back: dict[int, int]) -> bool:
     """Pair the caller's state tensors (by object number) with the step's new ones, position by position: the same
     dict keys, sequence lengths and ``None`` s, and each caller tensor with one new tensor of its device and kind
     (untracked on both sides), one to one."""
@@ -298,10 +298,10 @@ def _pair_states(old: Any, new: Any, memo: dict[int, int], pairs: dict[int, Any]
         return False
     if c is dict:
         return len(old) == len(new) and all(
-            k1 == k2 and _pair_states(a, b, memo, pairs, back)
+            k1 == k2 and pair_states(a, b, memo, pairs, back)
             for (k1, a), (k2, b) in zip(old.items(), new.items()))
     if c is list or c is tuple:
-        return len(old) == len(new) and all(_pair_states(a, b, memo, pairs, back) for a, b in zip(old, new))
+        return len(old) == len(new) and all(pair_states(a, b, memo, pairs, back) for a, b in zip(old, new))
     if c is Tensor:
         if (old.device != new.device or old.kind is not new.kind or old.primitive.__class__ is AutodiffPrimitive
                 or new.primitive.__class__ is AutodiffPrimitive):
