@@ -28,6 +28,23 @@ _SIGNATURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+def _states_first(update: Any) -> Any:
+    """``update`` returning ``(new states, new params)`` instead of ``(new params, *new states)``.
+
+    jax hands each donated buffer to the first output of its shape and dtype, in output order: with the new
+    parameters first, a parameter's new value took its first moment's buffer, that moment's new value the second
+    moment's, and the last state a new allocation (and XLA inserted copies). States first, each buffer takes its
+    own new value. The signature stays ``update``'s (``functools.wraps``), so ``donate_argnames`` still finds the
+    state arguments."""
+
+    @functools.wraps(update)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        new_p, *states = update(*args, **kwargs)
+        return tuple(states), new_p
+
+    return run
+
+
 class JaxOptimOps(OptimOps):
     """The composite updates, each compiled as one program per backend (cached on first use)."""
 
@@ -36,31 +53,37 @@ class JaxOptimOps(OptimOps):
         fn = cache.get(name)
         if fn is None:
             static, donate = _SIGNATURES[name]
-            fn = cache[name] = jax.jit(functools.partial(getattr(OptimOps, name), self), static_argnames=static,
-                                       donate_argnames=donate)
+            update = _states_first(functools.partial(getattr(OptimOps, name), self))
+            update.__name__ = update.__qualname__ = name  # the program's name in profiles and XLA dumps
+            fn = cache[name] = jax.jit(update, static_argnames=static, donate_argnames=donate)
         return fn
+
+    def _run(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """The update's results in the contract's order: ``(new params, *new states)``."""
+        states, new_p = self._program(name)(*args, **kwargs)
+        return (new_p, *states)
 
     def fused_adam(self, params: Prims, grads: Prims, moment_1: Prims, moment_2: Prims, max_moment_2: Prims | None,
                    lr: Any, beta_1: float, beta_2: float, factor: Any, eps_term: Any, penalty: float,
                    decay: Any) -> tuple[Prims, Prims, Prims, Prims | None]:
-        return self._program("fused_adam")(  # type: ignore[no-any-return]
-            params, grads, moment_1, moment_2, max_moment_2, lr, beta_1=beta_1, beta_2=beta_2, factor=factor,
-            eps_term=eps_term, penalty=penalty, decay=decay)
+        return self._run(  # type: ignore[no-any-return]
+            "fused_adam", params, grads, moment_1, moment_2, max_moment_2, lr, beta_1=beta_1, beta_2=beta_2,
+            factor=factor, eps_term=eps_term, penalty=penalty, decay=decay)
 
     def fused_sgd(self, params: Prims, grads: Prims, velocity: Prims | None, lr: Any, penalty: float,
                   momentum: float, dampening: float, nesterov: bool, first: bool) -> tuple[Prims, Prims | None]:
-        return self._program("fused_sgd")(  # type: ignore[no-any-return]
-            params, grads, velocity, lr, penalty=penalty, momentum=momentum, dampening=dampening,
+        return self._run(  # type: ignore[no-any-return]
+            "fused_sgd", params, grads, velocity, lr, penalty=penalty, momentum=momentum, dampening=dampening,
             nesterov=nesterov, first=first)
 
     def fused_rmsprop(self, params: Prims, grads: Prims, square_avg: Prims, grad_avg: Prims | None,
                       momentum_buf: Prims | None, lr: Any, alpha: float, epsilon: float, momentum: float,
                       penalty: float) -> tuple[Prims, Prims, Prims | None, Prims | None]:
-        return self._program("fused_rmsprop")(  # type: ignore[no-any-return]
-            params, grads, square_avg, grad_avg, momentum_buf, lr, alpha=alpha, epsilon=epsilon, momentum=momentum,
-            penalty=penalty)
+        return self._run(  # type: ignore[no-any-return]
+            "fused_rmsprop", params, grads, square_avg, grad_avg, momentum_buf, lr, alpha=alpha, epsilon=epsilon,
+            momentum=momentum, penalty=penalty)
 
     def fused_lion(self, params: Prims, grads: Prims, momentum: Prims, lr: Any, beta_1: float, beta_2: float,
                    decay: Any) -> tuple[Prims, Prims]:
-        return self._program("fused_lion")(  # type: ignore[no-any-return]
-            params, grads, momentum, lr, beta_1=beta_1, beta_2=beta_2, decay=decay)
+        return self._run(  # type: ignore[no-any-return]
+            "fused_lion", params, grads, momentum, lr, beta_1=beta_1, beta_2=beta_2, decay=decay)
