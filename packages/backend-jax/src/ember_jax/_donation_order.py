@@ -21,9 +21,8 @@ from typing import Any
 from ember import Tensor
 from ember.backend.contract import AutodiffPrimitive
 from ember.backend.step_tree import Flat, Rebuild
-from ember.module import Module
 
-from ._in_place import pair_module
+from ._in_place import pair_donated_modules, pair_module
 from ._out import OutWalk, pair_states
 
 __all__ = ["reserve_donated"]
@@ -46,7 +45,7 @@ def reserve_donated(ow: OutWalk, result: Any, args: tuple[Any, ...], fl: Flat, r
         rb: the rebuild of the arguments (its running-state cells and optimizer stand-ins).
         donated: the input indices whose buffers are donated.
         modules: the object numbers of the donated arguments (a donated module's new value is the result module
-            of its class, as :func:`~._jit._modules_in_place` pairs them).
+            of its class, :func:`~._in_place.pair_donated_modules`).
         keys: ``(input index, new key array)`` of the PRNG keys the step replaced.
 
     What pairs with what: a donated module's tensors with those of the result module of its class
@@ -63,17 +62,15 @@ def reserve_donated(ow: OutWalk, result: Any, args: tuple[Any, ...], fl: Flat, r
         if i is not None and i in donated and i not in new and t.__class__ is Tensor:
             new[i] = _array(t)
 
-    olds = [a for a in args if isinstance(a, Module) and fl.memo.get(id(a)) in modules]
-    for x in list(result) if isinstance(result, (tuple, list)) else [result]:
-        for old in olds:
-            if isinstance(x, Module) and old.__class__ is x.__class__:
-                objs: dict[int, int] = {}
-                tensors: dict[int, Any] = {}
-                if pair_module(old, x, fl.memo, objs, tensors):
-                    for n, t in tensors.items():
-                        pair(fl.objs[n], t)
-                    olds.remove(old)
-                    break
+    def take(old: Any, new_module: Any) -> bool:
+        tensors: dict[int, Any] = {}
+        if not pair_module(old, new_module, fl.memo, {}, tensors):
+            return False
+        for n, t in tensors.items():
+            pair(fl.objs[n], t)
+        return True
+
+    pair_donated_modules(result, args, fl.memo, modules, take)
     for n, cell, _initial in rb.cells:
         pair(fl.objs[n]._tensor, cell._tensor)
     for n, o in rb.optims:

@@ -11,13 +11,29 @@ changed, objects shared differently) is rebuilt as usual.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ember import Tensor
 from ember.backend.contract import AutodiffPrimitive
 from ember.module import Module, Param, RunningState
 
-__all__ = ["pair_module"]
+__all__ = ["pair_module", "pair_donated_modules"]
+
+
+def pair_donated_modules(result: Any, args: tuple[Any, ...], memo: dict[int, int], donated: frozenset[int],
+                         take: Callable[[Any, Any], bool]) -> None:
+    """Pair each top-level module of ``result`` (the step's result, or the items of a tuple / list result) with
+    the first donated module argument of its class (``args`` whose object number in ``memo`` is in ``donated``)
+    that ``take(old, new)`` accepts; an argument is paired at most once."""
+    olds = [a for a in args if isinstance(a, Module) and memo.get(id(a)) in donated]
+    for x in list(result) if isinstance(result, (tuple, list)) else [result]:
+        if not isinstance(x, Module):
+            continue
+        for old in olds:
+            if old.__class__ is x.__class__ and take(old, x):
+                olds.remove(old)
+                break
 
 
 def pair_module(old: Any, new: Any, memo: dict[int, int], objs: dict[int, int], tensors: dict[int, Any]) -> bool:

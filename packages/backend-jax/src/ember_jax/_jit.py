@@ -35,6 +35,7 @@ from ember.module import Module
 from ._array_backend import JaxArrayBackend
 from ._devices import ForeignTensor
 from ._donation_order import reserve_donated
+from ._in_place import pair_donated_modules
 from ._out import OutWalk, generate, holds_ember
 from ._private import private_copy
 from ._scan import Scan, foreign_error
@@ -318,20 +319,16 @@ def _modules_in_place(ow: OutWalk, result: Any, args: tuple[Any, ...], fl: Flat,
     pairs with it, among the top-level results), its tensors holding the new arrays (see
     :meth:`OutWalk.module_in_place`): jax deleted its arrays, so no one can read the old values anyway, and the
     result costs no new objects."""
-    if not donated:
-        return []
-    olds = [a for a in args if isinstance(a, Module) and fl.memo.get(id(a)) in donated]
     writes: list[tuple[int, int, bool]] = []
-    for x in list(result) if isinstance(result, (tuple, list)) else [result]:
-        if not isinstance(x, Module):
-            continue
-        for old in olds:
-            if old.__class__ is x.__class__:
-                w = ow.module_in_place(old, x, fl.memo, fl.objs)
-                if w is not None:
-                    olds.remove(old)
-                    writes.extend(w)
-                    break
+
+    def take(old: Any, new: Any) -> bool:
+        w = ow.module_in_place(old, new, fl.memo, fl.objs)
+        if w is not None:
+            writes.extend(w)
+        return w is not None
+
+    if donated:
+        pair_donated_modules(result, args, fl.memo, donated, take)
     return writes
 
 

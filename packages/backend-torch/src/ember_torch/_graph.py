@@ -60,4 +60,3 @@ def input_grads(outs: Sequence[Any], inputs: Sequence[Any], grads_out: Sequence[
         else:
             out.append(g.t().contiguous() if i in transposed else g.contiguous())
     return out
-
