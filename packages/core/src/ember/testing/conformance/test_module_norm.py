@@ -8,6 +8,7 @@ float dtype; errors.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,17 @@ from ember.testing import assert_close
 from ._module_helpers import ftensor, held
 
 rng = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def _inputs_of_this_test(request: pytest.FixtureRequest) -> None:
+    """Each test draws its inputs from a generator seeded by its own name: the same data whatever ran before it in
+    its process (``-n 2`` spreads the tests over workers in another order each run; with one generator shared by
+    the module, a bfloat16 case once met inputs outside its tolerance in CI)."""
+    global rng
+    rng = np.random.default_rng([11, zlib.crc32(request.node.name.encode())])
+
+
 BN_SHAPES = [(4, 3), (2, 3, 5), (2, 3, 4, 5), (3, 2, 2, 3, 2)]
 LN_SHAPES = [(6,), (3, 5), (2, 3, 7)]
 GN_CASES = [((2, 8), 2), ((2, 4, 5), 2), ((3, 6, 2, 3), 3), ((2, 4, 3, 2), 4), ((1, 4, 2, 2, 2), 1)]
